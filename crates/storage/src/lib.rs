@@ -1,1 +1,38 @@
-//! placeholder
+//! Magnetar's storage engine: per-partition segmented logs holding Kafka v2
+//! record batches exactly as received.
+//!
+//! The layering follows Kafka and Redpanda: a [`segment`](crate::segment) is
+//! one `.log` file with its sparse `.index` and `.timeindex`; a [`Log`] is the
+//! ordered segments of one partition plus its leader epoch cache, idempotent
+//! producer state and checkpoints; the [`LogManager`] owns the data directory
+//! and every log in it.
+//!
+//! Nothing here decodes records on the produce or fetch path: appends
+//! validate batch headers and CRCs, stamp offsets and leader epochs in place
+//! and write the bytes; fetches return whole stored batches. Only
+//! timestamp lookups look inside batches ([`records`]).
+
+#![warn(missing_docs)]
+
+pub mod batch;
+mod checkpoint;
+mod config;
+mod epoch;
+mod error;
+mod index;
+mod log;
+mod manager;
+mod producer_state;
+pub mod records;
+mod segment;
+
+#[cfg(test)]
+mod test_util;
+
+pub use batch::{BatchHeader, BatchesSummary, Compression, TimestampType};
+pub use config::LogConfig;
+pub use epoch::EpochEntry;
+pub use error::{BatchError, Error, Result};
+pub use log::{AppendInfo, AppendOutcome, Log, ReadResult, RecoveryStats};
+pub use manager::{LogManager, CLEAN_SHUTDOWN_MARKER, DELETING_DIR, LOCK_FILE};
+pub use producer_state::{BatchMetadata, ProducerEntry, MAX_CACHED_BATCHES};

@@ -1,0 +1,140 @@
+//! Small metadata files, always replaced atomically (tmp + fsync + rename).
+
+use std::fs::{self, File};
+use std::io::{ErrorKind, Write};
+use std::path::Path;
+
+use model::{Offset, TopicId};
+
+use crate::error::{corrupt, IoContext, Result};
+
+/// Suffix of files being written; leftovers are deleted at open.
+pub(crate) const TMP_SUFFIX: &str = ".tmp";
+
+/// Replaces `path` with `contents` atomically and durably.
+pub(crate) fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(TMP_SUFFIX);
+    let tmp = Path::new(&tmp);
+    let mut file = File::create(tmp).at(tmp)?;
+    file.write_all(contents).at(tmp)?;
+    file.sync_all().at(tmp)?;
+    drop(file);
+    fs::rename(tmp, path).at(path)?;
+    if let Some(dir) = path.parent() {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// fsyncs a directory so renames and creations in it are durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).at(dir)
+}
+
+/// The file's text, or `None` if it does not exist.
+pub(crate) fn read_optional(path: &Path) -> Result<Option<String>> {
+    match fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| corrupt(path, "not UTF-8")),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).at(path),
+    }
+}
+
+/// Name of the file recording a partition's topic id.
+pub(crate) const PARTITION_METADATA: &str = "partition.metadata";
+
+/// Writes Kafka's `partition.metadata`.
+pub(crate) fn write_partition_metadata(dir: &Path, topic_id: TopicId) -> Result<()> {
+    let text = format!("version: 0\ntopic_id: {topic_id}\n");
+    write_atomic(&dir.join(PARTITION_METADATA), text.as_bytes())
+}
+
+/// Reads `partition.metadata`; `None` if the file does not exist.
+pub(crate) fn read_partition_metadata(dir: &Path) -> Result<Option<TopicId>> {
+    let path = dir.join(PARTITION_METADATA);
+    let Some(text) = read_optional(&path)? else {
+        return Ok(None);
+    };
+    let mut version = None;
+    let mut topic_id = None;
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        match key.trim() {
+            "version" => version = Some(value.trim().to_string()),
+            "topic_id" => {
+                topic_id = Some(
+                    TopicId::parse(value.trim())
+                        .map_err(|e| corrupt(&path, e.to_string()))?,
+                )
+            }
+            _ => {}
+        }
+    }
+    if version.as_deref() != Some("0") {
+        return Err(corrupt(&path, format!("unsupported version {version:?}")));
+    }
+    topic_id
+        .map(Some)
+        .ok_or_else(|| corrupt(&path, "no topic_id"))
+}
+
+/// File recording the partition's log start offset.
+pub(crate) const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+/// File recording the partition's recovery point (everything below it was
+/// flushed).
+pub(crate) const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+
+/// Writes a single-offset checkpoint: version line `0`, then the offset.
+pub(crate) fn write_offset(path: &Path, offset: Offset) -> Result<()> {
+    write_atomic(path, format!("0\n{offset}\n").as_bytes())
+}
+
+/// Reads a single-offset checkpoint; `None` if it does not exist.
+pub(crate) fn read_offset(path: &Path) -> Result<Option<Offset>> {
+    let Some(text) = read_optional(path)? else {
+        return Ok(None);
+    };
+    let mut lines = text.lines();
+    if lines.next().map(str::trim) != Some("0") {
+        return Err(corrupt(path, "unsupported checkpoint version"));
+    }
+    lines
+        .next()
+        .and_then(|l| l.trim().parse::<i64>().ok())
+        .map(|o| Some(Offset(o)))
+        .ok_or_else(|| corrupt(path, "missing or malformed offset"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_and_offsets_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_partition_metadata(dir.path()).unwrap(), None);
+        let id = TopicId::random();
+        write_partition_metadata(dir.path(), id).unwrap();
+        let text = fs::read_to_string(dir.path().join(PARTITION_METADATA)).unwrap();
+        assert_eq!(text, format!("version: 0\ntopic_id: {id}\n"));
+        assert_eq!(read_partition_metadata(dir.path()).unwrap(), Some(id));
+
+        let path = dir.path().join(RECOVERY_POINT_CHECKPOINT);
+        assert_eq!(read_offset(&path).unwrap(), None);
+        write_offset(&path, Offset(42)).unwrap();
+        assert_eq!(read_offset(&path).unwrap(), Some(Offset(42)));
+        fs::write(&path, "7\n1\n").unwrap();
+        assert!(read_offset(&path).is_err());
+        // No temporary file is left behind.
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(TMP_SUFFIX)), "{names:?}");
+    }
+}

@@ -1,0 +1,63 @@
+//! Per-log configuration, mirroring the Kafka topic configs of the same names.
+
+/// How a log is segmented, retained and flushed.
+///
+/// Every field mirrors the Kafka topic config noted beside it; `None` stands
+/// for Kafka's `-1` ("unlimited" / "never").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogConfig {
+    /// `segment.bytes`: the active segment is rolled before an append would
+    /// take it past this size.
+    pub segment_bytes: u64,
+    /// `segment.ms`/`log.roll.ms`: the active segment is rolled once its first
+    /// batch is older than this. `None` never rolls by time.
+    pub roll_ms: Option<u64>,
+    /// `retention.ms`: closed segments whose newest record is older than this
+    /// are deleted. `None` keeps them forever.
+    pub retention_ms: Option<u64>,
+    /// `retention.bytes`: the oldest closed segments are deleted while the log
+    /// would stay at least this large without them. `None` is unlimited.
+    pub retention_bytes: Option<u64>,
+    /// `flush.messages`: fsync after this many unflushed records. `None`
+    /// leaves flushing to the OS.
+    pub flush_interval_messages: Option<u64>,
+    /// `flush.ms`: fsync when this long has passed since the last flush
+    /// (checked by [`crate::Log::flush_due`]). `None` leaves it to the OS.
+    pub flush_interval_ms: Option<u64>,
+    /// `index.interval.bytes`: bytes of log between two sparse index entries.
+    pub index_interval_bytes: u32,
+    /// `max.message.bytes`: the largest record batch accepted, header included.
+    pub max_message_bytes: u32,
+}
+
+/// Default `segment.bytes`: 1 GiB.
+pub const DEFAULT_SEGMENT_BYTES: u64 = 1024 * 1024 * 1024;
+/// Default `segment.ms` and `retention.ms`: 7 days.
+pub const DEFAULT_ROLL_AND_RETENTION_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+/// Default `index.interval.bytes`.
+pub const DEFAULT_INDEX_INTERVAL_BYTES: u32 = 4096;
+/// Default `max.message.bytes`: 1 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: u32 = 1024 * 1024;
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: DEFAULT_SEGMENT_BYTES,
+            roll_ms: Some(DEFAULT_ROLL_AND_RETENTION_MS),
+            retention_ms: Some(DEFAULT_ROLL_AND_RETENTION_MS),
+            retention_bytes: None,
+            flush_interval_messages: None,
+            flush_interval_ms: None,
+            index_interval_bytes: DEFAULT_INDEX_INTERVAL_BYTES,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+}
+
+impl LogConfig {
+    /// The size a segment may reach: `segment_bytes`, capped so that file
+    /// positions always fit the index's 32-bit position field.
+    pub(crate) fn effective_segment_bytes(&self) -> u64 {
+        self.segment_bytes.clamp(1, i32::MAX as u64)
+    }
+}

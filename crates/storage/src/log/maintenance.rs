@@ -1,0 +1,205 @@
+//! Flushing, retention, log start offset moves and closing.
+
+use model::{Offset, Timestamp};
+
+use super::{Inner, Log, State};
+use crate::checkpoint::{self, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT};
+use crate::error::Result;
+use crate::producer_state;
+use crate::segment::Segment;
+
+impl Log {
+    /// fsyncs every segment holding unflushed records and moves the
+    /// recovery point to the log end offset. The fsync runs outside the
+    /// log's lock, so appends continue meanwhile.
+    pub fn flush(&self) -> Result<()> {
+        let (handles, upto) = {
+            let inner = self.inner.read();
+            inner.ensure_open()?;
+            if inner.log_end_offset <= inner.recovery_point {
+                return Ok(());
+            }
+            let from = inner.segment_for(inner.recovery_point);
+            let handles: Vec<_> = inner.segments[from..].iter().map(Segment::sync_handle).collect();
+            (handles, inner.log_end_offset)
+        };
+        for h in &handles {
+            h.sync()?;
+        }
+        {
+            let mut inner = self.inner.write();
+            if inner.log_end_offset == upto {
+                inner.first_unflushed_at = None;
+            }
+        }
+        self.advance_recovery_point(upto)
+    }
+
+    /// Flushes if `flush_interval_ms` has passed since the oldest unflushed
+    /// append.
+    pub fn flush_due(&self, now: Timestamp) -> Result<()> {
+        let due = {
+            let inner = self.inner.read();
+            if inner.state != State::Open {
+                return Ok(());
+            }
+            match (inner.config.flush_interval_ms, inner.first_unflushed_at) {
+                (Some(ms), Some(since)) => now.0.saturating_sub(since.0) >= ms as i64,
+                _ => false,
+            }
+        };
+        if due {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Records that everything below `offset` is on disk. The checkpoint file
+    /// is only rewritten when the recovery point enters a newer segment:
+    /// recovery works a segment at a time, so finer progress buys nothing.
+    pub(super) fn advance_recovery_point(&self, offset: Offset) -> Result<()> {
+        let (point, segment_base) = {
+            let mut inner = self.inner.write();
+            if offset > inner.recovery_point {
+                inner.recovery_point = offset;
+            }
+            let point = inner.recovery_point;
+            (point, inner.segments[inner.segment_for(point)].base_offset())
+        };
+        let mut written = self.checkpointed_recovery_point.lock();
+        if *written < segment_base {
+            checkpoint::write_offset(&self.dir.join(RECOVERY_POINT_CHECKPOINT), point)?;
+            *written = point;
+        }
+        Ok(())
+    }
+
+    /// Deletes closed segments (never the active one), oldest first: those
+    /// whose newest record is older than `retention_ms`, then those the log
+    /// can lose while staying at least `retention_bytes` large, then those
+    /// wholly below the log start offset. Advances the log start offset.
+    /// Returns the number of segments deleted.
+    pub fn run_retention(&self, now: Timestamp) -> Result<u64> {
+        let removed = {
+            let mut inner = self.inner.write();
+            if inner.state != State::Open {
+                return Ok(0);
+            }
+            let closed = inner.segments.len() - 1;
+            let mut n = 0;
+            if let Some(ms) = inner.config.retention_ms {
+                while n < closed
+                    && now.0.saturating_sub(inner.segments[n].retention_timestamp().0) > ms as i64
+                {
+                    n += 1;
+                }
+            }
+            if let Some(limit) = inner.config.retention_bytes {
+                let remaining: u64 = inner.segments[n..].iter().map(Segment::size).sum();
+                let mut excess = remaining as i128 - limit as i128;
+                while n < closed && excess - inner.segments[n].size() as i128 >= 0 {
+                    excess -= inner.segments[n].size() as i128;
+                    n += 1;
+                }
+            }
+            while n < closed && inner.segments[n].next_offset() <= inner.log_start_offset {
+                n += 1;
+            }
+            self.remove_oldest(&mut inner, n)?
+        };
+        let count = removed.len() as u64;
+        self.delete_segment_files(removed);
+        Ok(count)
+    }
+
+    /// Takes the `n` oldest segments out of the log and moves the log start
+    /// offset past them. Their files are deleted by the caller, outside the
+    /// lock; readers holding their handles keep reading safely.
+    fn remove_oldest(&self, inner: &mut Inner, n: usize) -> Result<Vec<Segment>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let removed: Vec<Segment> = inner.segments.drain(..n).collect();
+        let first = inner.segments[0].base_offset();
+        if first > inner.log_start_offset {
+            self.set_log_start_offset(inner, first)?;
+        }
+        producer_state::delete_snapshots_before(&self.dir, first)?;
+        Ok(removed)
+    }
+
+    fn set_log_start_offset(&self, inner: &mut Inner, offset: Offset) -> Result<()> {
+        inner.log_start_offset = offset;
+        checkpoint::write_offset(&self.dir.join(LOG_START_OFFSET_CHECKPOINT), offset)?;
+        inner.epochs.truncate_from_start(offset)
+    }
+
+    fn delete_segment_files(&self, removed: Vec<Segment>) {
+        for segment in removed {
+            tracing::info!(log = %self.topic_partition, segment = %segment.log_path().display(), "deleting segment");
+            if let Err(e) = segment.delete_files() {
+                tracing::warn!(error = %e, "cannot delete segment files");
+            }
+        }
+    }
+
+    /// Kafka's DeleteRecords: moves the log start offset up to `offset`
+    /// (checkpointed), deleting closed segments wholly below it. Errors if
+    /// `offset` is beyond the high watermark. Returns the new log start
+    /// offset (unchanged if `offset` is not above it).
+    pub fn delete_records_before(&self, offset: Offset) -> Result<Offset> {
+        let (removed, start) = {
+            let mut inner = self.inner.write();
+            inner.ensure_open()?;
+            if offset.0 < 0 || offset > inner.log_end_offset {
+                return Err(inner.out_of_range(offset));
+            }
+            if offset <= inner.log_start_offset {
+                return Ok(inner.log_start_offset);
+            }
+            self.set_log_start_offset(&mut inner, offset)?;
+            let closed = inner.segments.len() - 1;
+            let mut n = 0;
+            while n < closed && inner.segments[n].next_offset() <= offset {
+                n += 1;
+            }
+            (self.remove_oldest(&mut inner, n)?, inner.log_start_offset)
+        };
+        self.delete_segment_files(removed);
+        Ok(start)
+    }
+
+    /// Clean close: seals and fsyncs the active segment, writes the
+    /// checkpoints and a producer snapshot at the log end offset. Further
+    /// appends fail with [`crate::Error::LogClosed`].
+    pub(crate) fn close(&self) -> Result<()> {
+        let mut inner = self.inner.write();
+        if inner.state != State::Open {
+            return Ok(());
+        }
+        inner.active_mut().seal_time_index()?;
+        let from = inner.segment_for(inner.recovery_point);
+        for segment in &inner.segments[from..] {
+            segment.sync()?;
+        }
+        let end = inner.log_end_offset;
+        inner.recovery_point = end;
+        checkpoint::write_offset(&self.dir.join(RECOVERY_POINT_CHECKPOINT), end)?;
+        *self.checkpointed_recovery_point.lock() = end;
+        checkpoint::write_offset(&self.dir.join(LOG_START_OFFSET_CHECKPOINT), inner.log_start_offset)?;
+        producer_state::write_snapshot(&self.dir, end, &inner.producers.snapshot_bytes())?;
+        inner.state = State::Closed;
+        Ok(())
+    }
+
+    /// Marks the log deleted: every later operation fails with
+    /// [`crate::Error::LogDeleted`]. Waits for in-flight appends.
+    pub(crate) fn mark_deleted(&self) {
+        self.inner.write().state = State::Deleted;
+    }
+
+    /// Whether the log was deleted.
+    pub fn is_deleted(&self) -> bool {
+        self.inner.read().state == State::Deleted
+    }
+}

@@ -1,0 +1,515 @@
+//! One partition's log: ordered segments (the last one active), the leader
+//! epoch cache, idempotent producer state and the partition's checkpoints.
+
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use model::{LeaderEpoch, Offset, Timestamp, TopicId, TopicPartition};
+use parking_lot::{Mutex, RwLock};
+
+use crate::batch::{self, BatchHeader, BatchesSummary};
+use crate::config::LogConfig;
+use crate::epoch::{EpochEntry, LeaderEpochCache};
+use crate::error::{Error, Result};
+use crate::producer_state::{ProducerEntry, ProducerStateManager, StagedProducers, Verdict};
+use crate::records;
+use crate::segment::{find_timestamp_in, Segment, SegmentView, SyncHandle};
+
+mod maintenance;
+mod open;
+
+#[cfg(test)]
+mod tests;
+
+/// The result of [`Log::append`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendOutcome {
+    /// Appended; offsets assigned.
+    Appended(AppendInfo),
+    /// An idempotent retry of one of the producer's last 5 batches: nothing
+    /// written, the original offsets are reported.
+    Duplicate(AppendInfo),
+}
+
+impl AppendOutcome {
+    /// The offsets, whether appended now or before.
+    pub fn info(&self) -> &AppendInfo {
+        match self {
+            AppendOutcome::Appended(i) | AppendOutcome::Duplicate(i) => i,
+        }
+    }
+}
+
+/// Where an append landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    /// Offset of the first record.
+    pub base_offset: Offset,
+    /// Offset of the last record.
+    pub last_offset: Offset,
+    /// Number of records.
+    pub record_count: u64,
+    /// The log start offset after the append.
+    pub log_start_offset: Offset,
+}
+
+/// The result of [`Log::read`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadResult {
+    /// Whole v2 batches exactly as stored (possibly empty).
+    pub records: Bytes,
+    /// The log start offset when the read happened.
+    pub log_start_offset: Offset,
+    /// The high watermark (== log end offset on a single node).
+    pub high_watermark: Offset,
+}
+
+/// What opening the log had to do; lets callers and tests see that a clean
+/// restart did no scanning.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecoveryStats {
+    /// Whether the log was opened after a clean shutdown.
+    pub clean: bool,
+    /// Segments opened from their index files without a scan.
+    pub segments_loaded: usize,
+    /// Segments fully scanned (length, magic, CRC) because they may hold
+    /// unflushed data.
+    pub segments_recovered: usize,
+    /// Segments whose index files were missing or malformed and rebuilt.
+    pub indexes_rebuilt: usize,
+    /// Bytes cut off torn or corrupt segment tails.
+    pub bytes_truncated: u64,
+    /// Segments deleted because they followed a corrupt one.
+    pub segments_deleted: usize,
+    /// Batch headers replayed into the producer state.
+    pub producer_batches_replayed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Open,
+    Closed,
+    Deleted,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: LogConfig,
+    /// Never empty; the last one is active.
+    segments: Vec<Segment>,
+    log_start_offset: Offset,
+    log_end_offset: Offset,
+    /// Everything below it has been fsynced.
+    recovery_point: Offset,
+    /// When the oldest unflushed append happened (for `flush_interval_ms`).
+    first_unflushed_at: Option<Timestamp>,
+    epochs: LeaderEpochCache,
+    producers: ProducerStateManager,
+    state: State,
+}
+
+impl Inner {
+    fn ensure_open(&self) -> Result<()> {
+        match self.state {
+            State::Open => Ok(()),
+            State::Closed => Err(Error::LogClosed),
+            State::Deleted => Err(Error::LogDeleted),
+        }
+    }
+
+    fn ensure_readable(&self) -> Result<()> {
+        match self.state {
+            State::Deleted => Err(Error::LogDeleted),
+            _ => Ok(()),
+        }
+    }
+
+    fn active(&self) -> &Segment {
+        // `segments` is never empty.
+        &self.segments[self.segments.len() - 1]
+    }
+
+    fn active_mut(&mut self) -> &mut Segment {
+        let last = self.segments.len() - 1;
+        &mut self.segments[last]
+    }
+
+    /// Index of the segment holding `offset` (the first one ending after it).
+    fn segment_for(&self, offset: Offset) -> usize {
+        let mut i = self
+            .segments
+            .partition_point(|s| s.base_offset() <= offset)
+            .saturating_sub(1);
+        while i + 1 < self.segments.len() && self.segments[i].next_offset() <= offset {
+            i += 1;
+        }
+        i
+    }
+
+    fn out_of_range(&self, offset: Offset) -> Error {
+        Error::OffsetOutOfRange {
+            offset,
+            log_start_offset: self.log_start_offset,
+            log_end_offset: self.log_end_offset,
+        }
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.segments.iter().map(Segment::size).sum()
+    }
+}
+
+/// Work an append leaves for after the lock is released.
+#[derive(Debug, Default)]
+struct AfterAppend {
+    /// The segment closed by a roll, to fsync; then the recovery point may
+    /// move to `rolled_at`.
+    sealed: Option<(SyncHandle, Offset)>,
+    /// Producer state snapshot taken at the roll.
+    snapshot: Option<(Offset, Vec<u8>)>,
+    /// The `flush_interval_messages` threshold was reached.
+    flush: bool,
+}
+
+/// One partition's log. Internally synchronized: every method takes `&self`.
+#[derive(Debug)]
+pub struct Log {
+    dir: PathBuf,
+    topic_partition: TopicPartition,
+    topic_id: TopicId,
+    inner: RwLock<Inner>,
+    /// Recovery point last written to the checkpoint file.
+    checkpointed_recovery_point: Mutex<Offset>,
+    stats: RecoveryStats,
+}
+
+impl Log {
+    /// Validates `batches` (concatenated v2 batches), checks idempotent
+    /// producer state, assigns offsets from the log end offset and stamps
+    /// them and `leader_epoch` into the batches in place, then writes them
+    /// with one write to the active segment (rolling it first if due).
+    ///
+    /// Nothing is written for a duplicate of one of a producer's last five
+    /// batches. If the write fails part-way the segment is cut back and
+    /// [`Error::Io`] returned; the log stays usable.
+    pub fn append(&self, batches: &mut [u8], leader_epoch: LeaderEpoch, now: Timestamp) -> Result<AppendOutcome> {
+        let max_bytes = self.inner.read().config.max_message_bytes;
+        let summary = batch::validate(batches, max_bytes)?;
+        if summary.has_transactional_or_control {
+            return Err(Error::TransactionsNotSupported);
+        }
+        let mut after = AfterAppend::default();
+        let outcome = self.append_locked(batches, &summary, leader_epoch, now, &mut after)?;
+        self.finish_append(after)?;
+        Ok(outcome)
+    }
+
+    fn append_locked(
+        &self,
+        batches: &mut [u8],
+        summary: &BatchesSummary,
+        leader_epoch: LeaderEpoch,
+        now: Timestamp,
+        after: &mut AfterAppend,
+    ) -> Result<AppendOutcome> {
+        let mut inner = self.inner.write();
+        inner.ensure_open()?;
+        let base = inner.log_end_offset;
+
+        let mut staged = StagedProducers::default();
+        if summary.has_producer_id {
+            let mut next = base;
+            for (_, mut h) in batch::headers(batches) {
+                h.base_offset = next;
+                if let Verdict::Duplicate(dup) = inner.producers.check(&mut staged, &h)? {
+                    return Ok(AppendOutcome::Duplicate(AppendInfo {
+                        base_offset: dup.first_offset,
+                        last_offset: dup.last_offset,
+                        record_count: (dup.last_offset.0 - dup.first_offset.0 + 1) as u64,
+                        log_start_offset: inner.log_start_offset,
+                    }));
+                }
+                next = h.next_offset();
+            }
+        }
+
+        let mut next = base;
+        let mut pos = 0;
+        while pos < batches.len() {
+            let h = BatchHeader::parse(&batches[pos..])?;
+            batch::set_base_offset(&mut batches[pos..], next);
+            batch::set_partition_leader_epoch(&mut batches[pos..], leader_epoch);
+            next = next.plus(i64::from(h.record_count));
+            pos += h.total_size();
+        }
+
+        self.maybe_roll(&mut inner, batches.len() as u64, next, now, after)?;
+        let interval = inner.config.index_interval_bytes;
+        inner.active_mut().append(batches, interval, now)?;
+        inner.log_end_offset = next;
+        let Inner { producers, .. } = &mut *inner;
+        producers.commit(staged);
+        if let Err(e) = inner.epochs.assign(leader_epoch, base) {
+            // The records are in; a stale checkpoint is repaired at the next change.
+            tracing::warn!(log = %self.topic_partition, error = %e, "cannot write leader epoch checkpoint");
+        }
+        inner.first_unflushed_at.get_or_insert(now);
+        if let Some(n) = inner.config.flush_interval_messages {
+            after.flush = (next.0 - inner.recovery_point.0) as u64 >= n;
+        }
+        Ok(AppendOutcome::Appended(AppendInfo {
+            base_offset: base,
+            last_offset: next.plus(-1),
+            record_count: summary.record_count,
+            log_start_offset: inner.log_start_offset,
+        }))
+    }
+
+    /// Rolls the active segment if the append would overfill it, it is older
+    /// than `roll_ms`, or the new offsets would not fit its relative offsets.
+    fn maybe_roll(&self, inner: &mut Inner, len: u64, next: Offset, now: Timestamp, after: &mut AfterAppend) -> Result<()> {
+        let active = inner.active();
+        if active.is_empty() {
+            return Ok(());
+        }
+        let too_big = active.size() + len > inner.config.effective_segment_bytes();
+        let too_old = match (inner.config.roll_ms, active.roll_base()) {
+            (Some(ms), Some(base)) => now.0.saturating_sub(base.0) > ms as i64,
+            _ => false,
+        };
+        let offsets_overflow = next.0 - 1 - active.base_offset().0 > i64::from(u32::MAX);
+        if !(too_big || too_old || offsets_overflow) {
+            return Ok(());
+        }
+        self.roll(inner, after)
+    }
+
+    fn roll(&self, inner: &mut Inner, after: &mut AfterAppend) -> Result<()> {
+        let new_base = inner.log_end_offset;
+        let created = Segment::create(&self.dir, new_base)?;
+        let old = inner.active_mut();
+        if let Err(e) = old.seal_time_index() {
+            tracing::warn!(segment = %old.log_path().display(), error = %e, "cannot seal time index");
+        }
+        after.sealed = Some((old.sync_handle(), new_base));
+        after.snapshot = Some((new_base, inner.producers.snapshot_bytes()));
+        inner.segments.push(created);
+        tracing::debug!(log = %self.topic_partition, base = %new_base, "rolled segment");
+        Ok(())
+    }
+
+    fn finish_append(&self, after: AfterAppend) -> Result<()> {
+        if let Some((offset, bytes)) = after.snapshot {
+            if let Err(e) = crate::producer_state::write_snapshot(&self.dir, offset, &bytes) {
+                tracing::warn!(log = %self.topic_partition, error = %e, "cannot write producer snapshot");
+            }
+        }
+        if let Some((handle, upto)) = after.sealed {
+            match handle.sync() {
+                Ok(()) => self.advance_recovery_point(upto)?,
+                Err(e) => {
+                    tracing::warn!(log = %self.topic_partition, error = %e, "cannot flush rolled segment")
+                }
+            }
+        }
+        if after.flush {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Whole batches from the one segment holding `offset`: the batch that
+    /// contains `offset` and those after it, at most `max_bytes` in all (but
+    /// at least one whole batch if `min_one_batch`, as in KIP-74).
+    ///
+    /// [`Error::OffsetOutOfRange`] when `offset` is below the log start offset
+    /// or above the log end offset; reading at the log end offset returns no
+    /// records.
+    pub fn read(&self, offset: Offset, max_bytes: usize, min_one_batch: bool) -> Result<ReadResult> {
+        let (view, log_start_offset, high_watermark) = {
+            let inner = self.inner.read();
+            inner.ensure_readable()?;
+            if offset < inner.log_start_offset || offset > inner.log_end_offset {
+                return Err(inner.out_of_range(offset));
+            }
+            let view = (offset < inner.log_end_offset)
+                .then(|| inner.segments[inner.segment_for(offset)].view_for_offset(offset));
+            (view, inner.log_start_offset, inner.log_end_offset)
+        };
+        // The file is read without the lock: the view holds its own handle.
+        let records = match view {
+            Some(view) => view.read(offset, max_bytes, min_one_batch)?,
+            None => Bytes::new(),
+        };
+        Ok(ReadResult {
+            records,
+            log_start_offset,
+            high_watermark,
+        })
+    }
+
+    /// The log start offset: the first offset that can be read.
+    pub fn log_start_offset(&self) -> Offset {
+        self.inner.read().log_start_offset
+    }
+
+    /// The log end offset: the offset the next record will get.
+    pub fn log_end_offset(&self) -> Offset {
+        self.inner.read().log_end_offset
+    }
+
+    /// The high watermark; the log end offset on a single node.
+    pub fn high_watermark(&self) -> Offset {
+        self.log_end_offset()
+    }
+
+    /// The recovery point: every offset below it has been fsynced.
+    pub fn recovery_point(&self) -> Offset {
+        self.inner.read().recovery_point
+    }
+
+    /// Total bytes over all segments.
+    pub fn size_bytes(&self) -> u64 {
+        self.inner.read().size_bytes()
+    }
+
+    /// Number of segments, the active one included.
+    pub fn segment_count(&self) -> usize {
+        self.inner.read().segments.len()
+    }
+
+    /// Base offsets of all segments, oldest first.
+    pub fn segment_base_offsets(&self) -> Vec<Offset> {
+        self.inner.read().segments.iter().map(Segment::base_offset).collect()
+    }
+
+    /// The topic's id, as recorded in `partition.metadata`.
+    pub fn topic_id(&self) -> TopicId {
+        self.topic_id
+    }
+
+    /// The partition this log holds.
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.topic_partition
+    }
+
+    /// The partition directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// What opening the log had to do.
+    pub fn recovery_stats(&self) -> RecoveryStats {
+        self.stats
+    }
+
+    /// The first record at or after the log start offset with a timestamp
+    /// `>= ts`, and that timestamp (Kafka's ListOffsets by timestamp).
+    pub fn offset_for_timestamp(&self, ts: Timestamp) -> Result<Option<(Offset, Timestamp)>> {
+        let (views, start) = {
+            let inner = self.inner.read();
+            inner.ensure_readable()?;
+            let start = inner.log_start_offset;
+            let views: Vec<SegmentView> = inner
+                .segments
+                .iter()
+                .filter(|s| s.next_offset() > start && s.max_timestamp() >= ts)
+                .map(|s| s.view_for_timestamp(ts))
+                .collect();
+            (views, start)
+        };
+        for view in &views {
+            if let Some(r) = find_timestamp_in(view, ts, start)? {
+                return Ok(Some((r.offset, r.timestamp)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first record holding the largest timestamp in the log (Kafka's
+    /// ListOffsets `MAX_TIMESTAMP`); `None` if no record has a timestamp.
+    pub fn offset_of_max_timestamp(&self) -> Result<Option<(Offset, Timestamp)>> {
+        let (fast, all, start) = {
+            let inner = self.inner.read();
+            inner.ensure_readable()?;
+            let start = inner.log_start_offset;
+            let live = || inner.segments.iter().filter(|s| s.next_offset() > start);
+            let mut best: Option<&Segment> = None;
+            for s in live() {
+                if best.is_none_or(|b| s.max_timestamp() > b.max_timestamp()) {
+                    best = Some(s);
+                }
+            }
+            let Some(best) = best.filter(|b| b.max_timestamp().0 >= 0) else {
+                return Ok(None);
+            };
+            let fast = (best.offset_of_max_timestamp() >= start).then(|| {
+                (best.view_for_offset(best.offset_of_max_timestamp()), best.max_timestamp())
+            });
+            let all: Vec<SegmentView> = if fast.is_some() {
+                Vec::new()
+            } else {
+                live().map(|s| s.view_for_offset(start)).collect()
+            };
+            (fast, all, start)
+        };
+        if let Some((view, max)) = fast {
+            let found = view.find_in_batches(
+                start,
+                |h| h.max_timestamp == max,
+                |body| Ok(records::max_timestamp_record(body, start)?),
+            )?;
+            if let Some(r) = found {
+                return Ok(Some((r.offset, r.timestamp)));
+            }
+        }
+        // The maximum lies below the log start offset (or the headers were
+        // inconsistent): look at every remaining record.
+        let mut best: Option<records::RecordTimestamp> = None;
+        for view in &all {
+            view.find_in_batches(start, |_| true, |body| {
+                if let Some(r) = records::max_timestamp_record(body, start)? {
+                    if best.is_none_or(|b| r.timestamp > b.timestamp) {
+                        best = Some(r);
+                    }
+                }
+                Ok(None::<()>)
+            })?;
+        }
+        Ok(best.filter(|b| b.timestamp.0 >= 0).map(|r| (r.offset, r.timestamp)))
+    }
+
+    /// The latest leader epoch that appended to this log.
+    pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
+        self.inner.read().epochs.latest_epoch()
+    }
+
+    /// Kafka's OffsetForLeaderEpoch: the largest known epoch `<= epoch` and
+    /// where it ended (the next epoch's start offset, or the log end offset
+    /// for the latest epoch). `None` if `epoch` is newer than every known one.
+    pub fn end_offset_for_epoch(&self, epoch: LeaderEpoch) -> Option<(LeaderEpoch, Offset)> {
+        let inner = self.inner.read();
+        inner.epochs.end_offset_for(epoch, inner.log_end_offset)
+    }
+
+    /// The leader epoch cache's entries, oldest first.
+    pub fn epoch_entries(&self) -> Vec<EpochEntry> {
+        self.inner.read().epochs.entries().to_vec()
+    }
+
+    /// What is known about an idempotent producer.
+    pub fn producer_state(&self, producer_id: model::ProducerId) -> Option<ProducerEntry> {
+        self.inner.read().producers.get(producer_id).cloned()
+    }
+
+    /// Replaces the log's configuration (takes effect at the next append,
+    /// flush check or retention run).
+    pub fn update_config(&self, config: LogConfig) {
+        self.inner.write().config = config;
+    }
+
+    /// The log's configuration.
+    pub fn config(&self) -> LogConfig {
+        self.inner.read().config.clone()
+    }
+}

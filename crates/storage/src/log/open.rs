@@ -1,0 +1,229 @@
+//! Opening a log: loading trusted segments, recovering the rest after a
+//! crash, and rebuilding the epoch cache and producer state.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use model::{Offset, TopicId, TopicPartition};
+use parking_lot::{Mutex, RwLock};
+
+use super::{Inner, Log, RecoveryStats, State};
+use crate::checkpoint::{self, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, TMP_SUFFIX};
+use crate::config::LogConfig;
+use crate::epoch::LeaderEpochCache;
+use crate::error::{Error, IoContext, Result};
+use crate::producer_state::{self, ProducerStateManager};
+use crate::segment::{file_name, parse_file_name, scan, Segment, INDEX_EXT, LOG_EXT, TIME_INDEX_EXT};
+
+/// What was found in a partition directory.
+struct DirListing {
+    bases: Vec<Offset>,
+}
+
+fn list_dir(dir: &Path) -> Result<DirListing> {
+    let mut bases = Vec::new();
+    let mut index_files = Vec::new();
+    for entry in fs::read_dir(dir).at(dir)? {
+        let entry = entry.at(dir)?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        if name.ends_with(TMP_SUFFIX) {
+            // A metadata write interrupted by a crash; the old file is intact.
+            let path = entry.path();
+            fs::remove_file(&path).at(&path)?;
+        } else if let Some(base) = parse_file_name(&name, LOG_EXT) {
+            bases.push(base);
+        } else if let Some(base) =
+            parse_file_name(&name, INDEX_EXT).or_else(|| parse_file_name(&name, TIME_INDEX_EXT))
+        {
+            index_files.push((base, entry.path()));
+        }
+    }
+    bases.sort();
+    for (base, path) in index_files {
+        if bases.binary_search(&base).is_err() {
+            fs::remove_file(&path).at(&path)?;
+        }
+    }
+    Ok(DirListing { bases })
+}
+
+fn delete_segment_files(dir: &Path, base: Offset) -> Result<()> {
+    for ext in [LOG_EXT, INDEX_EXT, TIME_INDEX_EXT] {
+        let path = dir.join(file_name(base, ext));
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).at(&path),
+        }
+    }
+    Ok(())
+}
+
+impl Log {
+    /// Opens the log in `dir`, creating it if needed. After a clean shutdown
+    /// (`clean`) every segment is trusted and loaded from its indexes; after
+    /// a crash, segments from the one holding the recovery point onward are
+    /// scanned and cut at the first bad byte.
+    pub(crate) fn open(
+        dir: PathBuf,
+        topic_partition: TopicPartition,
+        topic_id: TopicId,
+        config: LogConfig,
+        clean: bool,
+    ) -> Result<Log> {
+        fs::create_dir_all(&dir).at(&dir)?;
+        match checkpoint::read_partition_metadata(&dir)? {
+            Some(found) if found != topic_id => {
+                return Err(Error::TopicIdMismatch {
+                    path: dir,
+                    expected: topic_id,
+                    found,
+                })
+            }
+            Some(_) => {}
+            None => checkpoint::write_partition_metadata(&dir, topic_id)?,
+        }
+        let listing = list_dir(&dir)?;
+        let start_checkpoint = checkpoint::read_offset(&dir.join(LOG_START_OFFSET_CHECKPOINT))?;
+        let recovery_checkpoint = checkpoint::read_offset(&dir.join(RECOVERY_POINT_CHECKPOINT))?;
+        let interval = config.index_interval_bytes;
+
+        let mut stats = RecoveryStats {
+            clean,
+            ..RecoveryStats::default()
+        };
+        let mut segments = Vec::with_capacity(listing.bases.len().max(1));
+        let bases = &listing.bases;
+        let recovery_point = recovery_checkpoint.unwrap_or(Offset(0));
+        // Segments before this index were flushed and are trusted.
+        let mut recover_from = if clean {
+            bases.len()
+        } else {
+            bases.partition_point(|b| *b <= recovery_point).saturating_sub(1)
+        };
+        let mut i = 0;
+        while i < bases.len() {
+            let base = bases[i];
+            if i < recover_from {
+                let loaded = Segment::load(&dir, base, bases.get(i + 1).copied(), interval)?;
+                stats.indexes_rebuilt += usize::from(loaded.index_rebuilt);
+                if loaded.needs_recovery {
+                    tracing::warn!(segment = %loaded.segment.log_path().display(),
+                        "segment expected to be intact has bad bytes; recovering it");
+                    recover_from = i;
+                    continue;
+                }
+                stats.segments_loaded += 1;
+                segments.push(loaded.segment);
+                i += 1;
+                continue;
+            }
+            let (segment, truncated) = Segment::recover(&dir, base, interval)?;
+            stats.segments_recovered += 1;
+            let next_base = bases.get(i + 1).copied();
+            let broken_chain = next_base.is_some_and(|n| segment.next_offset() > n);
+            if truncated > 0 || broken_chain {
+                if truncated > 0 {
+                    tracing::warn!(segment = %segment.log_path().display(),
+                        "truncated {truncated} bytes of torn tail in segment");
+                    stats.bytes_truncated += truncated;
+                }
+                for later in &bases[i + 1..] {
+                    tracing::warn!(base = %later, dir = %dir.display(), "deleting segment after a corrupt one");
+                    delete_segment_files(&dir, *later)?;
+                    stats.segments_deleted += 1;
+                }
+                segments.push(segment);
+                break;
+            }
+            segments.push(segment);
+            i += 1;
+        }
+
+        let first_base = segments.first().map(Segment::base_offset);
+        let log_start_offset = match (start_checkpoint, first_base) {
+            (Some(c), Some(f)) => c.max(f),
+            (c, f) => c.or(f).unwrap_or(Offset(0)),
+        };
+        if segments.is_empty() {
+            segments.push(Segment::create(&dir, log_start_offset)?);
+        }
+        let mut log_end_offset = segments[segments.len() - 1].next_offset();
+        if log_start_offset > log_end_offset {
+            // Everything left is below the log start: start afresh there so
+            // offsets already handed out are never reused.
+            tracing::warn!(dir = %dir.display(), %log_start_offset, %log_end_offset,
+                "log start offset beyond recovered end; starting an empty segment");
+            for s in segments.drain(..) {
+                s.delete_files()?;
+            }
+            segments.push(Segment::create(&dir, log_start_offset)?);
+            log_end_offset = log_start_offset;
+        }
+
+        let recovery_point = if clean {
+            log_end_offset
+        } else {
+            // What was recovered is made durable so it is not scanned again.
+            for s in segments.iter().skip(recover_from.min(segments.len())) {
+                s.sync()?;
+            }
+            checkpoint::write_offset(&dir.join(RECOVERY_POINT_CHECKPOINT), log_end_offset)?;
+            log_end_offset
+        };
+        if start_checkpoint.is_some_and(|c| c != log_start_offset) {
+            checkpoint::write_offset(&dir.join(LOG_START_OFFSET_CHECKPOINT), log_start_offset)?;
+        }
+
+        let mut epochs = LeaderEpochCache::load(&dir)?;
+        epochs.truncate_from_end(log_end_offset)?;
+        epochs.truncate_from_start(log_start_offset)?;
+
+        let (producers, replayed) = load_producers(&dir, &segments, log_end_offset)?;
+        stats.producer_batches_replayed = replayed;
+        producer_state::delete_snapshots_before(&dir, segments[0].base_offset())?;
+
+        tracing::debug!(log = %topic_partition, ?stats, %log_start_offset, %log_end_offset, "opened log");
+        Ok(Log {
+            dir,
+            topic_partition,
+            topic_id,
+            inner: RwLock::new(Inner {
+                config,
+                segments,
+                log_start_offset,
+                log_end_offset,
+                recovery_point,
+                first_unflushed_at: None,
+                epochs,
+                producers,
+                state: State::Open,
+            }),
+            checkpointed_recovery_point: Mutex::new(recovery_point),
+            stats,
+        })
+    }
+}
+
+/// Loads the latest producer snapshot and replays the batch headers after it.
+fn load_producers(dir: &Path, segments: &[Segment], log_end_offset: Offset) -> Result<(ProducerStateManager, u64)> {
+    let (mut producers, snapshot) = producer_state::load_latest(dir, log_end_offset)?;
+    let from = snapshot.unwrap_or(Offset(0));
+    let mut replayed = 0;
+    for segment in segments.iter().filter(|s| s.next_offset() > from && !s.is_empty()) {
+        let view = segment.view_for_offset(from);
+        let end = scan(&view.file, &view.path, view.start, view.end, false, |_, h, _| {
+            if h.base_offset >= from {
+                producers.replay(h);
+                replayed += 1;
+            }
+            Ok(true)
+        })?;
+        if let Some(e) = end.invalid {
+            tracing::warn!(segment = %view.path.display(), error = %e, "stopped producer state replay at a bad batch");
+        }
+    }
+    Ok((producers, replayed))
+}

@@ -1,0 +1,236 @@
+//! The log manager: owns the data directory and every partition log in it.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use model::{PartitionId, Timestamp, TopicId, TopicName, TopicPartition};
+use parking_lot::RwLock;
+
+use crate::checkpoint::{read_partition_metadata, sync_dir, write_atomic};
+use crate::config::LogConfig;
+use crate::error::{Error, IoContext, Result};
+use crate::log::Log;
+
+/// Lock file taken exclusively while a manager has the directory open.
+pub const LOCK_FILE: &str = ".lock";
+/// Marker written by a clean shutdown and removed at open.
+pub const CLEAN_SHUTDOWN_MARKER: &str = ".magnetar-clean-shutdown";
+/// Directory where deleted partitions are staged before removal.
+pub const DELETING_DIR: &str = "deleting";
+
+/// Owns a data directory holding one `{topic}-{partition}` directory per
+/// partition log.
+#[derive(Debug)]
+pub struct LogManager {
+    data_dir: PathBuf,
+    /// Held for the manager's lifetime; the OS lock goes with the handle.
+    _lock: File,
+    clean_shutdown: bool,
+    logs: RwLock<HashMap<TopicPartition, Arc<Log>>>,
+}
+
+/// Parses a `{topic}-{partition}` directory name; topics may contain '-'.
+fn parse_partition_dir(name: &str) -> Option<TopicPartition> {
+    let (topic, partition) = name.rsplit_once('-')?;
+    let id: i32 = partition.parse().ok()?;
+    // Only canonical numbers: "orders-03" or "orders-+3" is not ours.
+    if id < 0 || id.to_string() != partition {
+        return None;
+    }
+    Some(TopicPartition::new(TopicName::new(topic).ok()?, PartitionId(id)))
+}
+
+fn remove_dir_all_if_exists(path: &Path) -> Result<()> {
+    match fs::remove_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).at(path),
+    }
+}
+
+impl LogManager {
+    /// Opens (creating if needed) `data_dir`: takes an exclusive lock on
+    /// `{data_dir}/.lock` (failing with [`Error::DataDirLocked`] if another
+    /// process holds it), notes and removes the clean-shutdown marker (so a
+    /// crash from now on is detected), and purges partitions left
+    /// half-deleted under `deleting/`.
+    pub fn open(data_dir: &Path) -> Result<LogManager> {
+        fs::create_dir_all(data_dir).at(data_dir)?;
+        let lock_path = data_dir.join(LOCK_FILE);
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .at(&lock_path)?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                return Err(Error::DataDirLocked {
+                    path: data_dir.to_path_buf(),
+                })
+            }
+            Err(TryLockError::Error(e)) => return Err(e).at(&lock_path),
+        }
+        let marker = data_dir.join(CLEAN_SHUTDOWN_MARKER);
+        let clean_shutdown = match fs::remove_file(&marker) {
+            Ok(()) => {
+                sync_dir(data_dir)?;
+                true
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(e).at(&marker),
+        };
+        remove_dir_all_if_exists(&data_dir.join(DELETING_DIR))?;
+        tracing::info!(data_dir = %data_dir.display(), clean_shutdown, "opened data directory");
+        Ok(LogManager {
+            data_dir: data_dir.to_path_buf(),
+            _lock: lock,
+            clean_shutdown,
+            logs: RwLock::new(HashMap::new()),
+        })
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// Whether the previous run shut down cleanly (logs opened by this
+    /// manager are then trusted without scanning).
+    pub fn had_clean_shutdown(&self) -> bool {
+        self.clean_shutdown
+    }
+
+    /// The partition directories on disk and the topic id each records
+    /// (`None` if it has no readable `partition.metadata`).
+    pub fn scan(&self) -> Result<Vec<(TopicPartition, Option<TopicId>)>> {
+        let mut found = Vec::new();
+        for entry in fs::read_dir(&self.data_dir).at(&self.data_dir)? {
+            let entry = entry.at(&self.data_dir)?;
+            if !entry.file_type().at(&entry.path())?.is_dir() {
+                continue;
+            }
+            let Some(tp) = entry.file_name().to_str().and_then(parse_partition_dir) else {
+                continue;
+            };
+            let topic_id = match read_partition_metadata(&entry.path()) {
+                Ok(id) => id,
+                Err(e) => {
+                    tracing::warn!(error = %e, "unreadable partition metadata");
+                    None
+                }
+            };
+            found.push((tp, topic_id));
+        }
+        found.sort();
+        Ok(found)
+    }
+
+    fn partition_dir(&self, tp: &TopicPartition) -> PathBuf {
+        self.data_dir.join(tp.to_string())
+    }
+
+    /// Opens the log of `tp` (recovering it as needed) or creates it, and
+    /// registers it. Returns the already open log if there is one.
+    /// [`Error::TopicIdMismatch`] if the directory records another topic id.
+    pub fn open_log(&self, tp: &TopicPartition, topic_id: TopicId, config: LogConfig) -> Result<Arc<Log>> {
+        let mut logs = self.logs.write();
+        if let Some(log) = logs.get(tp) {
+            if log.topic_id() != topic_id {
+                return Err(Error::TopicIdMismatch {
+                    path: log.dir().to_path_buf(),
+                    expected: topic_id,
+                    found: log.topic_id(),
+                });
+            }
+            return Ok(Arc::clone(log));
+        }
+        let log = Arc::new(Log::open(
+            self.partition_dir(tp),
+            tp.clone(),
+            topic_id,
+            config,
+            self.clean_shutdown,
+        )?);
+        logs.insert(tp.clone(), Arc::clone(&log));
+        Ok(log)
+    }
+
+    /// The open log of `tp`, if any.
+    pub fn get(&self, tp: &TopicPartition) -> Option<Arc<Log>> {
+        self.logs.read().get(tp).cloned()
+    }
+
+    /// All open logs.
+    pub fn logs(&self) -> Vec<Arc<Log>> {
+        self.logs.read().values().cloned().collect()
+    }
+
+    /// Closes and deletes the log of `tp`: later operations on it fail with
+    /// [`Error::LogDeleted`]; its directory is renamed to
+    /// `deleting/{topic_id}_{partition}` and removed. A no-op for a partition
+    /// that is neither open nor on disk.
+    pub fn delete_log(&self, tp: &TopicPartition) -> Result<()> {
+        let log = self.logs.write().remove(tp);
+        let dir = self.partition_dir(tp);
+        let topic_id = match &log {
+            Some(log) => {
+                log.mark_deleted();
+                Some(log.topic_id())
+            }
+            None => read_partition_metadata(&dir).ok().flatten(),
+        };
+        if !dir.exists() {
+            return Ok(());
+        }
+        let deleting = self.data_dir.join(DELETING_DIR);
+        fs::create_dir_all(&deleting).at(&deleting)?;
+        let staged_name = match topic_id {
+            Some(id) => format!("{id}_{}", tp.partition),
+            None => format!("{}_{}", tp.topic, tp.partition),
+        };
+        let staged = deleting.join(staged_name);
+        remove_dir_all_if_exists(&staged)?;
+        fs::rename(&dir, &staged).at(&dir)?;
+        sync_dir(&self.data_dir)?;
+        remove_dir_all_if_exists(&staged)?;
+        tracing::info!(partition = %tp, "deleted log");
+        Ok(())
+    }
+
+    /// Applies every log's `flush_interval_ms` policy.
+    pub fn flush_due(&self, now: Timestamp) -> Result<()> {
+        for log in self.logs() {
+            log.flush_due(now)?;
+        }
+        Ok(())
+    }
+
+    /// Runs retention on every log; returns the segments deleted in all.
+    pub fn run_retention(&self, now: Timestamp) -> Result<u64> {
+        let mut deleted = 0;
+        for log in self.logs() {
+            deleted += log.run_retention(now)?;
+        }
+        Ok(deleted)
+    }
+
+    /// Flushes every log, writes its checkpoints and producer snapshot, and
+    /// closes it; then writes the clean-shutdown marker so the next open
+    /// trusts every log without scanning.
+    pub fn shutdown(&self) -> Result<()> {
+        for log in self.logs() {
+            log.close()?;
+        }
+        write_atomic(&self.data_dir.join(CLEAN_SHUTDOWN_MARKER), b"")?;
+        tracing::info!(data_dir = %self.data_dir.display(), "clean shutdown");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,669 @@
+//! One log segment: a `.log` file of whole v2 batches plus its two sparse
+//! indexes.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use model::{Offset, Timestamp};
+
+use crate::batch::{self, check_batch, BatchHeader, HEADER_LEN};
+use crate::error::{corrupt, BatchError, IoContext, Result};
+use crate::index::{Index, OffsetEntry, TimeEntry};
+use crate::records::{self, RecordTimestamp};
+
+/// Extension of segment data files.
+pub(crate) const LOG_EXT: &str = "log";
+/// Extension of offset index files.
+pub(crate) const INDEX_EXT: &str = "index";
+/// Extension of time index files.
+pub(crate) const TIME_INDEX_EXT: &str = "timeindex";
+
+/// `{base_offset:020}.{ext}`.
+pub(crate) fn file_name(base: Offset, ext: &str) -> String {
+    format!("{:020}.{ext}", base.0)
+}
+
+/// The base offset encoded in a `{offset:020}.{ext}` file name.
+pub(crate) fn parse_file_name(name: &str, ext: &str) -> Option<Offset> {
+    let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
+    if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok().map(Offset)
+}
+
+/// Reads a file region through a buffer, so that walking batch headers costs
+/// one syscall per chunk rather than one per batch.
+pub(crate) struct ChunkReader<'a> {
+    file: &'a File,
+    path: &'a Path,
+    end: u64,
+    start: u64,
+    buf: Vec<u8>,
+}
+
+const CHUNK: usize = 64 * 1024;
+
+impl<'a> ChunkReader<'a> {
+    /// A reader of `file` up to byte `end`.
+    pub fn new(file: &'a File, path: &'a Path, end: u64) -> Self {
+        ChunkReader {
+            file,
+            path,
+            end,
+            start: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Up to `len` bytes from `pos` (fewer only at `end`).
+    pub fn get(&mut self, pos: u64, len: usize) -> Result<&[u8]> {
+        let have = pos >= self.start && pos + len as u64 <= self.start + self.buf.len() as u64;
+        if !have {
+            let want = (self.end.saturating_sub(pos)).min(len.max(CHUNK) as u64) as usize;
+            self.buf.resize(want, 0);
+            let mut filled = 0;
+            while filled < want {
+                let n = self
+                    .file
+                    .read_at(&mut self.buf[filled..], pos + filled as u64)
+                    .at(self.path)?;
+                if n == 0 {
+                    break;
+                }
+                filled += n;
+            }
+            self.buf.truncate(filled);
+            self.start = pos;
+        }
+        let from = (pos - self.start) as usize;
+        let to = (from + len).min(self.buf.len());
+        Ok(&self.buf[from..to])
+    }
+}
+
+/// Where a walk over a segment's batches ended.
+#[derive(Debug)]
+pub(crate) struct ScanEnd {
+    /// Position just after the last good batch visited.
+    pub position: u64,
+    /// Why the walk stopped before `end`, if it hit bad bytes.
+    pub invalid: Option<BatchError>,
+}
+
+/// Walks the batches of `file` in `[start, end)`, calling `f` with each
+/// batch's position and header (and, with `check_crc`, only after verifying
+/// its CRC and record count). Stops at the first bad batch or when `f`
+/// returns `false`.
+pub(crate) fn scan(
+    file: &File,
+    path: &Path,
+    start: u64,
+    end: u64,
+    check_crc: bool,
+    mut f: impl FnMut(u64, &BatchHeader, &[u8]) -> Result<bool>,
+) -> Result<ScanEnd> {
+    let mut reader = ChunkReader::new(file, path, end);
+    let mut pos = start;
+    while pos < end {
+        let head = reader.get(pos, HEADER_LEN)?;
+        let header = match BatchHeader::parse_at(head, pos as usize) {
+            Ok(h) => h,
+            Err(e) => {
+                return Ok(ScanEnd {
+                    position: pos,
+                    invalid: Some(e),
+                })
+            }
+        };
+        let size = header.total_size();
+        if pos + size as u64 > end {
+            return Ok(ScanEnd {
+                position: pos,
+                invalid: Some(BatchError::Truncated {
+                    position: pos as usize,
+                    needed: size,
+                    available: (end - pos) as usize,
+                }),
+            });
+        }
+        let body: &[u8] = if check_crc {
+            let body = reader.get(pos, size)?;
+            if let Err(e) = check_batch(body, &header, pos as usize) {
+                return Ok(ScanEnd {
+                    position: pos,
+                    invalid: Some(e),
+                });
+            }
+            body
+        } else {
+            &[]
+        };
+        if !f(pos, &header, body)? {
+            return Ok(ScanEnd {
+                position: pos,
+                invalid: None,
+            });
+        }
+        pos += size as u64;
+    }
+    Ok(ScanEnd {
+        position: pos,
+        invalid: None,
+    })
+}
+
+/// What a reader needs from a segment, taken under the log's lock so the
+/// actual I/O can happen outside it.
+#[derive(Debug, Clone)]
+pub(crate) struct SegmentView {
+    pub file: Arc<File>,
+    pub path: PathBuf,
+    /// Where to start walking batches.
+    pub start: u64,
+    /// Committed size of the file.
+    pub end: u64,
+}
+
+impl SegmentView {
+    /// Whole batches holding offsets `>= offset`, starting with the batch
+    /// that contains `offset`, at most `max_bytes` (but one whole batch when
+    /// `min_one_batch`).
+    pub fn read(&self, offset: Offset, max_bytes: usize, min_one_batch: bool) -> Result<Bytes> {
+        let mut found = None;
+        let scanned = scan(&self.file, &self.path, self.start, self.end, false, |pos, h, _| {
+            if h.last_offset() >= offset {
+                found = Some((pos, h.total_size()));
+                return Ok(false);
+            }
+            Ok(true)
+        })?;
+        if let Some(e) = scanned.invalid {
+            return Err(corrupt(&self.path, format!("bad batch while reading: {e}")));
+        }
+        let Some((pos, first_size)) = found else {
+            return Ok(Bytes::new());
+        };
+        let want = if first_size > max_bytes {
+            if !min_one_batch {
+                return Ok(Bytes::new());
+            }
+            first_size
+        } else {
+            max_bytes.min((self.end - pos) as usize)
+        };
+        let mut buf = vec![0u8; want];
+        self.file.read_exact_at(&mut buf, pos).at(&self.path)?;
+        // Keep whole batches only.
+        let mut cut = 0;
+        for (p, h) in batch::headers(&buf) {
+            if p + h.total_size() > buf.len() {
+                break;
+            }
+            cut = p + h.total_size();
+        }
+        buf.truncate(cut);
+        Ok(Bytes::from(buf))
+    }
+
+    /// Calls `f` with each whole batch (bytes) whose last offset is
+    /// `>= min_offset` and for which `want` accepts the header, in order,
+    /// until `f` returns `Some`.
+    pub fn find_in_batches<T>(
+        &self,
+        min_offset: Offset,
+        want: impl Fn(&BatchHeader) -> bool,
+        mut f: impl FnMut(&[u8]) -> Result<Option<T>>,
+    ) -> Result<Option<T>> {
+        let mut result = None;
+        let scanned = scan(&self.file, &self.path, self.start, self.end, true, |_, h, body| {
+            if h.last_offset() >= min_offset && want(h) {
+                result = f(body)?;
+            }
+            Ok(result.is_none())
+        })?;
+        if let Some(e) = scanned.invalid {
+            return Err(corrupt(&self.path, format!("bad batch while searching: {e}")));
+        }
+        Ok(result)
+    }
+}
+
+/// Open files of a segment, to fsync outside the log's lock.
+#[derive(Debug)]
+pub(crate) struct SyncHandle {
+    files: Vec<(Arc<File>, PathBuf)>,
+}
+
+impl SyncHandle {
+    /// fsyncs every file.
+    pub fn sync(&self) -> Result<()> {
+        for (file, path) in &self.files {
+            file.sync_data().at(path)?;
+        }
+        Ok(())
+    }
+}
+
+/// A segment: base offset, data file and indexes, and what is known about
+/// its content.
+#[derive(Debug)]
+pub(crate) struct Segment {
+    base_offset: Offset,
+    log_path: PathBuf,
+    file: Arc<File>,
+    size: u64,
+    offset_index: Index<OffsetEntry>,
+    time_index: Index<TimeEntry>,
+    next_offset: Offset,
+    max_timestamp: Timestamp,
+    offset_of_max_timestamp: Offset,
+    bytes_since_index: u64,
+    /// Timestamp that `roll_ms` counts from: the first batch's max timestamp
+    /// (as Kafka does), or the time of the first append if it had none.
+    roll_base: Option<Timestamp>,
+}
+
+/// The result of loading a segment without a full scan.
+pub(crate) struct Loaded {
+    pub segment: Segment,
+    /// Whether an index was missing or malformed and was rebuilt by a scan.
+    pub index_rebuilt: bool,
+    /// Whether bad bytes were found where the log should be clean.
+    pub needs_recovery: bool,
+}
+
+fn open_log_file(path: &Path, truncate: bool) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(truncate)
+        .open(path)
+        .at(path)
+}
+
+impl Segment {
+    /// Creates an empty segment at `base` in `dir` (replacing stale files).
+    pub fn create(dir: &Path, base: Offset) -> Result<Segment> {
+        let log_path = dir.join(file_name(base, LOG_EXT));
+        let file = open_log_file(&log_path, true)?;
+        Ok(Segment {
+            base_offset: base,
+            log_path,
+            file: Arc::new(file),
+            size: 0,
+            offset_index: Index::create(&dir.join(file_name(base, INDEX_EXT)))?,
+            time_index: Index::create(&dir.join(file_name(base, TIME_INDEX_EXT)))?,
+            next_offset: base,
+            max_timestamp: Timestamp(-1),
+            offset_of_max_timestamp: base,
+            bytes_since_index: 0,
+            roll_base: None,
+        })
+    }
+
+    /// Opens a segment trusted to be intact, using its index files (rebuilt
+    /// if missing or malformed). `next_base` is the next segment's base
+    /// offset; for the last segment (`None`) the tail after the last index
+    /// entry is walked to find the end offset.
+    pub fn load(dir: &Path, base: Offset, next_base: Option<Offset>, interval: u32) -> Result<Loaded> {
+        let log_path = dir.join(file_name(base, LOG_EXT));
+        let file = open_log_file(&log_path, false)?;
+        let size = file.metadata().at(&log_path)?.len();
+        let index_path = dir.join(file_name(base, INDEX_EXT));
+        let time_path = dir.join(file_name(base, TIME_INDEX_EXT));
+        let offset_index = Index::<OffsetEntry>::load(&index_path, |e| u64::from(e.position) < size)?;
+        let time_index = Index::<TimeEntry>::load(&time_path, |_| true)?;
+        let (Some(offset_index), Some(time_index)) = (offset_index, time_index) else {
+            let mut segment = Segment {
+                base_offset: base,
+                log_path,
+                file: Arc::new(file),
+                size,
+                offset_index: Index::create(&index_path)?,
+                time_index: Index::create(&time_path)?,
+                next_offset: base,
+                max_timestamp: Timestamp(-1),
+                offset_of_max_timestamp: base,
+                bytes_since_index: 0,
+                roll_base: None,
+            };
+            let end = segment.rebuild(false, interval)?;
+            let needs_recovery = end.invalid.is_some() || end.position != size;
+            return Ok(Loaded {
+                segment,
+                index_rebuilt: true,
+                needs_recovery,
+            });
+        };
+        let (max_timestamp, offset_of_max_timestamp) = match time_index.last() {
+            Some(e) => (Timestamp(e.timestamp), base.plus(i64::from(e.relative_offset))),
+            None => (Timestamp(-1), base),
+        };
+        let last_entry = offset_index.last().copied();
+        let mut segment = Segment {
+            base_offset: base,
+            log_path,
+            file: Arc::new(file),
+            size,
+            offset_index,
+            time_index,
+            next_offset: next_base.unwrap_or(base),
+            max_timestamp,
+            offset_of_max_timestamp,
+            bytes_since_index: 0,
+            roll_base: None,
+        };
+        let mut needs_recovery = false;
+        if next_base.is_none() {
+            let start = last_entry.map_or(0, |e| u64::from(e.position));
+            let file = Arc::clone(&segment.file);
+            let path = segment.log_path.clone();
+            let end = scan(&file, &path, start, size, false, |pos, h, _| {
+                segment.note_batch(pos, h);
+                Ok(true)
+            })?;
+            segment.bytes_since_index = end.position - start;
+            needs_recovery = end.invalid.is_some() || end.position != size;
+            segment.roll_base = segment.read_roll_base()?;
+        }
+        Ok(Loaded {
+            segment,
+            index_rebuilt: false,
+            needs_recovery,
+        })
+    }
+
+    /// Opens a segment that may have a torn or corrupt tail: walks every
+    /// batch verifying length, magic and CRC, truncates the file at the first
+    /// bad byte and rebuilds both indexes. Returns the segment and the
+    /// number of bytes cut off.
+    pub fn recover(dir: &Path, base: Offset, interval: u32) -> Result<(Segment, u64)> {
+        let log_path = dir.join(file_name(base, LOG_EXT));
+        let file = open_log_file(&log_path, false)?;
+        let size = file.metadata().at(&log_path)?.len();
+        let mut segment = Segment {
+            base_offset: base,
+            log_path,
+            file: Arc::new(file),
+            size,
+            offset_index: Index::create(&dir.join(file_name(base, INDEX_EXT)))?,
+            time_index: Index::create(&dir.join(file_name(base, TIME_INDEX_EXT)))?,
+            next_offset: base,
+            max_timestamp: Timestamp(-1),
+            offset_of_max_timestamp: base,
+            bytes_since_index: 0,
+            roll_base: None,
+        };
+        let end = segment.rebuild(true, interval)?;
+        let truncated = size - end.position;
+        if truncated > 0 {
+            segment.file.set_len(end.position).at(&segment.log_path)?;
+            segment.size = end.position;
+        }
+        segment.roll_base = segment.read_roll_base()?;
+        Ok((segment, truncated))
+    }
+
+    /// Re-derives indexes and content facts by walking the whole file.
+    fn rebuild(&mut self, check_crc: bool, interval: u32) -> Result<ScanEnd> {
+        let file = Arc::clone(&self.file);
+        let path = self.log_path.clone();
+        let mut offsets = Vec::new();
+        let mut times = Vec::new();
+        self.next_offset = self.base_offset;
+        let end = scan(&file, &path, 0, self.size, check_crc, |pos, h, _| {
+            let relative = h.base_offset.0 - self.base_offset.0;
+            if h.base_offset < self.next_offset || relative > i64::from(u32::MAX) {
+                // Offsets must grow within a segment; anything else is garbage.
+                return Ok(false);
+            }
+            if let Some((o, t)) = self.track(pos, h, u64::from(interval)) {
+                offsets.push(o);
+                times.extend(t);
+            }
+            Ok(true)
+        })?;
+        self.offset_index.reset(offsets)?;
+        self.time_index.reset(times)?;
+        Ok(end)
+    }
+
+    /// Updates content facts for a batch at `pos`; returns the index entries
+    /// due at this batch, if any.
+    fn track(&mut self, pos: u64, h: &BatchHeader, interval: u64) -> Option<(OffsetEntry, Option<TimeEntry>)> {
+        if h.max_timestamp > self.max_timestamp {
+            self.max_timestamp = h.max_timestamp;
+            self.offset_of_max_timestamp = h.last_offset();
+        }
+        let mut due = None;
+        if self.bytes_since_index >= interval {
+            let offset_entry = OffsetEntry {
+                relative_offset: self.relative(h.base_offset),
+                position: pos as u32,
+            };
+            due = Some((offset_entry, self.time_entry_due()));
+            self.bytes_since_index = 0;
+        }
+        self.bytes_since_index += h.total_size() as u64;
+        self.next_offset = h.next_offset();
+        due
+    }
+
+    /// Like `track` but only updating facts, for the tail of a loaded segment.
+    fn note_batch(&mut self, _pos: u64, h: &BatchHeader) {
+        if h.max_timestamp > self.max_timestamp {
+            self.max_timestamp = h.max_timestamp;
+            self.offset_of_max_timestamp = h.last_offset();
+        }
+        self.next_offset = h.next_offset();
+    }
+
+    /// A time index entry for the current maximum if it is newer than the
+    /// last entry.
+    fn time_entry_due(&self) -> Option<TimeEntry> {
+        let newer = match self.time_index.last() {
+            Some(last) => self.max_timestamp.0 > last.timestamp,
+            None => self.max_timestamp.0 >= 0,
+        };
+        newer.then(|| TimeEntry {
+            timestamp: self.max_timestamp.0,
+            relative_offset: self.relative(self.offset_of_max_timestamp),
+        })
+    }
+
+    fn relative(&self, offset: Offset) -> u32 {
+        (offset.0 - self.base_offset.0) as u32
+    }
+
+    fn read_roll_base(&self) -> Result<Option<Timestamp>> {
+        if self.size < HEADER_LEN as u64 {
+            return Ok(None);
+        }
+        let mut head = [0u8; HEADER_LEN];
+        self.file.read_exact_at(&mut head, 0).at(&self.log_path)?;
+        Ok(BatchHeader::parse(&head)
+            .ok()
+            .map(|h| h.max_timestamp)
+            .filter(|t| t.0 >= 0))
+    }
+
+    /// Appends validated, stamped batches with one write. On failure the file
+    /// is cut back to its previous size, so no torn batch remains.
+    pub fn append(&mut self, batches: &[u8], interval: u32, now: Timestamp) -> Result<()> {
+        let pos = self.size;
+        if let Err(source) = self.file.write_all_at(batches, pos) {
+            if let Err(e) = self.file.set_len(pos) {
+                tracing::error!(path = %self.log_path.display(), error = %e,
+                    "cannot truncate a failed append; the tail will be recovered at next open");
+            }
+            return Err(source).at(&self.log_path);
+        }
+        self.size += batches.len() as u64;
+        for (at, h) in batch::headers(batches) {
+            if self.roll_base.is_none() {
+                self.roll_base = Some(if h.max_timestamp.0 >= 0 { h.max_timestamp } else { now });
+            }
+            if let Some((o, t)) = self.track(pos + at as u64, &h, u64::from(interval)) {
+                // The indexes are sparse: a missed entry only costs a longer scan.
+                if let Err(e) = self.offset_index.append(o) {
+                    tracing::warn!(error = %e, "cannot write offset index entry");
+                }
+                if let Some(t) = t {
+                    if let Err(e) = self.time_index.append(t) {
+                        tracing::warn!(error = %e, "cannot write time index entry");
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the time index end with the segment's largest timestamp, so a
+    /// later clean load knows it without a scan. Called when the segment
+    /// stops being active and at clean close.
+    pub fn seal_time_index(&mut self) -> Result<()> {
+        match self.time_entry_due() {
+            Some(t) => self.time_index.append(t),
+            None => Ok(()),
+        }
+    }
+
+    /// fsyncs the data file and both indexes.
+    pub fn sync(&self) -> Result<()> {
+        self.file.sync_data().at(&self.log_path)?;
+        self.offset_index.sync()?;
+        self.time_index.sync()
+    }
+
+    /// Handles needed to fsync this segment without holding the log's lock.
+    pub fn sync_handle(&self) -> SyncHandle {
+        SyncHandle {
+            files: vec![
+                (Arc::clone(&self.file), self.log_path.clone()),
+                self.offset_index.file(),
+                self.time_index.file(),
+            ],
+        }
+    }
+
+    /// A reader's view starting at the batch holding `offset` (or earlier).
+    pub fn view_for_offset(&self, offset: Offset) -> SegmentView {
+        let rel = offset.0.saturating_sub(self.base_offset.0).clamp(0, i64::from(u32::MAX)) as u32;
+        let start = self
+            .offset_index
+            .floor_by(|e| e.relative_offset <= rel)
+            .map_or(0, |e| u64::from(e.position));
+        self.view_from(start)
+    }
+
+    /// A reader's view starting where records older than `ts` can be skipped.
+    pub fn view_for_timestamp(&self, ts: Timestamp) -> SegmentView {
+        match self.time_index.floor_by(|e| e.timestamp < ts.0) {
+            Some(e) => self.view_for_offset(self.base_offset.plus(i64::from(e.relative_offset))),
+            None => self.view_from(0),
+        }
+    }
+
+    fn view_from(&self, start: u64) -> SegmentView {
+        SegmentView {
+            file: Arc::clone(&self.file),
+            path: self.log_path.clone(),
+            start,
+            end: self.size,
+        }
+    }
+
+    /// Deletes the segment's files.
+    pub fn delete_files(&self) -> Result<()> {
+        for path in [
+            self.log_path.as_path(),
+            self.offset_index.path(),
+            self.time_index.path(),
+        ] {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).at(path),
+            }
+        }
+        Ok(())
+    }
+
+    /// Offset of the first record (the file name).
+    pub fn base_offset(&self) -> Offset {
+        self.base_offset
+    }
+
+    /// Offset just after the last record (`base_offset` when empty).
+    pub fn next_offset(&self) -> Offset {
+        self.next_offset
+    }
+
+    /// Bytes in the data file.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Whether the segment holds no batch.
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
+    /// Largest batch max timestamp, or -1.
+    pub fn max_timestamp(&self) -> Timestamp {
+        self.max_timestamp
+    }
+
+    /// Last offset of the first batch that carries `max_timestamp`.
+    pub fn offset_of_max_timestamp(&self) -> Offset {
+        self.offset_of_max_timestamp
+    }
+
+    /// When the `roll_ms` clock started for this segment.
+    pub fn roll_base(&self) -> Option<Timestamp> {
+        self.roll_base
+    }
+
+    /// The largest timestamp for retention: the max record timestamp, or
+    /// the file's modification time when no record has one (as Kafka does).
+    pub fn retention_timestamp(&self) -> Timestamp {
+        if self.max_timestamp.0 >= 0 {
+            return self.max_timestamp;
+        }
+        let modified = self
+            .file
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as i64);
+        Timestamp(modified)
+    }
+
+    /// Path of the data file.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+}
+
+/// The first record with offset `>= min_offset` and timestamp `>= target` in
+/// the segment the view was taken from.
+pub(crate) fn find_timestamp_in(
+    view: &SegmentView,
+    target: Timestamp,
+    min_offset: Offset,
+) -> Result<Option<RecordTimestamp>> {
+    view.find_in_batches(
+        min_offset,
+        |h| h.max_timestamp >= target,
+        |body| Ok(records::find_offset_for_timestamp(body, target, min_offset)?),
+    )
+}
+
+#[cfg(test)]
+mod tests;
