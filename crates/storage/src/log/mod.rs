@@ -433,9 +433,9 @@ impl Log {
             let inner = self.inner.read();
             inner.ensure_readable()?;
             let start = inner.log_start_offset;
-            let live = || inner.segments.iter().filter(|s| s.next_offset() > start);
+            let live: Vec<&Segment> = inner.segments.iter().filter(|s| s.next_offset() > start).collect();
             let mut best: Option<&Segment> = None;
-            for s in live() {
+            for s in &live {
                 if best.is_none_or(|b| s.max_timestamp() > b.max_timestamp()) {
                     best = Some(s);
                 }
@@ -446,11 +446,7 @@ impl Log {
             let fast = (best.offset_of_max_timestamp() >= start).then(|| {
                 (best.view_for_offset(best.offset_of_max_timestamp()), best.max_timestamp())
             });
-            let all: Vec<SegmentView> = if fast.is_some() {
-                Vec::new()
-            } else {
-                live().map(|s| s.view_for_offset(start)).collect()
-            };
+            let all: Vec<SegmentView> = live.iter().map(|s| s.view_for_offset(start)).collect();
             (fast, all, start)
         };
         if let Some((view, max)) = fast {
@@ -459,7 +455,8 @@ impl Log {
                 |h| h.max_timestamp == max,
                 |body| Ok(records::max_timestamp_record(body, start)?),
             )?;
-            if let Some(r) = found {
+            // The batch may straddle the log start with its maximum below it.
+            if let Some(r) = found.filter(|r| r.timestamp == max) {
                 return Ok(Some((r.offset, r.timestamp)));
             }
         }

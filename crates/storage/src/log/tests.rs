@@ -1,1 +1,658 @@
+use std::fs::OpenOptions;
+use std::io::Write;
+
+use model::{PartitionId, ProducerEpoch, ProducerId, TopicName};
+use proptest::prelude::*;
+
 use super::*;
+use crate::batch::Compression;
+use crate::error::BatchError;
+use crate::segment::{file_name, LOG_EXT};
+use crate::test_util::{batch, batch_with, producer_records, records_with_timestamps, simple_records};
+
+const NOW: Timestamp = Timestamp(1_000_000);
+
+fn tp() -> TopicPartition {
+    TopicPartition::new(TopicName::new("orders-eu").unwrap(), PartitionId(3))
+}
+
+fn small_config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 2048,
+        roll_ms: None,
+        retention_ms: None,
+        retention_bytes: None,
+        flush_interval_messages: None,
+        flush_interval_ms: None,
+        index_interval_bytes: 256,
+        max_message_bytes: 1 << 20,
+    }
+}
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    id: TopicId,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(tp().to_string());
+        Fixture {
+            _tmp: tmp,
+            dir,
+            id: TopicId::random(),
+        }
+    }
+
+    fn open(&self, config: LogConfig, clean: bool) -> Log {
+        Log::open(self.dir.clone(), tp(), self.id, config, clean).unwrap()
+    }
+}
+
+fn append(log: &Log, mut bytes: Vec<u8>) -> AppendInfo {
+    match log.append(&mut bytes, LeaderEpoch(0), NOW).unwrap() {
+        AppendOutcome::Appended(info) => info,
+        other => panic!("expected an append, got {other:?}"),
+    }
+}
+
+/// Every (offset, timestamp) readable from the log start, via `read`.
+fn read_all(log: &Log) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    let mut offset = log.log_start_offset();
+    while offset < log.log_end_offset() {
+        let r = log.read(offset, 300, true).unwrap();
+        assert!(!r.records.is_empty(), "empty read at {offset}");
+        for (pos, h) in batch::headers(&r.records) {
+            let body = &r.records[pos..pos + h.total_size()];
+            crate::records::for_each_record(body, |rec| {
+                if rec.offset >= offset {
+                    out.push((rec.offset.0, rec.timestamp.0));
+                }
+                true
+            })
+            .unwrap();
+            offset = h.next_offset();
+        }
+    }
+    out
+}
+
+#[test]
+fn appends_get_contiguous_offsets_and_read_back_exactly() {
+    let f = Fixture::new();
+    let log = f.open(small_config(), false);
+    let mut stored = Vec::new();
+    for i in 0..30 {
+        let mut bytes = batch(&simple_records(0, 1 + i % 4, i as i64 * 10));
+        let info = match log.append(&mut bytes, LeaderEpoch(2), NOW).unwrap() {
+            AppendOutcome::Appended(info) => info,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(info.base_offset, Offset(stored.iter().map(|(_, n)| n).sum::<i64>()));
+        assert_eq!(info.record_count, (1 + i % 4) as u64);
+        let h = BatchHeader::parse(&bytes).unwrap();
+        assert_eq!(h.base_offset, info.base_offset);
+        assert_eq!(h.partition_leader_epoch, LeaderEpoch(2));
+        stored.push((bytes, info.record_count as i64));
+    }
+    assert!(log.segment_count() > 1, "small segments should have rolled");
+    // Reading from each batch's base offset returns that batch first, byte for byte.
+    let mut offset = Offset(0);
+    for (bytes, n) in &stored {
+        let r = log.read(offset, bytes.len(), false).unwrap();
+        assert_eq!(&r.records[..], &bytes[..]);
+        assert_eq!(r.high_watermark, log.log_end_offset());
+        offset = offset.plus(*n);
+    }
+    assert_eq!(offset, log.log_end_offset());
+    let all = read_all(&log);
+    assert_eq!(all.len() as i64, offset.0);
+    assert!(all.iter().enumerate().all(|(i, (o, _))| *o == i as i64));
+}
+
+#[test]
+fn reads_respect_max_bytes_and_bounds() {
+    let f = Fixture::new();
+    let log = f.open(LogConfig::default(), false);
+    let one = batch(&simple_records(0, 3, 0));
+    for _ in 0..3 {
+        append(&log, one.clone());
+    }
+    let size = one.len();
+    // Only whole batches.
+    assert_eq!(log.read(Offset(0), size * 2 + 10, false).unwrap().records.len(), size * 2);
+    // A batch larger than max_bytes: nothing, unless min_one_batch.
+    assert!(log.read(Offset(0), 10, false).unwrap().records.is_empty());
+    assert_eq!(log.read(Offset(0), 10, true).unwrap().records.len(), size);
+    // An offset inside a batch returns that whole batch.
+    let r = log.read(Offset(4), size, false).unwrap();
+    assert_eq!(BatchHeader::parse(&r.records).unwrap().base_offset, Offset(3));
+    // At the end: empty; past it or below the start: out of range.
+    assert!(log.read(Offset(9), 1000, true).unwrap().records.is_empty());
+    assert!(matches!(log.read(Offset(10), 1000, true), Err(Error::OffsetOutOfRange { .. })));
+    assert!(matches!(log.read(Offset(-1), 1000, true), Err(Error::OffsetOutOfRange { .. })));
+}
+
+#[test]
+fn invalid_and_transactional_batches_are_rejected_without_writing() {
+    let f = Fixture::new();
+    let log = f.open(LogConfig::default(), false);
+    let mut bad = batch(&simple_records(0, 2, 0));
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    assert!(matches!(log.append(&mut bad, LeaderEpoch(0), NOW), Err(Error::Batch(BatchError::CorruptCrc { .. }))));
+    assert!(matches!(log.append(&mut [], LeaderEpoch(0), NOW), Err(Error::Batch(BatchError::Empty))));
+
+    let mut recs = producer_records(7, 0, 0, 2, 0);
+    for r in &mut recs {
+        r.transactional = true;
+    }
+    let mut txn = batch(&recs);
+    assert!(matches!(log.append(&mut txn, LeaderEpoch(0), NOW), Err(Error::TransactionsNotSupported)));
+
+    let mut big = batch(&simple_records(0, 50, 0));
+    log.update_config(LogConfig {
+        max_message_bytes: 100,
+        ..LogConfig::default()
+    });
+    assert!(matches!(log.append(&mut big, LeaderEpoch(0), NOW), Err(Error::RecordBatchTooLarge { max: 100, .. })));
+    assert_eq!(log.log_end_offset(), Offset(0));
+    assert_eq!(log.size_bytes(), 0);
+}
+
+#[test]
+fn rolls_by_size_and_never_splits_an_append() {
+    let f = Fixture::new();
+    let log = f.open(small_config(), false);
+    let mut two = batch(&simple_records(0, 5, 0));
+    two.extend_from_slice(&batch(&simple_records(0, 5, 0)));
+    let mut appended = 0;
+    while log.segment_count() < 4 {
+        append(&log, two.clone());
+        appended += 1;
+    }
+    let per_segment = 2048 / two.len();
+    assert_eq!(appended, per_segment * 3 + 1);
+    let bases = log.segment_base_offsets();
+    for w in bases.windows(2) {
+        assert_eq!((w[1].0 - w[0].0) as usize, per_segment * 10);
+    }
+    // A single append larger than a segment still goes in (into a fresh one).
+    let huge: Vec<u8> = (0..6).flat_map(|_| two.clone()).collect();
+    let info = append(&log, huge);
+    assert_eq!(log.segment_base_offsets().last(), Some(&info.base_offset));
+}
+
+#[test]
+fn rolls_by_time_from_the_first_batch_timestamp() {
+    let f = Fixture::new();
+    let config = LogConfig {
+        roll_ms: Some(1000),
+        ..small_config()
+    };
+    let log = f.open(config, false);
+    let at = |log: &Log, t: i64| {
+        let mut b = batch(&simple_records(0, 1, t));
+        log.append(&mut b, LeaderEpoch(0), Timestamp(t)).unwrap();
+    };
+    at(&log, 10_000);
+    at(&log, 10_500);
+    at(&log, 11_000);
+    assert_eq!(log.segment_count(), 1);
+    at(&log, 11_001);
+    assert_eq!(log.segment_count(), 2);
+    assert_eq!(log.segment_base_offsets()[1], Offset(3));
+    // The clock restarts with the new segment's first batch.
+    at(&log, 11_900);
+    assert_eq!(log.segment_count(), 2);
+}
+
+#[test]
+fn roll_snapshots_producers_and_advances_the_recovery_point() {
+    let f = Fixture::new();
+    let log = f.open(small_config(), false);
+    let mut seq = 0;
+    while log.segment_count() < 3 {
+        append(&log, batch(&producer_records(9, 0, seq, 4, 0)));
+        seq += 4;
+    }
+    let bases = log.segment_base_offsets();
+    assert_eq!(log.recovery_point(), bases[2]);
+    let snapshots = crate::producer_state::list_snapshots(&f.dir).unwrap();
+    assert_eq!(snapshots, vec![bases[1], bases[2]]);
+    let checkpoint = crate::checkpoint::read_offset(&f.dir.join(crate::checkpoint::RECOVERY_POINT_CHECKPOINT)).unwrap();
+    assert_eq!(checkpoint, Some(bases[2]));
+}
+
+#[test]
+fn retention_by_time_keeps_the_active_segment_and_moves_the_start() {
+    let f = Fixture::new();
+    let config = LogConfig {
+        retention_ms: Some(10_000),
+        ..small_config()
+    };
+    let log = f.open(config, false);
+    // Old records first, then new ones.
+    for i in 0..40 {
+        let ts = if i < 20 { 1_000 } else { 100_000 };
+        append(&log, batch(&simple_records(0, 3, ts)));
+    }
+    let before = log.segment_count();
+    assert!(before > 3);
+    // Nothing is old enough yet.
+    assert_eq!(log.run_retention(Timestamp(5_000)).unwrap(), 0);
+    let deleted = log.run_retention(Timestamp(50_000)).unwrap();
+    assert!(deleted > 0);
+    assert_eq!(log.segment_count(), before - deleted as usize);
+    let start = log.log_start_offset();
+    assert_eq!(start, log.segment_base_offsets()[0]);
+    assert!(start.0 > 0 && start.0 <= 60);
+    assert!(matches!(log.read(start.plus(-1), 100, true), Err(Error::OffsetOutOfRange { .. })));
+    assert!(log.read(start, 100, true).is_ok());
+    // Far in the future everything but the active segment goes.
+    log.run_retention(Timestamp(10_000_000)).unwrap();
+    assert_eq!(log.segment_count(), 1);
+    assert_eq!(log.log_start_offset(), log.segment_base_offsets()[0]);
+    // The deleted files are gone from disk.
+    let logs = std::fs::read_dir(&f.dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension() == Some("log".as_ref()))
+        .count();
+    assert_eq!(logs, 1);
+    // Reopening keeps the start offset.
+    drop(log);
+    let log = f.open(small_config(), false);
+    assert_eq!(log.log_start_offset(), log.segment_base_offsets()[0]);
+    assert_eq!(log.log_end_offset(), Offset(120));
+}
+
+#[test]
+fn retention_by_size_keeps_at_least_the_limit() {
+    let f = Fixture::new();
+    let log = f.open(small_config(), false);
+    for _ in 0..60 {
+        append(&log, batch(&simple_records(0, 3, 0)));
+    }
+    let limit = 5000;
+    log.update_config(LogConfig {
+        retention_bytes: Some(limit),
+        ..small_config()
+    });
+    let deleted = log.run_retention(NOW).unwrap();
+    assert!(deleted > 0);
+    let size = log.size_bytes();
+    assert!(size >= limit, "{size} < {limit}");
+    // Deleting one more would have gone below the limit.
+    let bases = log.segment_base_offsets();
+    let oldest = log.read(bases[0], usize::MAX >> 1, true).unwrap().records.len() as u64;
+    assert!(size - oldest < limit || bases.len() == 1);
+    assert_eq!(log.log_start_offset(), bases[0]);
+}
+
+#[test]
+fn delete_records_moves_the_start_and_survives_reopen() {
+    let f = Fixture::new();
+    let log = f.open(small_config(), false);
+    for _ in 0..40 {
+        append(&log, batch(&simple_records(0, 3, 0)));
+    }
+    assert!(matches!(log.delete_records_before(Offset(121)), Err(Error::OffsetOutOfRange { .. })));
+    let segments = log.segment_count();
+    assert_eq!(log.delete_records_before(Offset(50)).unwrap(), Offset(50));
+    assert!(log.segment_count() < segments, "segments wholly below 50 are dropped");
+    assert_eq!(log.delete_records_before(Offset(10)).unwrap(), Offset(50));
+    assert!(matches!(log.read(Offset(49), 100, true), Err(Error::OffsetOutOfRange { .. })));
+    // Reading at the start returns the batch containing it.
+    let r = log.read(Offset(50), 100, true).unwrap();
+    assert_eq!(r.log_start_offset, Offset(50));
+    assert_eq!(BatchHeader::parse(&r.records).unwrap().base_offset, Offset(48));
+    assert_eq!(read_all(&log).first().map(|r| r.0), Some(50));
+    drop(log);
+    let log = f.open(small_config(), true);
+    assert_eq!(log.log_start_offset(), Offset(50));
+    // Up to the end is allowed and leaves an empty readable range.
+    assert_eq!(log.delete_records_before(Offset(120)).unwrap(), Offset(120));
+    assert!(log.read(Offset(120), 100, true).unwrap().records.is_empty());
+}
+
+#[test]
+fn offset_for_timestamp_and_max_timestamp_scan_records() {
+    let f = Fixture::new();
+    let log = f.open(small_config(), false);
+    append(&log, batch(&records_with_timestamps(0, &[100, 300, 200])));
+    append(&log, batch_with(&records_with_timestamps(0, &[150, 500, 500, 120]), Compression::Zstd));
+    append(&log, batch_with(&records_with_timestamps(0, &[400]), Compression::Gzip));
+    let lookup = |t| log.offset_for_timestamp(Timestamp(t)).unwrap().map(|(o, ts)| (o.0, ts.0));
+    assert_eq!(lookup(0), Some((0, 100)));
+    assert_eq!(lookup(101), Some((1, 300)));
+    assert_eq!(lookup(301), Some((4, 500)));
+    assert_eq!(lookup(500), Some((4, 500)));
+    assert_eq!(lookup(501), None);
+    assert_eq!(log.offset_of_max_timestamp().unwrap(), Some((Offset(4), Timestamp(500))));
+    // Records below the log start offset are not candidates.
+    log.delete_records_before(Offset(5)).unwrap();
+    assert_eq!(lookup(0), Some((5, 500)));
+    assert_eq!(log.offset_of_max_timestamp().unwrap(), Some((Offset(5), Timestamp(500))));
+    log.delete_records_before(Offset(6)).unwrap();
+    assert_eq!(log.offset_of_max_timestamp().unwrap(), Some((Offset(7), Timestamp(400))));
+}
+
+#[test]
+fn leader_epochs_are_stamped_cached_and_persisted() {
+    let f = Fixture::new();
+    let log = f.open(LogConfig::default(), false);
+    let mut b = batch(&simple_records(0, 2, 0));
+    log.append(&mut b, LeaderEpoch(1), NOW).unwrap();
+    let mut b = batch(&simple_records(0, 2, 0));
+    log.append(&mut b, LeaderEpoch(1), NOW).unwrap();
+    let mut b = batch(&simple_records(0, 3, 0));
+    log.append(&mut b, LeaderEpoch(4), NOW).unwrap();
+    assert_eq!(BatchHeader::parse(&b).unwrap().partition_leader_epoch, LeaderEpoch(4));
+    assert_eq!(log.latest_epoch(), Some(LeaderEpoch(4)));
+    assert_eq!(log.end_offset_for_epoch(LeaderEpoch(1)), Some((LeaderEpoch(1), Offset(4))));
+    assert_eq!(log.end_offset_for_epoch(LeaderEpoch(2)), Some((LeaderEpoch(1), Offset(4))));
+    assert_eq!(log.end_offset_for_epoch(LeaderEpoch(4)), Some((LeaderEpoch(4), Offset(7))));
+    assert_eq!(log.end_offset_for_epoch(LeaderEpoch(5)), None);
+    drop(log);
+    let log = f.open(LogConfig::default(), false);
+    assert_eq!(
+        log.epoch_entries(),
+        vec![
+            EpochEntry { epoch: LeaderEpoch(1), start_offset: Offset(0) },
+            EpochEntry { epoch: LeaderEpoch(4), start_offset: Offset(4) },
+        ]
+    );
+}
+
+fn producer_append(log: &Log, pid: i64, epoch: i16, seq: i32, n: usize) -> Result<AppendOutcome> {
+    let mut b = batch(&producer_records(pid, epoch, seq, n, 0));
+    log.append(&mut b, LeaderEpoch(0), NOW)
+}
+
+#[test]
+fn idempotent_producers_are_deduplicated_sequenced_and_fenced() {
+    let f = Fixture::new();
+    let log = f.open(LogConfig::default(), false);
+    // Unknown producer: any sequence is accepted.
+    let first = producer_append(&log, 1, 0, 42, 3).unwrap();
+    assert!(matches!(first, AppendOutcome::Appended(_)));
+    producer_append(&log, 1, 0, 45, 2).unwrap();
+    let end = log.log_end_offset();
+    // A retry of either of the last batches: original offsets, nothing written.
+    assert_eq!(producer_append(&log, 1, 0, 42, 3).unwrap(), AppendOutcome::Duplicate(*first.info()));
+    assert_eq!(log.log_end_offset(), end);
+    // A gap or a repeat that is not a cached batch.
+    assert!(matches!(
+        producer_append(&log, 1, 0, 48, 1),
+        Err(Error::OutOfOrderSequence { expected_sequence: 47, sequence: 48, .. })
+    ));
+    assert!(matches!(producer_append(&log, 1, 0, 43, 1), Err(Error::OutOfOrderSequence { .. })));
+    // Only the last five batches are remembered.
+    for i in 0..5 {
+        producer_append(&log, 1, 0, 47 + i, 1).unwrap();
+    }
+    assert_eq!(log.producer_state(ProducerId(1)).unwrap().batches.len(), 5);
+    assert!(matches!(producer_append(&log, 1, 0, 45, 2), Err(Error::OutOfOrderSequence { .. })));
+    // A new epoch must start at sequence 0; then the old epoch is fenced.
+    assert!(matches!(
+        producer_append(&log, 1, 1, 52, 1),
+        Err(Error::OutOfOrderSequence { expected_sequence: 0, .. })
+    ));
+    producer_append(&log, 1, 1, 0, 2).unwrap();
+    assert!(matches!(
+        producer_append(&log, 1, 0, 52, 1),
+        Err(Error::InvalidProducerEpoch { epoch: ProducerEpoch(0), current_epoch: ProducerEpoch(1), .. })
+    ));
+    // Other producers are independent; non-idempotent appends are unaffected.
+    producer_append(&log, 2, 5, 7, 1).unwrap();
+    append(&log, batch(&simple_records(0, 1, 0)));
+}
+
+#[test]
+fn sequences_wrap_after_i32_max() {
+    let f = Fixture::new();
+    let log = f.open(LogConfig::default(), false);
+    producer_append(&log, 3, 0, i32::MAX - 1, 2).unwrap();
+    assert_eq!(log.producer_state(ProducerId(3)).unwrap().batches[0].last_seq, i32::MAX);
+    producer_append(&log, 3, 0, 0, 1).unwrap();
+    assert!(matches!(producer_append(&log, 3, 0, 2, 1), Err(Error::OutOfOrderSequence { expected_sequence: 1, .. })));
+}
+
+#[test]
+fn producer_state_survives_clean_and_unclean_reopen() {
+    for clean in [true, false] {
+        let f = Fixture::new();
+        let log = f.open(small_config(), false);
+        let mut infos = Vec::new();
+        for i in 0..40 {
+            infos.push(*producer_append(&log, 11, 2, i * 3, 3).unwrap().info());
+        }
+        assert!(log.segment_count() > 2);
+        if clean {
+            log.close().unwrap();
+        }
+        drop(log);
+        let log = f.open(small_config(), clean);
+        let stats = log.recovery_stats();
+        if clean {
+            assert_eq!(stats.producer_batches_replayed, 0);
+        } else {
+            assert!(stats.producer_batches_replayed > 0);
+        }
+        assert_eq!(producer_append(&log, 11, 2, 39 * 3, 3).unwrap(), AppendOutcome::Duplicate(infos[39]));
+        assert_eq!(producer_append(&log, 11, 2, 35 * 3, 3).unwrap(), AppendOutcome::Duplicate(infos[35]));
+        assert!(matches!(producer_append(&log, 11, 2, 1000, 3), Err(Error::OutOfOrderSequence { .. })));
+        assert!(matches!(producer_append(&log, 11, 1, 0, 3), Err(Error::InvalidProducerEpoch { .. })));
+        producer_append(&log, 11, 2, 120, 3).unwrap();
+    }
+}
+
+#[test]
+fn clean_reopen_scans_nothing_and_unclean_reopen_scans_from_the_recovery_point() {
+    let f = Fixture::new();
+    let log = f.open(small_config(), false);
+    for _ in 0..50 {
+        append(&log, batch(&simple_records(0, 3, 7)));
+    }
+    let segments = log.segment_count();
+    assert!(segments > 3);
+    let end = log.log_end_offset();
+    log.close().unwrap();
+    assert!(matches!(
+        log.append(&mut batch(&simple_records(0, 1, 0)), LeaderEpoch(0), NOW),
+        Err(Error::LogClosed)
+    ));
+    drop(log);
+
+    let log = f.open(small_config(), true);
+    let stats = log.recovery_stats();
+    assert_eq!(stats.segments_recovered, 0);
+    assert_eq!(stats.indexes_rebuilt, 0);
+    assert_eq!(stats.segments_loaded, segments);
+    assert_eq!(log.log_end_offset(), end);
+    assert_eq!(log.offset_of_max_timestamp().unwrap().map(|(_, t)| t), Some(Timestamp(9)));
+    assert_eq!(read_all(&log).len() as i64, end.0);
+    // More appends, then a crash: only the active segment is scanned, as the
+    // closed ones were flushed at roll.
+    for _ in 0..20 {
+        append(&log, batch(&simple_records(0, 3, 7)));
+    }
+    let end = log.log_end_offset();
+    let segments = log.segment_count();
+    drop(log);
+    let log = f.open(small_config(), false);
+    let stats = log.recovery_stats();
+    assert_eq!(stats.segments_recovered, 1);
+    assert_eq!(stats.segments_loaded, segments - 1);
+    assert_eq!(log.log_end_offset(), end);
+}
+
+#[test]
+fn missing_or_malformed_indexes_are_rebuilt() {
+    let f = Fixture::new();
+    let log = f.open(small_config(), false);
+    for _ in 0..30 {
+        append(&log, batch(&simple_records(0, 3, 7)));
+    }
+    let bases = log.segment_base_offsets();
+    log.close().unwrap();
+    drop(log);
+    std::fs::remove_file(f.dir.join(file_name(bases[0], "index"))).unwrap();
+    std::fs::write(f.dir.join(file_name(bases[1], "timeindex")), [1, 2, 3]).unwrap();
+    let log = f.open(small_config(), true);
+    assert_eq!(log.recovery_stats().indexes_rebuilt, 2);
+    assert_eq!(read_all(&log).len(), 90);
+    assert_eq!(log.offset_for_timestamp(Timestamp(9)).unwrap(), Some((Offset(2), Timestamp(9))));
+}
+
+#[test]
+fn flush_policies_move_the_recovery_point() {
+    let f = Fixture::new();
+    let config = LogConfig {
+        flush_interval_messages: Some(5),
+        flush_interval_ms: Some(1000),
+        ..LogConfig::default()
+    };
+    let log = f.open(config, false);
+    let at = |n, t| {
+        let mut b = batch(&simple_records(0, n, 0));
+        log.append(&mut b, LeaderEpoch(0), Timestamp(t)).unwrap();
+    };
+    at(3, 0);
+    assert_eq!(log.recovery_point(), Offset(0));
+    at(2, 10);
+    assert_eq!(log.recovery_point(), Offset(5));
+    at(1, 100);
+    log.flush_due(Timestamp(1099)).unwrap();
+    assert_eq!(log.recovery_point(), Offset(5));
+    log.flush_due(Timestamp(1100)).unwrap();
+    assert_eq!(log.recovery_point(), Offset(6));
+    log.flush().unwrap();
+    assert_eq!(log.recovery_point(), Offset(6));
+}
+
+fn truncate_file(path: &Path, len: u64) {
+    OpenOptions::new().write(true).open(path).unwrap().set_len(len).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+
+    #[test]
+    fn round_trip_with_random_batches_and_segment_sizes(
+        batches in proptest::collection::vec((1usize..8, 0usize..5), 1..40),
+        segment_bytes in 300u64..4000,
+        max_bytes in 1usize..2000,
+    ) {
+        const CODECS: [Compression; 5] =
+            [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
+        let f = Fixture::new();
+        let log = f.open(LogConfig { segment_bytes, ..small_config() }, false);
+        let mut total = 0;
+        let mut stored = Vec::new();
+        for (i, (n, codec)) in batches.iter().enumerate() {
+            let bytes = batch_with(&simple_records(0, *n, i as i64), CODECS[*codec]);
+            let mut b = bytes.clone();
+            let info = log.append(&mut b, LeaderEpoch(0), NOW).unwrap();
+            prop_assert_eq!(info.info().base_offset, Offset(total));
+            total += *n as i64;
+            stored.push(b);
+        }
+        prop_assert_eq!(log.log_end_offset(), Offset(total));
+        let all: Vec<u8> = stored.concat();
+        let mut got = Vec::new();
+        let mut offset = Offset(0);
+        while offset < log.log_end_offset() {
+            let r = log.read(offset, max_bytes, true).unwrap();
+            prop_assert!(!r.records.is_empty());
+            prop_assert!(r.records.len() <= max_bytes || batch::headers(&r.records).count() == 1);
+            for (_, h) in batch::headers(&r.records) {
+                offset = h.next_offset();
+            }
+            got.extend_from_slice(&r.records);
+        }
+        prop_assert_eq!(got, all);
+    }
+
+    #[test]
+    fn recovery_keeps_exactly_the_valid_prefix(
+        counts in proptest::collection::vec(1usize..6, 2..30),
+        cut in 0.0f64..1.0,
+        garbage in proptest::collection::vec(any::<u8>(), 0..100),
+        truncate in any::<bool>(),
+    ) {
+        let f = Fixture::new();
+        let config = LogConfig { segment_bytes: 1200, ..small_config() };
+        let log = f.open(config.clone(), false);
+        for (i, n) in counts.iter().enumerate() {
+            append(&log, batch(&producer_records(5, 0, counts[..i].iter().sum::<usize>() as i32, *n, i as i64)));
+        }
+        let active = *log.segment_base_offsets().last().unwrap();
+        let end = log.log_end_offset();
+        drop(log); // a crash: no clean close
+
+        let path = f.dir.join(file_name(active, LOG_EXT));
+        let content = std::fs::read(&path).unwrap();
+        let expected_end = if truncate {
+            let len = (content.len() as f64 * cut) as usize;
+            truncate_file(&path, len as u64);
+            batch::headers(&content)
+                .take_while(|(p, h)| p + h.total_size() <= len)
+                .last()
+                .map_or(active, |(_, h)| h.next_offset())
+        } else {
+            OpenOptions::new().append(true).open(&path).unwrap().write_all(&garbage).unwrap();
+            end
+        };
+
+        let log = f.open(config, false);
+        prop_assert_eq!(log.log_end_offset(), expected_end);
+        let records = read_all(&log);
+        prop_assert_eq!(records.len() as i64, expected_end.0);
+        prop_assert_eq!(std::fs::metadata(&path).unwrap().len() as usize,
+            if truncate { batch::headers(&content).take_while(|(p, h)| p + h.total_size() <= (content.len() as f64 * cut) as usize).last().map_or(0, |(p, h)| p + h.total_size()) } else { content.len() });
+        // Appends continue at the right offset, and the producer can go on.
+        let next_seq = expected_end.0 as i32;
+        let info = *producer_append(&log, 5, 0, next_seq, 2).unwrap().info();
+        prop_assert_eq!(info.base_offset, expected_end);
+        prop_assert_eq!(read_all(&log).len() as i64, expected_end.0 + 2);
+    }
+
+    #[test]
+    fn timestamp_lookups_match_brute_force(
+        batches in proptest::collection::vec(
+            (proptest::collection::vec(0i64..1000, 1..6), 0usize..5), 1..25),
+        targets in proptest::collection::vec(-5i64..1010, 1..10),
+        delete_before in 0usize..10,
+    ) {
+        const CODECS: [Compression; 5] =
+            [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
+        let f = Fixture::new();
+        let log = f.open(LogConfig { segment_bytes: 400, index_interval_bytes: 100, ..small_config() }, false);
+        let mut all = Vec::new();
+        for (ts, codec) in &batches {
+            append(&log, batch_with(&records_with_timestamps(0, ts), CODECS[*codec]));
+            all.extend_from_slice(ts);
+        }
+        let start = delete_before.min(all.len());
+        log.delete_records_before(Offset(start as i64)).unwrap();
+        let live: Vec<(i64, i64)> = all.iter().enumerate().skip(start).map(|(o, t)| (o as i64, *t)).collect();
+        for t in targets {
+            let expected = live.iter().find(|(_, ts)| *ts >= t).copied();
+            let got = log.offset_for_timestamp(Timestamp(t)).unwrap().map(|(o, ts)| (o.0, ts.0));
+            prop_assert_eq!(got, expected, "target {}", t);
+        }
+        let max = live.iter().map(|(_, t)| *t).max();
+        let expected = max.and_then(|m| live.iter().find(|(_, t)| *t == m).copied());
+        let got = log.offset_of_max_timestamp().unwrap().map(|(o, ts)| (o.0, ts.0));
+        prop_assert_eq!(got, expected);
+        // The same answers after a clean reopen (from the index files).
+        log.close().unwrap();
+        drop(log);
+        let log = f.open(small_config(), true);
+        prop_assert_eq!(log.offset_of_max_timestamp().unwrap().map(|(o, ts)| (o.0, ts.0)), expected);
+    }
+}
