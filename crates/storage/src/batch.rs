@@ -277,7 +277,11 @@ pub struct BatchesSummary {
 
 /// Checks one batch's header fields and CRC. `batch` must be exactly the
 /// batch's bytes; `position` is used in errors.
-pub(crate) fn check_batch(batch: &[u8], header: &BatchHeader, position: usize) -> Result<(), BatchError> {
+pub(crate) fn check_batch(
+    batch: &[u8],
+    header: &BatchHeader,
+    position: usize,
+) -> Result<(), BatchError> {
     let actual = compute_crc(batch);
     if actual != header.crc {
         return Err(BatchError::CorruptCrc {
@@ -407,7 +411,10 @@ mod tests {
             validate(&good[..good.len() - 1], 1 << 20),
             Err(BatchError::Truncated { position: 0, .. })
         ));
-        assert!(matches!(validate(&good[..30], 1 << 20), Err(BatchError::Truncated { .. })));
+        assert!(matches!(
+            validate(&good[..30], 1 << 20),
+            Err(BatchError::Truncated { .. })
+        ));
 
         let mut bad = good.clone();
         bad[MAGIC_OFFSET] = 1;
@@ -419,7 +426,10 @@ mod tests {
         let mut bad = good.clone();
         let last = bad.len() - 1;
         bad[last] ^= 0xff;
-        assert!(matches!(validate(&bad, 1 << 20), Err(BatchError::CorruptCrc { .. })));
+        assert!(matches!(
+            validate(&bad, 1 << 20),
+            Err(BatchError::CorruptCrc { .. })
+        ));
 
         let mut bad = good.clone();
         bad[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&10i32.to_be_bytes());
@@ -434,7 +444,10 @@ mod tests {
         bad[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
         assert!(matches!(
             validate(&bad, 1 << 20),
-            Err(BatchError::InvalidRecordCount { record_count: 5, .. })
+            Err(BatchError::InvalidRecordCount {
+                record_count: 5,
+                ..
+            })
         ));
 
         let mut bad = good.clone();

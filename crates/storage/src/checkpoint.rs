@@ -67,10 +67,8 @@ pub(crate) fn read_partition_metadata(dir: &Path) -> Result<Option<TopicId>> {
         match key.trim() {
             "version" => version = Some(value.trim().to_string()),
             "topic_id" => {
-                topic_id = Some(
-                    TopicId::parse(value.trim())
-                        .map_err(|e| corrupt(&path, e.to_string()))?,
-                )
+                topic_id =
+                    Some(TopicId::parse(value.trim()).map_err(|e| corrupt(&path, e.to_string()))?)
             }
             _ => {}
         }

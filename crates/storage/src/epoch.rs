@@ -69,7 +69,11 @@ impl LeaderEpochCache {
     /// offset of that epoch (the start of the next epoch, or the log end
     /// offset for the latest one). `None` when the epoch is unknown and
     /// newer than the latest, or the cache is empty.
-    pub fn end_offset_for(&self, epoch: LeaderEpoch, log_end_offset: Offset) -> Option<(LeaderEpoch, Offset)> {
+    pub fn end_offset_for(
+        &self,
+        epoch: LeaderEpoch,
+        log_end_offset: Offset,
+    ) -> Option<(LeaderEpoch, Offset)> {
         if epoch.0 < 0 {
             return None;
         }
@@ -99,7 +103,10 @@ impl LeaderEpochCache {
     /// Drops entries wholly below `start_offset` (the log start moved there);
     /// the epoch covering it is kept, starting at `start_offset`.
     pub fn truncate_from_start(&mut self, start_offset: Offset) -> Result<()> {
-        let covering = self.entries.iter().rposition(|e| e.start_offset <= start_offset);
+        let covering = self
+            .entries
+            .iter()
+            .rposition(|e| e.start_offset <= start_offset);
         let Some(i) = covering else {
             return Ok(());
         };
@@ -131,13 +138,19 @@ fn parse(path: &Path, text: &str) -> Result<Vec<EpochEntry>> {
         .ok_or_else(|| corrupt(path, "missing entry count"))?;
     let mut entries = Vec::with_capacity(count.min(1024));
     for _ in 0..count {
-        let line = lines.next().ok_or_else(|| corrupt(path, "fewer entries than counted"))?;
+        let line = lines
+            .next()
+            .ok_or_else(|| corrupt(path, "fewer entries than counted"))?;
         let mut parts = line.split_whitespace();
         let (Some(epoch), Some(offset), None) = (parts.next(), parts.next(), parts.next()) else {
             return Err(corrupt(path, format!("malformed entry {line:?}")));
         };
-        let epoch = epoch.parse().map_err(|_| corrupt(path, format!("bad epoch in {line:?}")))?;
-        let offset = offset.parse().map_err(|_| corrupt(path, format!("bad offset in {line:?}")))?;
+        let epoch = epoch
+            .parse()
+            .map_err(|_| corrupt(path, format!("bad epoch in {line:?}")))?;
+        let offset = offset
+            .parse()
+            .map_err(|_| corrupt(path, format!("bad offset in {line:?}")))?;
         entries.push(EpochEntry {
             epoch: LeaderEpoch(epoch),
             start_offset: Offset(offset),
@@ -173,11 +186,23 @@ mod tests {
         cache.assign(LeaderEpoch(3), Offset(10)).unwrap();
         cache.assign(LeaderEpoch(5), Offset(20)).unwrap();
         let leo = Offset(30);
-        assert_eq!(cache.end_offset_for(LeaderEpoch(5), leo), Some((LeaderEpoch(5), leo)));
-        assert_eq!(cache.end_offset_for(LeaderEpoch(3), leo), Some((LeaderEpoch(3), Offset(20))));
+        assert_eq!(
+            cache.end_offset_for(LeaderEpoch(5), leo),
+            Some((LeaderEpoch(5), leo))
+        );
+        assert_eq!(
+            cache.end_offset_for(LeaderEpoch(3), leo),
+            Some((LeaderEpoch(3), Offset(20)))
+        );
         // An epoch that never wrote maps to the previous one.
-        assert_eq!(cache.end_offset_for(LeaderEpoch(4), leo), Some((LeaderEpoch(3), Offset(20))));
-        assert_eq!(cache.end_offset_for(LeaderEpoch(0), leo), Some((LeaderEpoch(0), Offset(0))));
+        assert_eq!(
+            cache.end_offset_for(LeaderEpoch(4), leo),
+            Some((LeaderEpoch(3), Offset(20)))
+        );
+        assert_eq!(
+            cache.end_offset_for(LeaderEpoch(0), leo),
+            Some((LeaderEpoch(0), Offset(0)))
+        );
         assert_eq!(cache.end_offset_for(LeaderEpoch(6), leo), None);
         assert_eq!(cache.end_offset_for(LeaderEpoch(-1), leo), None);
     }
@@ -193,8 +218,14 @@ mod tests {
         assert_eq!(
             cache.entries(),
             &[
-                EpochEntry { epoch: LeaderEpoch(2), start_offset: Offset(15) },
-                EpochEntry { epoch: LeaderEpoch(3), start_offset: Offset(20) },
+                EpochEntry {
+                    epoch: LeaderEpoch(2),
+                    start_offset: Offset(15)
+                },
+                EpochEntry {
+                    epoch: LeaderEpoch(3),
+                    start_offset: Offset(20)
+                },
             ]
         );
         cache.truncate_from_end(Offset(20)).unwrap();

@@ -17,7 +17,9 @@ pub enum BatchError {
     #[error("no record batch in an empty buffer")]
     Empty,
     /// A batch (or its header) runs past the end of the buffer.
-    #[error("record batch at byte {position} is truncated: needs {needed} bytes, {available} available")]
+    #[error(
+        "record batch at byte {position} is truncated: needs {needed} bytes, {available} available"
+    )]
     Truncated {
         /// Where the batch starts in the buffer.
         position: usize,
@@ -35,7 +37,9 @@ pub enum BatchError {
         length: i32,
     },
     /// The magic byte is not 2; older message formats are not supported.
-    #[error("record batch at byte {position} has unsupported magic {magic} (only v2 is supported)")]
+    #[error(
+        "record batch at byte {position} has unsupported magic {magic} (only v2 is supported)"
+    )]
     UnsupportedMagic {
         /// Where the batch starts in the buffer.
         position: usize,
@@ -155,7 +159,9 @@ pub enum Error {
     },
     /// The batch's producer epoch is older than the producer's current one
     /// (a fenced, zombie producer).
-    #[error("producer {producer_id} epoch {epoch} is older than the current epoch {current_epoch}")]
+    #[error(
+        "producer {producer_id} epoch {epoch} is older than the current epoch {current_epoch}"
+    )]
     InvalidProducerEpoch {
         /// The producer.
         producer_id: ProducerId,

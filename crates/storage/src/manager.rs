@@ -39,7 +39,10 @@ fn parse_partition_dir(name: &str) -> Option<TopicPartition> {
     if id < 0 || id.to_string() != partition {
         return None;
     }
-    Some(TopicPartition::new(TopicName::new(topic).ok()?, PartitionId(id)))
+    Some(TopicPartition::new(
+        TopicName::new(topic).ok()?,
+        PartitionId(id),
+    ))
 }
 
 fn remove_dir_all_if_exists(path: &Path) -> Result<()> {
@@ -137,7 +140,12 @@ impl LogManager {
     /// Opens the log of `tp` (recovering it as needed) or creates it, and
     /// registers it. Returns the already open log if there is one.
     /// [`Error::TopicIdMismatch`] if the directory records another topic id.
-    pub fn open_log(&self, tp: &TopicPartition, topic_id: TopicId, config: LogConfig) -> Result<Arc<Log>> {
+    pub fn open_log(
+        &self,
+        tp: &TopicPartition,
+        topic_id: TopicId,
+        config: LogConfig,
+    ) -> Result<Arc<Log>> {
         let mut logs = self.logs.write();
         if let Some(log) = logs.get(tp) {
             if log.topic_id() != topic_id {

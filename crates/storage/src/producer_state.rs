@@ -99,7 +99,11 @@ pub(crate) struct StagedProducers {
 }
 
 impl StagedProducers {
-    fn get<'a>(&'a self, mgr: &'a ProducerStateManager, pid: ProducerId) -> Option<&'a ProducerEntry> {
+    fn get<'a>(
+        &'a self,
+        mgr: &'a ProducerStateManager,
+        pid: ProducerId,
+    ) -> Option<&'a ProducerEntry> {
         self.entries
             .iter()
             .rev()
@@ -246,7 +250,14 @@ impl ProducerStateManager {
                         last_offset: Offset(r.i64()?),
                     });
                 }
-                Some((pid, ProducerEntry { epoch, batches, last_timestamp }))
+                Some((
+                    pid,
+                    ProducerEntry {
+                        epoch,
+                        batches,
+                        last_timestamp,
+                    },
+                ))
             })()
             .ok_or_else(|| bad("truncated entry"))?;
             producers.insert(entry.0, entry.1);
@@ -290,7 +301,11 @@ pub(crate) fn list_snapshots(dir: &Path) -> Result<Vec<Offset>> {
     let mut offsets = Vec::new();
     for entry in fs::read_dir(dir).at(dir)? {
         let entry = entry.at(dir)?;
-        if let Some(o) = entry.file_name().to_str().and_then(|n| parse_file_name(n, SNAPSHOT_EXT)) {
+        if let Some(o) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| parse_file_name(n, SNAPSHOT_EXT))
+        {
             offsets.push(o);
         }
     }
@@ -324,7 +339,10 @@ pub(crate) fn delete_snapshots_before(dir: &Path, offset: Offset) -> Result<()> 
 /// Loads the newest usable snapshot at or below `log_end_offset`, deleting
 /// snapshots beyond it (the log was truncated) and corrupt ones. Returns the
 /// state and the offset replay must start from (`None`: no snapshot).
-pub(crate) fn load_latest(dir: &Path, log_end_offset: Offset) -> Result<(ProducerStateManager, Option<Offset>)> {
+pub(crate) fn load_latest(
+    dir: &Path,
+    log_end_offset: Offset,
+) -> Result<(ProducerStateManager, Option<Offset>)> {
     let mut offsets = list_snapshots(dir)?;
     while let Some(offset) = offsets.pop() {
         let path = snapshot_path(dir, offset);

@@ -222,7 +222,11 @@ mod tests {
                 true
             })
             .unwrap();
-            assert_eq!(seen, vec![(0, 50), (1, 10), (2, 70), (3, 70), (4, 20)], "{codec:?}");
+            assert_eq!(
+                seen,
+                vec![(0, 50), (1, 10), (2, 70), (3, 70), (4, 20)],
+                "{codec:?}"
+            );
             let first = find_offset_for_timestamp(&buf, Timestamp(60), Offset(0)).unwrap();
             assert_eq!(first.map(|r| r.offset), Some(Offset(2)));
             let max = max_timestamp_record(&buf, Offset(0)).unwrap().unwrap();

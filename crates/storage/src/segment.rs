@@ -174,13 +174,20 @@ impl SegmentView {
     /// `min_one_batch`).
     pub fn read(&self, offset: Offset, max_bytes: usize, min_one_batch: bool) -> Result<Bytes> {
         let mut found = None;
-        let scanned = scan(&self.file, &self.path, self.start, self.end, false, |pos, h, _| {
-            if h.last_offset() >= offset {
-                found = Some((pos, h.total_size()));
-                return Ok(false);
-            }
-            Ok(true)
-        })?;
+        let scanned = scan(
+            &self.file,
+            &self.path,
+            self.start,
+            self.end,
+            false,
+            |pos, h, _| {
+                if h.last_offset() >= offset {
+                    found = Some((pos, h.total_size()));
+                    return Ok(false);
+                }
+                Ok(true)
+            },
+        )?;
         if let Some(e) = scanned.invalid {
             return Err(corrupt(&self.path, format!("bad batch while reading: {e}")));
         }
@@ -219,14 +226,24 @@ impl SegmentView {
         mut f: impl FnMut(&[u8]) -> Result<Option<T>>,
     ) -> Result<Option<T>> {
         let mut result = None;
-        let scanned = scan(&self.file, &self.path, self.start, self.end, true, |_, h, body| {
-            if h.last_offset() >= min_offset && want(h) {
-                result = f(body)?;
-            }
-            Ok(result.is_none())
-        })?;
+        let scanned = scan(
+            &self.file,
+            &self.path,
+            self.start,
+            self.end,
+            true,
+            |_, h, body| {
+                if h.last_offset() >= min_offset && want(h) {
+                    result = f(body)?;
+                }
+                Ok(result.is_none())
+            },
+        )?;
         if let Some(e) = scanned.invalid {
-            return Err(corrupt(&self.path, format!("bad batch while searching: {e}")));
+            return Err(corrupt(
+                &self.path,
+                format!("bad batch while searching: {e}"),
+            ));
         }
         Ok(result)
     }
@@ -310,13 +327,19 @@ impl Segment {
     /// if missing or malformed). `next_base` is the next segment's base
     /// offset; for the last segment (`None`) the tail after the last index
     /// entry is walked to find the end offset.
-    pub fn load(dir: &Path, base: Offset, next_base: Option<Offset>, interval: u32) -> Result<Loaded> {
+    pub fn load(
+        dir: &Path,
+        base: Offset,
+        next_base: Option<Offset>,
+        interval: u32,
+    ) -> Result<Loaded> {
         let log_path = dir.join(file_name(base, LOG_EXT));
         let file = open_log_file(&log_path, false)?;
         let size = file.metadata().at(&log_path)?.len();
         let index_path = dir.join(file_name(base, INDEX_EXT));
         let time_path = dir.join(file_name(base, TIME_INDEX_EXT));
-        let offset_index = Index::<OffsetEntry>::load(&index_path, |e| u64::from(e.position) < size)?;
+        let offset_index =
+            Index::<OffsetEntry>::load(&index_path, |e| u64::from(e.position) < size)?;
         let time_index = Index::<TimeEntry>::load(&time_path, |_| true)?;
         let (Some(offset_index), Some(time_index)) = (offset_index, time_index) else {
             let mut segment = Segment {
@@ -341,7 +364,10 @@ impl Segment {
             });
         };
         let (max_timestamp, offset_of_max_timestamp) = match time_index.last() {
-            Some(e) => (Timestamp(e.timestamp), base.plus(i64::from(e.relative_offset))),
+            Some(e) => (
+                Timestamp(e.timestamp),
+                base.plus(i64::from(e.relative_offset)),
+            ),
             None => (Timestamp(-1), base),
         };
         let last_entry = offset_index.last().copied();
@@ -435,7 +461,12 @@ impl Segment {
 
     /// Updates content facts for a batch at `pos`; returns the index entries
     /// due at this batch, if any.
-    fn track(&mut self, pos: u64, h: &BatchHeader, interval: u64) -> Option<(OffsetEntry, Option<TimeEntry>)> {
+    fn track(
+        &mut self,
+        pos: u64,
+        h: &BatchHeader,
+        interval: u64,
+    ) -> Option<(OffsetEntry, Option<TimeEntry>)> {
         if h.max_timestamp > self.max_timestamp {
             self.max_timestamp = h.max_timestamp;
             self.offset_of_max_timestamp = h.last_offset();
@@ -506,7 +537,11 @@ impl Segment {
         self.size += batches.len() as u64;
         for (at, h) in batch::headers(batches) {
             if self.roll_base.is_none() {
-                self.roll_base = Some(if h.max_timestamp.0 >= 0 { h.max_timestamp } else { now });
+                self.roll_base = Some(if h.max_timestamp.0 >= 0 {
+                    h.max_timestamp
+                } else {
+                    now
+                });
             }
             if let Some((o, t)) = self.track(pos + at as u64, &h, u64::from(interval)) {
                 // The indexes are sparse: a missed entry only costs a longer scan.
@@ -553,7 +588,10 @@ impl Segment {
 
     /// A reader's view starting at the batch holding `offset` (or earlier).
     pub fn view_for_offset(&self, offset: Offset) -> SegmentView {
-        let rel = offset.0.saturating_sub(self.base_offset.0).clamp(0, i64::from(u32::MAX)) as u32;
+        let rel = offset
+            .0
+            .saturating_sub(self.base_offset.0)
+            .clamp(0, i64::from(u32::MAX)) as u32;
         let start = self
             .offset_index
             .floor_by(|e| e.relative_offset <= rel)
@@ -661,7 +699,11 @@ pub(crate) fn find_timestamp_in(
     view.find_in_batches(
         min_offset,
         |h| h.max_timestamp >= target,
-        |body| Ok(records::find_offset_for_timestamp(body, target, min_offset)?),
+        |body| {
+            Ok(records::find_offset_for_timestamp(
+                body, target, min_offset,
+            )?)
+        },
     )
 }
 

@@ -9,7 +9,10 @@ use crate::batch::Compression;
 
 /// `n` records with timestamps `ts0, ts0+1, ...`, no producer id.
 pub fn simple_records(first_offset: i64, n: usize, ts0: i64) -> Vec<Record> {
-    records_with_timestamps(first_offset, &(0..n as i64).map(|i| ts0 + i).collect::<Vec<_>>())
+    records_with_timestamps(
+        first_offset,
+        &(0..n as i64).map(|i| ts0 + i).collect::<Vec<_>>(),
+    )
 }
 
 /// One record per timestamp, no producer id.
@@ -24,7 +27,15 @@ pub fn records_with_timestamps(first_offset: i64, timestamps: &[i64]) -> Vec<Rec
 /// `n` records of an idempotent producer starting at `sequence`.
 pub fn producer_records(pid: i64, epoch: i16, sequence: i32, n: usize, ts0: i64) -> Vec<Record> {
     (0..n)
-        .map(|i| record(i as i64, pid, epoch, sequence.wrapping_add(i as i32), ts0 + i as i64))
+        .map(|i| {
+            record(
+                i as i64,
+                pid,
+                epoch,
+                sequence.wrapping_add(i as i32),
+                ts0 + i as i64,
+            )
+        })
         .collect()
 }
 

@@ -20,7 +20,10 @@ impl Log {
                 return Ok(());
             }
             let from = inner.segment_for(inner.recovery_point);
-            let handles: Vec<_> = inner.segments[from..].iter().map(Segment::sync_handle).collect();
+            let handles: Vec<_> = inner.segments[from..]
+                .iter()
+                .map(Segment::sync_handle)
+                .collect();
             (handles, inner.log_end_offset)
         };
         for h in &handles {
@@ -64,7 +67,10 @@ impl Log {
                 inner.recovery_point = offset;
             }
             let point = inner.recovery_point;
-            (point, inner.segments[inner.segment_for(point)].base_offset())
+            (
+                point,
+                inner.segments[inner.segment_for(point)].base_offset(),
+            )
         };
         let mut written = self.checkpointed_recovery_point.lock();
         if *written < segment_base {
@@ -89,7 +95,10 @@ impl Log {
             let mut n = 0;
             if let Some(ms) = inner.config.retention_ms {
                 while n < closed
-                    && now.0.saturating_sub(inner.segments[n].retention_timestamp().0) > ms as i64
+                    && now
+                        .0
+                        .saturating_sub(inner.segments[n].retention_timestamp().0)
+                        > ms as i64
                 {
                     n += 1;
                 }
@@ -186,7 +195,10 @@ impl Log {
         inner.recovery_point = end;
         checkpoint::write_offset(&self.dir.join(RECOVERY_POINT_CHECKPOINT), end)?;
         *self.checkpointed_recovery_point.lock() = end;
-        checkpoint::write_offset(&self.dir.join(LOG_START_OFFSET_CHECKPOINT), inner.log_start_offset)?;
+        checkpoint::write_offset(
+            &self.dir.join(LOG_START_OFFSET_CHECKPOINT),
+            inner.log_start_offset,
+        )?;
         producer_state::write_snapshot(&self.dir, end, &inner.producers.snapshot_bytes())?;
         inner.state = State::Closed;
         Ok(())

@@ -192,7 +192,12 @@ impl Log {
     /// Nothing is written for a duplicate of one of a producer's last five
     /// batches. If the write fails part-way the segment is cut back and
     /// [`Error::Io`] returned; the log stays usable.
-    pub fn append(&self, batches: &mut [u8], leader_epoch: LeaderEpoch, now: Timestamp) -> Result<AppendOutcome> {
+    pub fn append(
+        &self,
+        batches: &mut [u8],
+        leader_epoch: LeaderEpoch,
+        now: Timestamp,
+    ) -> Result<AppendOutcome> {
         let max_bytes = self.inner.read().config.max_message_bytes;
         let summary = batch::validate(batches, max_bytes)?;
         if summary.has_transactional_or_control {
@@ -267,7 +272,14 @@ impl Log {
 
     /// Rolls the active segment if the append would overfill it, it is older
     /// than `roll_ms`, or the new offsets would not fit its relative offsets.
-    fn maybe_roll(&self, inner: &mut Inner, len: u64, next: Offset, now: Timestamp, after: &mut AfterAppend) -> Result<()> {
+    fn maybe_roll(
+        &self,
+        inner: &mut Inner,
+        len: u64,
+        next: Offset,
+        now: Timestamp,
+        after: &mut AfterAppend,
+    ) -> Result<()> {
         let active = inner.active();
         if active.is_empty() {
             return Ok(());
@@ -325,7 +337,12 @@ impl Log {
     /// [`Error::OffsetOutOfRange`] when `offset` is below the log start offset
     /// or above the log end offset; reading at the log end offset returns no
     /// records.
-    pub fn read(&self, offset: Offset, max_bytes: usize, min_one_batch: bool) -> Result<ReadResult> {
+    pub fn read(
+        &self,
+        offset: Offset,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<ReadResult> {
         let (view, log_start_offset, high_watermark) = {
             let inner = self.inner.read();
             inner.ensure_readable()?;
@@ -380,7 +397,12 @@ impl Log {
 
     /// Base offsets of all segments, oldest first.
     pub fn segment_base_offsets(&self) -> Vec<Offset> {
-        self.inner.read().segments.iter().map(Segment::base_offset).collect()
+        self.inner
+            .read()
+            .segments
+            .iter()
+            .map(Segment::base_offset)
+            .collect()
     }
 
     /// The topic's id, as recorded in `partition.metadata`.
@@ -433,7 +455,11 @@ impl Log {
             let inner = self.inner.read();
             inner.ensure_readable()?;
             let start = inner.log_start_offset;
-            let live: Vec<&Segment> = inner.segments.iter().filter(|s| s.next_offset() > start).collect();
+            let live: Vec<&Segment> = inner
+                .segments
+                .iter()
+                .filter(|s| s.next_offset() > start)
+                .collect();
             let mut best: Option<&Segment> = None;
             for s in &live {
                 if best.is_none_or(|b| s.max_timestamp() > b.max_timestamp()) {
@@ -444,7 +470,10 @@ impl Log {
                 return Ok(None);
             };
             let fast = (best.offset_of_max_timestamp() >= start).then(|| {
-                (best.view_for_offset(best.offset_of_max_timestamp()), best.max_timestamp())
+                (
+                    best.view_for_offset(best.offset_of_max_timestamp()),
+                    best.max_timestamp(),
+                )
             });
             let all: Vec<SegmentView> = live.iter().map(|s| s.view_for_offset(start)).collect();
             (fast, all, start)
@@ -464,16 +493,22 @@ impl Log {
         // inconsistent): look at every remaining record.
         let mut best: Option<records::RecordTimestamp> = None;
         for view in &all {
-            view.find_in_batches(start, |_| true, |body| {
-                if let Some(r) = records::max_timestamp_record(body, start)? {
-                    if best.is_none_or(|b| r.timestamp > b.timestamp) {
-                        best = Some(r);
+            view.find_in_batches(
+                start,
+                |_| true,
+                |body| {
+                    if let Some(r) = records::max_timestamp_record(body, start)? {
+                        if best.is_none_or(|b| r.timestamp > b.timestamp) {
+                            best = Some(r);
+                        }
                     }
-                }
-                Ok(None::<()>)
-            })?;
+                    Ok(None::<()>)
+                },
+            )?;
         }
-        Ok(best.filter(|b| b.timestamp.0 >= 0).map(|r| (r.offset, r.timestamp)))
+        Ok(best
+            .filter(|b| b.timestamp.0 >= 0)
+            .map(|r| (r.offset, r.timestamp)))
     }
 
     /// The latest leader epoch that appended to this log.

@@ -13,7 +13,9 @@ use crate::config::LogConfig;
 use crate::epoch::LeaderEpochCache;
 use crate::error::{Error, IoContext, Result};
 use crate::producer_state::{self, ProducerStateManager};
-use crate::segment::{file_name, parse_file_name, scan, Segment, INDEX_EXT, LOG_EXT, TIME_INDEX_EXT};
+use crate::segment::{
+    file_name, parse_file_name, scan, Segment, INDEX_EXT, LOG_EXT, TIME_INDEX_EXT,
+};
 
 /// What was found in a partition directory.
 struct DirListing {
@@ -101,7 +103,9 @@ impl Log {
         let mut recover_from = if clean {
             bases.len()
         } else {
-            bases.partition_point(|b| *b <= recovery_point).saturating_sub(1)
+            bases
+                .partition_point(|b| *b <= recovery_point)
+                .saturating_sub(1)
         };
         let mut i = 0;
         while i < bases.len() {
@@ -208,19 +212,33 @@ impl Log {
 }
 
 /// Loads the latest producer snapshot and replays the batch headers after it.
-fn load_producers(dir: &Path, segments: &[Segment], log_end_offset: Offset) -> Result<(ProducerStateManager, u64)> {
+fn load_producers(
+    dir: &Path,
+    segments: &[Segment],
+    log_end_offset: Offset,
+) -> Result<(ProducerStateManager, u64)> {
     let (mut producers, snapshot) = producer_state::load_latest(dir, log_end_offset)?;
     let from = snapshot.unwrap_or(Offset(0));
     let mut replayed = 0;
-    for segment in segments.iter().filter(|s| s.next_offset() > from && !s.is_empty()) {
+    for segment in segments
+        .iter()
+        .filter(|s| s.next_offset() > from && !s.is_empty())
+    {
         let view = segment.view_for_offset(from);
-        let end = scan(&view.file, &view.path, view.start, view.end, false, |_, h, _| {
-            if h.base_offset >= from {
-                producers.replay(h);
-                replayed += 1;
-            }
-            Ok(true)
-        })?;
+        let end = scan(
+            &view.file,
+            &view.path,
+            view.start,
+            view.end,
+            false,
+            |_, h, _| {
+                if h.base_offset >= from {
+                    producers.replay(h);
+                    replayed += 1;
+                }
+                Ok(true)
+            },
+        )?;
         if let Some(e) = end.invalid {
             tracing::warn!(segment = %view.path.display(), error = %e, "stopped producer state replay at a bad batch");
         }

@@ -8,7 +8,9 @@ use super::*;
 use crate::batch::Compression;
 use crate::error::BatchError;
 use crate::segment::{file_name, LOG_EXT};
-use crate::test_util::{batch, batch_with, producer_records, records_with_timestamps, simple_records};
+use crate::test_util::{
+    batch, batch_with, producer_records, records_with_timestamps, simple_records,
+};
 
 const NOW: Timestamp = Timestamp(1_000_000);
 
@@ -91,7 +93,10 @@ fn appends_get_contiguous_offsets_and_read_back_exactly() {
             AppendOutcome::Appended(info) => info,
             other => panic!("{other:?}"),
         };
-        assert_eq!(info.base_offset, Offset(stored.iter().map(|(_, n)| n).sum::<i64>()));
+        assert_eq!(
+            info.base_offset,
+            Offset(stored.iter().map(|(_, n)| n).sum::<i64>())
+        );
         assert_eq!(info.record_count, (1 + i % 4) as u64);
         let h = BatchHeader::parse(&bytes).unwrap();
         assert_eq!(h.base_offset, info.base_offset);
@@ -123,17 +128,32 @@ fn reads_respect_max_bytes_and_bounds() {
     }
     let size = one.len();
     // Only whole batches.
-    assert_eq!(log.read(Offset(0), size * 2 + 10, false).unwrap().records.len(), size * 2);
+    assert_eq!(
+        log.read(Offset(0), size * 2 + 10, false)
+            .unwrap()
+            .records
+            .len(),
+        size * 2
+    );
     // A batch larger than max_bytes: nothing, unless min_one_batch.
     assert!(log.read(Offset(0), 10, false).unwrap().records.is_empty());
     assert_eq!(log.read(Offset(0), 10, true).unwrap().records.len(), size);
     // An offset inside a batch returns that whole batch.
     let r = log.read(Offset(4), size, false).unwrap();
-    assert_eq!(BatchHeader::parse(&r.records).unwrap().base_offset, Offset(3));
+    assert_eq!(
+        BatchHeader::parse(&r.records).unwrap().base_offset,
+        Offset(3)
+    );
     // At the end: empty; past it or below the start: out of range.
     assert!(log.read(Offset(9), 1000, true).unwrap().records.is_empty());
-    assert!(matches!(log.read(Offset(10), 1000, true), Err(Error::OffsetOutOfRange { .. })));
-    assert!(matches!(log.read(Offset(-1), 1000, true), Err(Error::OffsetOutOfRange { .. })));
+    assert!(matches!(
+        log.read(Offset(10), 1000, true),
+        Err(Error::OffsetOutOfRange { .. })
+    ));
+    assert!(matches!(
+        log.read(Offset(-1), 1000, true),
+        Err(Error::OffsetOutOfRange { .. })
+    ));
 }
 
 #[test]
@@ -143,22 +163,34 @@ fn invalid_and_transactional_batches_are_rejected_without_writing() {
     let mut bad = batch(&simple_records(0, 2, 0));
     let last = bad.len() - 1;
     bad[last] ^= 1;
-    assert!(matches!(log.append(&mut bad, LeaderEpoch(0), NOW), Err(Error::Batch(BatchError::CorruptCrc { .. }))));
-    assert!(matches!(log.append(&mut [], LeaderEpoch(0), NOW), Err(Error::Batch(BatchError::Empty))));
+    assert!(matches!(
+        log.append(&mut bad, LeaderEpoch(0), NOW),
+        Err(Error::Batch(BatchError::CorruptCrc { .. }))
+    ));
+    assert!(matches!(
+        log.append(&mut [], LeaderEpoch(0), NOW),
+        Err(Error::Batch(BatchError::Empty))
+    ));
 
     let mut recs = producer_records(7, 0, 0, 2, 0);
     for r in &mut recs {
         r.transactional = true;
     }
     let mut txn = batch(&recs);
-    assert!(matches!(log.append(&mut txn, LeaderEpoch(0), NOW), Err(Error::TransactionsNotSupported)));
+    assert!(matches!(
+        log.append(&mut txn, LeaderEpoch(0), NOW),
+        Err(Error::TransactionsNotSupported)
+    ));
 
     let mut big = batch(&simple_records(0, 50, 0));
     log.update_config(LogConfig {
         max_message_bytes: 100,
         ..LogConfig::default()
     });
-    assert!(matches!(log.append(&mut big, LeaderEpoch(0), NOW), Err(Error::RecordBatchTooLarge { max: 100, .. })));
+    assert!(matches!(
+        log.append(&mut big, LeaderEpoch(0), NOW),
+        Err(Error::RecordBatchTooLarge { max: 100, .. })
+    ));
     assert_eq!(log.log_end_offset(), Offset(0));
     assert_eq!(log.size_bytes(), 0);
 }
@@ -223,7 +255,9 @@ fn roll_snapshots_producers_and_advances_the_recovery_point() {
     assert_eq!(log.recovery_point(), bases[2]);
     let snapshots = crate::producer_state::list_snapshots(&f.dir).unwrap();
     assert_eq!(snapshots, vec![bases[1], bases[2]]);
-    let checkpoint = crate::checkpoint::read_offset(&f.dir.join(crate::checkpoint::RECOVERY_POINT_CHECKPOINT)).unwrap();
+    let checkpoint =
+        crate::checkpoint::read_offset(&f.dir.join(crate::checkpoint::RECOVERY_POINT_CHECKPOINT))
+            .unwrap();
     assert_eq!(checkpoint, Some(bases[2]));
 }
 
@@ -250,7 +284,10 @@ fn retention_by_time_keeps_the_active_segment_and_moves_the_start() {
     let start = log.log_start_offset();
     assert_eq!(start, log.segment_base_offsets()[0]);
     assert!(start.0 > 0 && start.0 <= 60);
-    assert!(matches!(log.read(start.plus(-1), 100, true), Err(Error::OffsetOutOfRange { .. })));
+    assert!(matches!(
+        log.read(start.plus(-1), 100, true),
+        Err(Error::OffsetOutOfRange { .. })
+    ));
     assert!(log.read(start, 100, true).is_ok());
     // Far in the future everything but the active segment goes.
     log.run_retention(Timestamp(10_000_000)).unwrap();
@@ -287,7 +324,11 @@ fn retention_by_size_keeps_at_least_the_limit() {
     assert!(size >= limit, "{size} < {limit}");
     // Deleting one more would have gone below the limit.
     let bases = log.segment_base_offsets();
-    let oldest = log.read(bases[0], usize::MAX >> 1, true).unwrap().records.len() as u64;
+    let oldest = log
+        .read(bases[0], usize::MAX >> 1, true)
+        .unwrap()
+        .records
+        .len() as u64;
     assert!(size - oldest < limit || bases.len() == 1);
     assert_eq!(log.log_start_offset(), bases[0]);
 }
@@ -299,16 +340,28 @@ fn delete_records_moves_the_start_and_survives_reopen() {
     for _ in 0..40 {
         append(&log, batch(&simple_records(0, 3, 0)));
     }
-    assert!(matches!(log.delete_records_before(Offset(121)), Err(Error::OffsetOutOfRange { .. })));
+    assert!(matches!(
+        log.delete_records_before(Offset(121)),
+        Err(Error::OffsetOutOfRange { .. })
+    ));
     let segments = log.segment_count();
     assert_eq!(log.delete_records_before(Offset(50)).unwrap(), Offset(50));
-    assert!(log.segment_count() < segments, "segments wholly below 50 are dropped");
+    assert!(
+        log.segment_count() < segments,
+        "segments wholly below 50 are dropped"
+    );
     assert_eq!(log.delete_records_before(Offset(10)).unwrap(), Offset(50));
-    assert!(matches!(log.read(Offset(49), 100, true), Err(Error::OffsetOutOfRange { .. })));
+    assert!(matches!(
+        log.read(Offset(49), 100, true),
+        Err(Error::OffsetOutOfRange { .. })
+    ));
     // Reading at the start returns the batch containing it.
     let r = log.read(Offset(50), 100, true).unwrap();
     assert_eq!(r.log_start_offset, Offset(50));
-    assert_eq!(BatchHeader::parse(&r.records).unwrap().base_offset, Offset(48));
+    assert_eq!(
+        BatchHeader::parse(&r.records).unwrap().base_offset,
+        Offset(48)
+    );
     assert_eq!(read_all(&log).first().map(|r| r.0), Some(50));
     drop(log);
     let log = f.open(small_config(), true);
@@ -323,21 +376,43 @@ fn offset_for_timestamp_and_max_timestamp_scan_records() {
     let f = Fixture::new();
     let log = f.open(small_config(), false);
     append(&log, batch(&records_with_timestamps(0, &[100, 300, 200])));
-    append(&log, batch_with(&records_with_timestamps(0, &[150, 500, 500, 120]), Compression::Zstd));
-    append(&log, batch_with(&records_with_timestamps(0, &[400]), Compression::Gzip));
-    let lookup = |t| log.offset_for_timestamp(Timestamp(t)).unwrap().map(|(o, ts)| (o.0, ts.0));
+    append(
+        &log,
+        batch_with(
+            &records_with_timestamps(0, &[150, 500, 500, 120]),
+            Compression::Zstd,
+        ),
+    );
+    append(
+        &log,
+        batch_with(&records_with_timestamps(0, &[400]), Compression::Gzip),
+    );
+    let lookup = |t| {
+        log.offset_for_timestamp(Timestamp(t))
+            .unwrap()
+            .map(|(o, ts)| (o.0, ts.0))
+    };
     assert_eq!(lookup(0), Some((0, 100)));
     assert_eq!(lookup(101), Some((1, 300)));
     assert_eq!(lookup(301), Some((4, 500)));
     assert_eq!(lookup(500), Some((4, 500)));
     assert_eq!(lookup(501), None);
-    assert_eq!(log.offset_of_max_timestamp().unwrap(), Some((Offset(4), Timestamp(500))));
+    assert_eq!(
+        log.offset_of_max_timestamp().unwrap(),
+        Some((Offset(4), Timestamp(500)))
+    );
     // Records below the log start offset are not candidates.
     log.delete_records_before(Offset(5)).unwrap();
     assert_eq!(lookup(0), Some((5, 500)));
-    assert_eq!(log.offset_of_max_timestamp().unwrap(), Some((Offset(5), Timestamp(500))));
+    assert_eq!(
+        log.offset_of_max_timestamp().unwrap(),
+        Some((Offset(5), Timestamp(500)))
+    );
     log.delete_records_before(Offset(6)).unwrap();
-    assert_eq!(log.offset_of_max_timestamp().unwrap(), Some((Offset(7), Timestamp(400))));
+    assert_eq!(
+        log.offset_of_max_timestamp().unwrap(),
+        Some((Offset(7), Timestamp(400)))
+    );
 }
 
 #[test]
@@ -350,19 +425,37 @@ fn leader_epochs_are_stamped_cached_and_persisted() {
     log.append(&mut b, LeaderEpoch(1), NOW).unwrap();
     let mut b = batch(&simple_records(0, 3, 0));
     log.append(&mut b, LeaderEpoch(4), NOW).unwrap();
-    assert_eq!(BatchHeader::parse(&b).unwrap().partition_leader_epoch, LeaderEpoch(4));
+    assert_eq!(
+        BatchHeader::parse(&b).unwrap().partition_leader_epoch,
+        LeaderEpoch(4)
+    );
     assert_eq!(log.latest_epoch(), Some(LeaderEpoch(4)));
-    assert_eq!(log.end_offset_for_epoch(LeaderEpoch(1)), Some((LeaderEpoch(1), Offset(4))));
-    assert_eq!(log.end_offset_for_epoch(LeaderEpoch(2)), Some((LeaderEpoch(1), Offset(4))));
-    assert_eq!(log.end_offset_for_epoch(LeaderEpoch(4)), Some((LeaderEpoch(4), Offset(7))));
+    assert_eq!(
+        log.end_offset_for_epoch(LeaderEpoch(1)),
+        Some((LeaderEpoch(1), Offset(4)))
+    );
+    assert_eq!(
+        log.end_offset_for_epoch(LeaderEpoch(2)),
+        Some((LeaderEpoch(1), Offset(4)))
+    );
+    assert_eq!(
+        log.end_offset_for_epoch(LeaderEpoch(4)),
+        Some((LeaderEpoch(4), Offset(7)))
+    );
     assert_eq!(log.end_offset_for_epoch(LeaderEpoch(5)), None);
     drop(log);
     let log = f.open(LogConfig::default(), false);
     assert_eq!(
         log.epoch_entries(),
         vec![
-            EpochEntry { epoch: LeaderEpoch(1), start_offset: Offset(0) },
-            EpochEntry { epoch: LeaderEpoch(4), start_offset: Offset(4) },
+            EpochEntry {
+                epoch: LeaderEpoch(1),
+                start_offset: Offset(0)
+            },
+            EpochEntry {
+                epoch: LeaderEpoch(4),
+                start_offset: Offset(4)
+            },
         ]
     );
 }
@@ -382,29 +475,49 @@ fn idempotent_producers_are_deduplicated_sequenced_and_fenced() {
     producer_append(&log, 1, 0, 45, 2).unwrap();
     let end = log.log_end_offset();
     // A retry of either of the last batches: original offsets, nothing written.
-    assert_eq!(producer_append(&log, 1, 0, 42, 3).unwrap(), AppendOutcome::Duplicate(*first.info()));
+    assert_eq!(
+        producer_append(&log, 1, 0, 42, 3).unwrap(),
+        AppendOutcome::Duplicate(*first.info())
+    );
     assert_eq!(log.log_end_offset(), end);
     // A gap or a repeat that is not a cached batch.
     assert!(matches!(
         producer_append(&log, 1, 0, 48, 1),
-        Err(Error::OutOfOrderSequence { expected_sequence: 47, sequence: 48, .. })
+        Err(Error::OutOfOrderSequence {
+            expected_sequence: 47,
+            sequence: 48,
+            ..
+        })
     ));
-    assert!(matches!(producer_append(&log, 1, 0, 43, 1), Err(Error::OutOfOrderSequence { .. })));
+    assert!(matches!(
+        producer_append(&log, 1, 0, 43, 1),
+        Err(Error::OutOfOrderSequence { .. })
+    ));
     // Only the last five batches are remembered.
     for i in 0..5 {
         producer_append(&log, 1, 0, 47 + i, 1).unwrap();
     }
     assert_eq!(log.producer_state(ProducerId(1)).unwrap().batches.len(), 5);
-    assert!(matches!(producer_append(&log, 1, 0, 45, 2), Err(Error::OutOfOrderSequence { .. })));
+    assert!(matches!(
+        producer_append(&log, 1, 0, 45, 2),
+        Err(Error::OutOfOrderSequence { .. })
+    ));
     // A new epoch must start at sequence 0; then the old epoch is fenced.
     assert!(matches!(
         producer_append(&log, 1, 1, 52, 1),
-        Err(Error::OutOfOrderSequence { expected_sequence: 0, .. })
+        Err(Error::OutOfOrderSequence {
+            expected_sequence: 0,
+            ..
+        })
     ));
     producer_append(&log, 1, 1, 0, 2).unwrap();
     assert!(matches!(
         producer_append(&log, 1, 0, 52, 1),
-        Err(Error::InvalidProducerEpoch { epoch: ProducerEpoch(0), current_epoch: ProducerEpoch(1), .. })
+        Err(Error::InvalidProducerEpoch {
+            epoch: ProducerEpoch(0),
+            current_epoch: ProducerEpoch(1),
+            ..
+        })
     ));
     // Other producers are independent; non-idempotent appends are unaffected.
     producer_append(&log, 2, 5, 7, 1).unwrap();
@@ -416,9 +529,18 @@ fn sequences_wrap_after_i32_max() {
     let f = Fixture::new();
     let log = f.open(LogConfig::default(), false);
     producer_append(&log, 3, 0, i32::MAX - 1, 2).unwrap();
-    assert_eq!(log.producer_state(ProducerId(3)).unwrap().batches[0].last_seq, i32::MAX);
+    assert_eq!(
+        log.producer_state(ProducerId(3)).unwrap().batches[0].last_seq,
+        i32::MAX
+    );
     producer_append(&log, 3, 0, 0, 1).unwrap();
-    assert!(matches!(producer_append(&log, 3, 0, 2, 1), Err(Error::OutOfOrderSequence { expected_sequence: 1, .. })));
+    assert!(matches!(
+        producer_append(&log, 3, 0, 2, 1),
+        Err(Error::OutOfOrderSequence {
+            expected_sequence: 1,
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -442,10 +564,22 @@ fn producer_state_survives_clean_and_unclean_reopen() {
         } else {
             assert!(stats.producer_batches_replayed > 0);
         }
-        assert_eq!(producer_append(&log, 11, 2, 39 * 3, 3).unwrap(), AppendOutcome::Duplicate(infos[39]));
-        assert_eq!(producer_append(&log, 11, 2, 35 * 3, 3).unwrap(), AppendOutcome::Duplicate(infos[35]));
-        assert!(matches!(producer_append(&log, 11, 2, 1000, 3), Err(Error::OutOfOrderSequence { .. })));
-        assert!(matches!(producer_append(&log, 11, 1, 0, 3), Err(Error::InvalidProducerEpoch { .. })));
+        assert_eq!(
+            producer_append(&log, 11, 2, 39 * 3, 3).unwrap(),
+            AppendOutcome::Duplicate(infos[39])
+        );
+        assert_eq!(
+            producer_append(&log, 11, 2, 35 * 3, 3).unwrap(),
+            AppendOutcome::Duplicate(infos[35])
+        );
+        assert!(matches!(
+            producer_append(&log, 11, 2, 1000, 3),
+            Err(Error::OutOfOrderSequence { .. })
+        ));
+        assert!(matches!(
+            producer_append(&log, 11, 1, 0, 3),
+            Err(Error::InvalidProducerEpoch { .. })
+        ));
         producer_append(&log, 11, 2, 120, 3).unwrap();
     }
 }
@@ -473,7 +607,10 @@ fn clean_reopen_scans_nothing_and_unclean_reopen_scans_from_the_recovery_point()
     assert_eq!(stats.indexes_rebuilt, 0);
     assert_eq!(stats.segments_loaded, segments);
     assert_eq!(log.log_end_offset(), end);
-    assert_eq!(log.offset_of_max_timestamp().unwrap().map(|(_, t)| t), Some(Timestamp(9)));
+    assert_eq!(
+        log.offset_of_max_timestamp().unwrap().map(|(_, t)| t),
+        Some(Timestamp(9))
+    );
     assert_eq!(read_all(&log).len() as i64, end.0);
     // More appends, then a crash: only the active segment is scanned, as the
     // closed ones were flushed at roll.
@@ -505,7 +642,10 @@ fn missing_or_malformed_indexes_are_rebuilt() {
     let log = f.open(small_config(), true);
     assert_eq!(log.recovery_stats().indexes_rebuilt, 2);
     assert_eq!(read_all(&log).len(), 90);
-    assert_eq!(log.offset_for_timestamp(Timestamp(9)).unwrap(), Some((Offset(2), Timestamp(9))));
+    assert_eq!(
+        log.offset_for_timestamp(Timestamp(9)).unwrap(),
+        Some((Offset(2), Timestamp(9)))
+    );
 }
 
 #[test]
@@ -535,7 +675,12 @@ fn flush_policies_move_the_recovery_point() {
 }
 
 fn truncate_file(path: &Path, len: u64) {
-    OpenOptions::new().write(true).open(path).unwrap().set_len(len).unwrap();
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
 }
 
 proptest! {
