@@ -1,1 +1,27 @@
-//! placeholder
+//! Magnetar's broker core: topics and partitions over the storage engine,
+//! and the protocol front ends that expose them.
+//!
+//! The core ([`Broker`], [`Topic`], [`Partition`]) speaks only domain types;
+//! wire formats and error codes live under [`kafka`].
+
+#![warn(missing_docs)]
+
+pub mod config;
+mod core;
+mod error;
+pub mod kafka;
+pub mod maintenance;
+mod metadata_store;
+mod topic;
+
+pub use crate::core::{Broker, Endpoint, NewTopic};
+pub use error::Error;
+pub use topic::{Partition, Topic};
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> model::Timestamp {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    model::Timestamp(d.as_millis() as i64)
+}

@@ -1,1 +1,46 @@
-fn main() {}
+//! The `magnetar` command: runs the broker (`magnetar standalone`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod standalone;
+
+/// Magnetar: a Kafka-compatible event-streaming broker.
+#[derive(Debug, Parser)]
+#[command(name = "magnetar", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a single-node broker.
+    Standalone(StandaloneArgs),
+}
+
+/// Flags of `magnetar standalone`.
+#[derive(Debug, clap::Args)]
+pub struct StandaloneArgs {
+    /// Directory for partitions and metadata.
+    #[arg(long, default_value = broker::config::DEFAULT_DATA_DIR, env = "MAGNETAR_DATA_DIR")]
+    pub data_dir: PathBuf,
+    /// Address of the Kafka listener (port 0 picks a free port).
+    #[arg(long, default_value = broker::config::DEFAULT_KAFKA_ADDR, env = "MAGNETAR_KAFKA_ADDR")]
+    pub kafka_addr: String,
+    /// A TOML file of configuration keys (Kafka property names).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Set one configuration key, overriding the file (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Standalone(args) => standalone::main(args),
+    }
+}

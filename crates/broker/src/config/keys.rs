@@ -1,0 +1,341 @@
+//! The declared configuration keys: one row per key, with its default,
+//! value type and documentation.
+
+/// The type of a configuration value, used to validate and normalize it.
+#[derive(Debug, Clone, Copy)]
+pub enum ValueKind {
+    /// `true` or `false`.
+    Bool,
+    /// An integer in `min..=max`.
+    Int {
+        /// Smallest accepted value.
+        min: i64,
+        /// Largest accepted value.
+        max: i64,
+    },
+    /// `-1` (unlimited / unset) or an integer `>= min`.
+    Limit {
+        /// Smallest accepted value other than -1.
+        min: i64,
+    },
+    /// One of a fixed set of strings.
+    Choice(&'static [&'static str]),
+    /// A Kafka listener, `PLAINTEXT://host:port` or `host:port`; empty = unset.
+    Listener,
+}
+
+impl ValueKind {
+    /// Checks `v` and returns its normalized form, or why it is invalid.
+    pub fn validate(&self, v: &str) -> Result<String, String> {
+        let v = v.trim();
+        match *self {
+            ValueKind::Bool => match v.to_ascii_lowercase().as_str() {
+                "true" => Ok("true".into()),
+                "false" => Ok("false".into()),
+                _ => Err(format!("expected true or false, got {v:?}")),
+            },
+            ValueKind::Int { min, max } => {
+                let n: i64 = v
+                    .parse()
+                    .map_err(|_| format!("expected an integer, got {v:?}"))?;
+                if n < min || n > max {
+                    return Err(format!("{n} is outside {min}..={max}"));
+                }
+                Ok(n.to_string())
+            }
+            ValueKind::Limit { min } => {
+                let n: i64 = v
+                    .parse()
+                    .map_err(|_| format!("expected an integer, got {v:?}"))?;
+                if n != -1 && n < min {
+                    return Err(format!("expected -1 or a value >= {min}, got {n}"));
+                }
+                Ok(n.to_string())
+            }
+            ValueKind::Choice(options) => {
+                let lower = v.to_ascii_lowercase();
+                options
+                    .iter()
+                    .find(|o| **o == lower)
+                    .map(|o| o.to_string())
+                    .ok_or_else(|| format!("expected one of {}, got {v:?}", options.join(" | ")))
+            }
+            ValueKind::Listener => {
+                if v.is_empty() {
+                    return Ok(String::new());
+                }
+                parse_listener(v)?;
+                Ok(v.to_string())
+            }
+        }
+    }
+
+    /// The Kafka DescribeConfigs config type code for this kind.
+    pub fn kafka_type(&self) -> i8 {
+        match self {
+            ValueKind::Bool => 1,
+            ValueKind::Int { .. } => 3,
+            ValueKind::Limit { .. } => 4,
+            ValueKind::Choice(_) => 2,
+            ValueKind::Listener => 7,
+        }
+    }
+}
+
+/// Parses `PLAINTEXT://host:port` or `host:port`.
+pub fn parse_listener(v: &str) -> Result<(String, u16), String> {
+    let rest = match v.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("PLAINTEXT") => rest,
+        Some((scheme, _)) => return Err(format!("unsupported listener scheme {scheme:?}")),
+        None => v,
+    };
+    let (host, port) = rest
+        .rsplit_once(':')
+        .ok_or_else(|| format!("expected host:port, got {v:?}"))?;
+    let port: u16 = port.parse().map_err(|_| format!("invalid port in {v:?}"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(format!("missing host in {v:?}"));
+    }
+    Ok((host.to_string(), port))
+}
+
+/// One declared configuration key.
+#[derive(Debug, Clone, Copy)]
+pub struct ConfigKey {
+    /// The key, as users write it.
+    pub name: &'static str,
+    /// Default value, normalized.
+    pub default: &'static str,
+    /// Value type.
+    pub kind: ValueKind,
+    /// Whether IncrementalAlterConfigs may change it at runtime.
+    pub dynamic: bool,
+    /// For topic keys: the broker key that provides the default.
+    pub broker_default: Option<&'static str>,
+    /// One-line documentation (README and DescribeConfigs).
+    pub doc: &'static str,
+}
+
+const DAY_MS: &str = "604800000";
+
+/// Every broker-level key.
+pub const BROKER_KEYS: &[ConfigKey] = &[
+    ConfigKey {
+        name: "node.id",
+        default: "1",
+        kind: ValueKind::Int { min: 0, max: i32::MAX as i64 },
+        dynamic: false,
+        broker_default: None,
+        doc: "This broker's node id, reported in Metadata.",
+    },
+    ConfigKey {
+        name: "advertised.listeners",
+        default: "",
+        kind: ValueKind::Listener,
+        dynamic: false,
+        broker_default: None,
+        doc: "Address given to clients (PLAINTEXT://host:port); defaults to the listen address.",
+    },
+    ConfigKey {
+        name: "auto.create.topics.enable",
+        default: "true",
+        kind: ValueKind::Bool,
+        dynamic: true,
+        broker_default: None,
+        doc: "Create a missing topic when a Metadata request asks for it (allow_auto_topic_creation).",
+    },
+    ConfigKey {
+        name: "auto.create.topics.type",
+        default: "partitioned",
+        kind: ValueKind::Choice(&["partitioned", "non-partitioned"]),
+        dynamic: true,
+        broker_default: None,
+        doc: "Auto-created topics get num.partitions partitions (partitioned) or one partition recorded as non-partitioned.",
+    },
+    ConfigKey {
+        name: "num.partitions",
+        default: "1",
+        kind: ValueKind::Int { min: 1, max: 100_000 },
+        dynamic: true,
+        broker_default: None,
+        doc: "Partition count of auto-created partitioned topics and of CreateTopics requests that leave it at -1.",
+    },
+    ConfigKey {
+        name: "log.retention.ms",
+        default: DAY_MS,
+        kind: ValueKind::Limit { min: 1 },
+        dynamic: true,
+        broker_default: None,
+        doc: "Delete closed segments whose newest record is older than this; -1 keeps them forever.",
+    },
+    ConfigKey {
+        name: "log.retention.bytes",
+        default: "-1",
+        kind: ValueKind::Limit { min: 0 },
+        dynamic: true,
+        broker_default: None,
+        doc: "Delete the oldest closed segments while a partition is larger than this; -1 = no limit.",
+    },
+    ConfigKey {
+        name: "log.segment.bytes",
+        default: "1073741824",
+        kind: ValueKind::Int { min: 1024, max: i32::MAX as i64 },
+        dynamic: true,
+        broker_default: None,
+        doc: "Roll to a new segment file when the active one reaches this size.",
+    },
+    ConfigKey {
+        name: "log.roll.ms",
+        default: DAY_MS,
+        kind: ValueKind::Limit { min: 1 },
+        dynamic: true,
+        broker_default: None,
+        doc: "Roll to a new segment when the active one is older than this; -1 = never by time.",
+    },
+    ConfigKey {
+        name: "message.max.bytes",
+        default: "1048588",
+        kind: ValueKind::Int { min: 0, max: i32::MAX as i64 },
+        dynamic: true,
+        broker_default: None,
+        doc: "Largest record batch a producer may send (MESSAGE_TOO_LARGE above it).",
+    },
+    ConfigKey {
+        name: "socket.request.max.bytes",
+        default: "104857600",
+        kind: ValueKind::Int { min: 1024, max: i32::MAX as i64 },
+        dynamic: false,
+        broker_default: None,
+        doc: "Largest request frame accepted; a larger length prefix closes the connection.",
+    },
+    ConfigKey {
+        name: "log.flush.interval.messages",
+        default: "-1",
+        kind: ValueKind::Limit { min: 1 },
+        dynamic: true,
+        broker_default: None,
+        doc: "fsync a partition after this many unflushed records; -1 leaves flushing to the OS.",
+    },
+    ConfigKey {
+        name: "log.flush.interval.ms",
+        default: "-1",
+        kind: ValueKind::Limit { min: 1 },
+        dynamic: true,
+        broker_default: None,
+        doc: "fsync a partition whose oldest unflushed record is older than this; -1 leaves flushing to the OS.",
+    },
+    ConfigKey {
+        name: "log.retention.check.interval.ms",
+        default: "300000",
+        kind: ValueKind::Int { min: 1, max: i64::MAX },
+        dynamic: false,
+        broker_default: None,
+        doc: "How often retention runs over all partitions.",
+    },
+];
+
+/// Every topic-level key (set by CreateTopics or IncrementalAlterConfigs).
+pub const TOPIC_KEYS: &[ConfigKey] = &[
+    ConfigKey {
+        name: "retention.ms",
+        default: DAY_MS,
+        kind: ValueKind::Limit { min: 1 },
+        dynamic: true,
+        broker_default: Some("log.retention.ms"),
+        doc: "Topic override of log.retention.ms.",
+    },
+    ConfigKey {
+        name: "retention.bytes",
+        default: "-1",
+        kind: ValueKind::Limit { min: 0 },
+        dynamic: true,
+        broker_default: Some("log.retention.bytes"),
+        doc: "Topic override of log.retention.bytes (per partition).",
+    },
+    ConfigKey {
+        name: "segment.bytes",
+        default: "1073741824",
+        kind: ValueKind::Int {
+            min: 1024,
+            max: i32::MAX as i64,
+        },
+        dynamic: true,
+        broker_default: Some("log.segment.bytes"),
+        doc: "Topic override of log.segment.bytes.",
+    },
+    ConfigKey {
+        name: "segment.ms",
+        default: DAY_MS,
+        kind: ValueKind::Limit { min: 1 },
+        dynamic: true,
+        broker_default: Some("log.roll.ms"),
+        doc: "Topic override of log.roll.ms.",
+    },
+    ConfigKey {
+        name: "max.message.bytes",
+        default: "1048588",
+        kind: ValueKind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        dynamic: true,
+        broker_default: Some("message.max.bytes"),
+        doc: "Topic override of message.max.bytes.",
+    },
+    ConfigKey {
+        name: "flush.messages",
+        default: "-1",
+        kind: ValueKind::Limit { min: 1 },
+        dynamic: true,
+        broker_default: Some("log.flush.interval.messages"),
+        doc: "Topic override of log.flush.interval.messages.",
+    },
+    ConfigKey {
+        name: "flush.ms",
+        default: "-1",
+        kind: ValueKind::Limit { min: 1 },
+        dynamic: true,
+        broker_default: Some("log.flush.interval.ms"),
+        doc: "Topic override of log.flush.interval.ms.",
+    },
+    ConfigKey {
+        name: "cleanup.policy",
+        default: "delete",
+        kind: ValueKind::Choice(&["delete", "compact", "compact,delete", "delete,compact"]),
+        dynamic: true,
+        broker_default: None,
+        doc: "Stored and reported; only delete is enforced (compaction is not implemented yet).",
+    },
+];
+
+/// Looks up a broker key.
+pub fn broker_key(name: &str) -> Option<&'static ConfigKey> {
+    BROKER_KEYS.iter().find(|k| k.name == name)
+}
+
+/// Looks up a topic key.
+pub fn topic_key(name: &str) -> Option<&'static ConfigKey> {
+    TOPIC_KEYS.iter().find(|k| k.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_default_is_valid_for_its_kind() {
+        for k in BROKER_KEYS.iter().chain(TOPIC_KEYS) {
+            assert_eq!(
+                k.kind.validate(k.default).as_deref(),
+                Ok(k.default),
+                "{}",
+                k.name
+            );
+            if let Some(b) = k.broker_default {
+                let bk = broker_key(b).unwrap();
+                assert_eq!(bk.default, k.default, "{} vs {b}", k.name);
+            }
+        }
+    }
+}

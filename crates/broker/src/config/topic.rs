@@ -1,0 +1,188 @@
+//! Per-topic configuration overrides.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::keys::{topic_key, TOPIC_KEYS};
+use super::{BrokerConfig, ConfigSource};
+use crate::Error;
+
+/// Whether a topic was created as partitioned or as a single non-partitioned
+/// log. Kafka clients see one partition either way; the Pulsar front end
+/// reports non-partitioned topics as having 0 partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum TopicKind {
+    /// Partitioned: `partition-N` sub-logs.
+    #[default]
+    Partitioned,
+    /// A single log with no partition suffix.
+    NonPartitioned,
+}
+
+impl TopicKind {
+    /// The config-value spelling (`partitioned` / `non-partitioned`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TopicKind::Partitioned => "partitioned",
+            TopicKind::NonPartitioned => "non-partitioned",
+        }
+    }
+}
+
+/// A configuration value in effect, and where it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectiveValue {
+    /// The key.
+    pub name: &'static str,
+    /// The value in effect.
+    pub value: String,
+    /// Where it was set.
+    pub source: ConfigSource,
+}
+
+/// A topic's explicit overrides; everything else falls back to the broker.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TopicConfig(BTreeMap<String, String>);
+
+impl TopicConfig {
+    /// Validates and collects `(key, value)` overrides.
+    pub fn from_pairs<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    ) -> Result<TopicConfig, Error> {
+        let mut c = TopicConfig::default();
+        for (k, v) in pairs {
+            match v {
+                Some(v) => c.set(k, v)?,
+                None => c.remove(k)?,
+            }
+        }
+        Ok(c)
+    }
+
+    /// Sets one override after validating it.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), Error> {
+        let spec = topic_key(key).ok_or_else(|| Error::InvalidConfig {
+            key: key.to_string(),
+            reason: "unknown topic configuration key".into(),
+        })?;
+        let v = spec
+            .kind
+            .validate(value)
+            .map_err(|reason| Error::InvalidConfig {
+                key: key.to_string(),
+                reason,
+            })?;
+        self.0.insert(spec.name.to_string(), v);
+        Ok(())
+    }
+
+    /// Removes an override (falls back to the broker default).
+    pub fn remove(&mut self, key: &str) -> Result<(), Error> {
+        if topic_key(key).is_none() {
+            return Err(Error::InvalidConfig {
+                key: key.to_string(),
+                reason: "unknown topic configuration key".into(),
+            });
+        }
+        self.0.remove(key);
+        Ok(())
+    }
+
+    /// The explicit overrides.
+    pub fn overrides(&self) -> &BTreeMap<String, String> {
+        &self.0
+    }
+
+    /// Effective value of every topic key and where it comes from.
+    pub fn effective(&self, broker: &BrokerConfig) -> Vec<EffectiveValue> {
+        TOPIC_KEYS
+            .iter()
+            .map(|k| {
+                let (value, source) = if let Some(v) = self.0.get(k.name) {
+                    (v.clone(), ConfigSource::Topic)
+                } else if let Some((v, src)) = k.broker_default.and_then(|b| broker.get(b)) {
+                    (v.to_string(), src)
+                } else {
+                    (k.default.to_string(), ConfigSource::Default)
+                };
+                EffectiveValue {
+                    name: k.name,
+                    value,
+                    source,
+                }
+            })
+            .collect()
+    }
+
+    /// The storage settings for this topic's partitions.
+    pub fn log_config(&self, broker: &BrokerConfig) -> storage::LogConfig {
+        let mut c = broker.log_defaults();
+        let int = |k: &str| self.0.get(k).and_then(|v| v.parse::<i64>().ok());
+        let limit = |v: i64| (v >= 0).then_some(v as u64);
+        if let Some(v) = int("retention.ms") {
+            c.retention_ms = limit(v);
+        }
+        if let Some(v) = int("retention.bytes") {
+            c.retention_bytes = limit(v);
+        }
+        if let Some(v) = int("segment.bytes") {
+            c.segment_bytes = v as u64;
+        }
+        if let Some(v) = int("segment.ms") {
+            c.roll_ms = limit(v);
+        }
+        if let Some(v) = int("max.message.bytes") {
+            c.max_message_bytes = v as u32;
+        }
+        if let Some(v) = int("flush.messages") {
+            c.flush_interval_messages = limit(v);
+        }
+        if let Some(v) = int("flush.ms") {
+            c.flush_interval_ms = limit(v);
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_win_over_broker_defaults() {
+        let mut b = BrokerConfig::new("/tmp/x", "127.0.0.1:9092".parse().unwrap());
+        b.apply_assignment("log.retention.bytes=5000").unwrap();
+        let t = TopicConfig::from_pairs([
+            ("retention.ms", Some("1000")),
+            ("segment.bytes", Some("4096")),
+        ])
+        .unwrap();
+        let c = t.log_config(&b);
+        assert_eq!(c.retention_ms, Some(1000));
+        assert_eq!(c.segment_bytes, 4096);
+        assert_eq!(c.retention_bytes, Some(5000));
+        let eff = t.effective(&b);
+        let rb = eff.iter().find(|e| e.name == "retention.bytes").unwrap();
+        assert_eq!(
+            (rb.value.as_str(), rb.source),
+            ("5000", ConfigSource::Static)
+        );
+        let rm = eff.iter().find(|e| e.name == "retention.ms").unwrap();
+        assert_eq!(
+            (rm.value.as_str(), rm.source),
+            ("1000", ConfigSource::Topic)
+        );
+        let seg = eff.iter().find(|e| e.name == "segment.ms").unwrap();
+        assert_eq!(seg.source, ConfigSource::Default);
+    }
+
+    #[test]
+    fn rejects_unknown_and_invalid() {
+        assert!(TopicConfig::from_pairs([("retention.mss", Some("1"))]).is_err());
+        assert!(TopicConfig::from_pairs([("retention.ms", Some("soon"))]).is_err());
+        assert!(TopicConfig::from_pairs([("cleanup.policy", Some("compact"))]).is_ok());
+    }
+}

@@ -1,0 +1,522 @@
+//! The protocol-independent broker: topic lifecycle, auto-creation policy,
+//! partition lookup, producer ids and background maintenance.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use model::{PartitionId, ProducerId, Timestamp, TopicId, TopicName, TopicPartition};
+use parking_lot::{Mutex, RwLock};
+use storage::LogManager;
+use tracing::{info, warn};
+
+use crate::config::{BrokerConfig, ConfigSource, TopicConfig, TopicKind};
+use crate::metadata_store::{MetadataStore, TopicRecord};
+use crate::topic::{Partition, Topic};
+use crate::Error;
+
+/// How producer ids are reserved: the limit on disk moves ahead in blocks so
+/// ids are never reused across restarts without a write per id.
+const PRODUCER_ID_BLOCK: i64 = 1000;
+
+/// The address clients are told to connect to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Host name or IP.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+}
+
+/// A request to create a topic.
+#[derive(Debug, Clone)]
+pub struct NewTopic {
+    /// Name (validated).
+    pub name: TopicName,
+    /// Partition count; `None` = `num.partitions`.
+    pub partitions: Option<i32>,
+    /// Replication factor; `None` = the default (1 on a single node).
+    pub replication_factor: Option<i16>,
+    /// Partitioned or not.
+    pub kind: TopicKind,
+    /// Overrides.
+    pub config: TopicConfig,
+}
+
+#[derive(Default)]
+struct TopicTable {
+    by_name: HashMap<TopicName, Arc<Topic>>,
+    by_id: HashMap<TopicId, TopicName>,
+}
+
+struct ProducerIds {
+    next: i64,
+    limit: i64,
+}
+
+/// A single-node broker's core state.
+pub struct Broker {
+    config: RwLock<BrokerConfig>,
+    endpoint: Endpoint,
+    logs: LogManager,
+    topics: RwLock<TopicTable>,
+    // Serializes topic creation/deletion/alteration and metadata writes.
+    store: Mutex<MetadataStore>,
+    producer_ids: Mutex<ProducerIds>,
+    cluster_id: String,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("endpoint", &self.endpoint)
+            .field("cluster_id", &self.cluster_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Broker {
+    /// Opens the data directory: loads metadata, opens (and if needed
+    /// recovers) every partition's log, and removes partition directories
+    /// that belong to no live topic (deleted topics, or an older topic with
+    /// the same name).
+    pub fn open(mut config: BrokerConfig, endpoint: Endpoint) -> Result<Arc<Broker>, Error> {
+        std::fs::create_dir_all(&config.data_dir).map_err(|source| Error::MetadataIo {
+            path: config.data_dir.clone(),
+            source,
+        })?;
+        let logs = LogManager::open(&config.data_dir).map_err(|source| Error::Storage {
+            partition: config.data_dir.display().to_string(),
+            source,
+        })?;
+        let store = MetadataStore::open(&config.data_dir)?;
+        for (k, v) in &store.data.broker_configs {
+            if let Err(e) = config.set(k, v, ConfigSource::Dynamic) {
+                warn!("ignoring stored dynamic config: {e}");
+            }
+        }
+        let on_disk = logs.scan().map_err(|source| Error::Storage {
+            partition: config.data_dir.display().to_string(),
+            source,
+        })?;
+        for (tp, id) in on_disk {
+            let live = store
+                .data
+                .topics
+                .get(&tp.topic)
+                .filter(|t| Some(t.id) == id && tp.partition.0 < t.partitions);
+            if live.is_none() {
+                warn!(partition = %tp, topic_id = ?id, "removing partition directory of a deleted or replaced topic");
+                if let Err(e) = logs.delete_log(&tp) {
+                    warn!(partition = %tp, "could not remove stale partition: {e}");
+                }
+            }
+        }
+        let mut table = TopicTable::default();
+        for rec in store.data.topics.values() {
+            let topic = open_topic(&logs, &config, rec)?;
+            table.by_id.insert(rec.id, rec.name.clone());
+            table.by_name.insert(rec.name.clone(), Arc::new(topic));
+        }
+        let limit = store.data.producer_id_limit;
+        let cluster_id = store.data.cluster_id.clone();
+        info!(topics = table.by_name.len(), %cluster_id, "broker state loaded");
+        Ok(Arc::new(Broker {
+            config: RwLock::new(config),
+            endpoint,
+            logs,
+            topics: RwLock::new(table),
+            store: Mutex::new(store),
+            producer_ids: Mutex::new(ProducerIds { next: limit, limit }),
+            cluster_id,
+        }))
+    }
+
+    /// A snapshot of the current configuration.
+    pub fn config(&self) -> BrokerConfig {
+        self.config.read().clone()
+    }
+
+    /// The endpoint advertised to clients.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// This broker's node id.
+    pub fn node_id(&self) -> i32 {
+        self.config.read().node_id()
+    }
+
+    /// The cluster id.
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
+    }
+
+    /// A topic by name.
+    pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
+        self.topics.read().by_name.get(name).cloned()
+    }
+
+    /// A topic by id.
+    pub fn topic_by_id(&self, id: TopicId) -> Option<Arc<Topic>> {
+        let t = self.topics.read();
+        t.by_id.get(&id).and_then(|n| t.by_name.get(n)).cloned()
+    }
+
+    /// Every topic, sorted by name.
+    pub fn topics(&self) -> Vec<Arc<Topic>> {
+        let mut v: Vec<_> = self.topics.read().by_name.values().cloned().collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
+    /// A partition by topic name and index.
+    pub fn partition(&self, topic: &str, p: PartitionId) -> Result<Arc<Partition>, Error> {
+        let t = self
+            .topic(topic)
+            .ok_or_else(|| Error::UnknownTopic(topic.to_string()))?;
+        t.partition(p).cloned()
+    }
+
+    /// Partition-metadata lookup: the topic if it exists; otherwise it is
+    /// created only when the caller asked (`allow_auto_create`) *and* the
+    /// broker allows it (`auto.create.topics.enable`), following
+    /// `auto.create.topics.type` and `num.partitions`. Anything else is
+    /// [`Error::UnknownTopic`]; nothing is ever reported as "0 partitions".
+    pub fn lookup_topic(
+        &self,
+        name: &TopicName,
+        allow_auto_create: bool,
+    ) -> Result<Arc<Topic>, Error> {
+        if let Some(t) = self.topic(name.as_str()) {
+            return Ok(t);
+        }
+        let (enabled, kind) = {
+            let c = self.config.read();
+            (c.auto_create_topics_enable(), c.auto_create_topics_type())
+        };
+        if !(allow_auto_create && enabled) {
+            return Err(Error::UnknownTopic(name.to_string()));
+        }
+        let req = NewTopic {
+            name: name.clone(),
+            partitions: match kind {
+                TopicKind::Partitioned => None,
+                TopicKind::NonPartitioned => Some(1),
+            },
+            replication_factor: None,
+            kind,
+            config: TopicConfig::default(),
+        };
+        match self.create_topic(req, false) {
+            Ok(t) => {
+                info!(topic = %name, kind = kind.as_str(), partitions = t.partitions.len(), "auto-created topic");
+                Ok(t)
+            }
+            // Lost a race with another creator: the topic exists now.
+            Err(Error::TopicExists(_)) => self
+                .topic(name.as_str())
+                .ok_or_else(|| Error::UnknownTopic(name.to_string())),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates a topic. The partition directories are made first and the
+    /// metadata write is the commit point; on start-up, directories without
+    /// a committed topic are removed.
+    pub fn create_topic(&self, req: NewTopic, validate_only: bool) -> Result<Arc<Topic>, Error> {
+        let mut store = self.store.lock();
+        if self.topic(req.name.as_str()).is_some() {
+            return Err(Error::TopicExists(req.name.to_string()));
+        }
+        let config = self.config.read().clone();
+        let partitions = match req.partitions {
+            None => config.num_partitions(),
+            Some(n) if n >= 1 => n,
+            Some(n) => {
+                return Err(Error::InvalidPartitions(format!(
+                    "{n} partitions requested; must be at least 1"
+                )))
+            }
+        };
+        if req.kind == TopicKind::NonPartitioned && partitions != 1 {
+            return Err(Error::InvalidPartitions(
+                "a non-partitioned topic has exactly one partition".into(),
+            ));
+        }
+        match req.replication_factor {
+            None | Some(-1) | Some(1) => {}
+            Some(n) => {
+                return Err(Error::InvalidReplicationFactor(format!(
+                    "replication factor {n} is larger than the 1 available broker"
+                )))
+            }
+        }
+        if validate_only {
+            return Ok(Arc::new(Topic {
+                name: req.name,
+                id: TopicId::ZERO,
+                kind: req.kind,
+                config: req.config,
+                partitions: Vec::new(),
+            }));
+        }
+        let rec = TopicRecord {
+            name: req.name.clone(),
+            id: TopicId::random(),
+            kind: req.kind,
+            partitions,
+            config: req.config,
+        };
+        let topic = match open_topic(&self.logs, &config, &rec) {
+            Ok(t) => t,
+            Err(e) => {
+                self.remove_logs(&rec.name, 0..partitions);
+                return Err(e);
+            }
+        };
+        if let Err(e) = store.update(|m| {
+            m.topics.insert(rec.name.clone(), rec.clone());
+        }) {
+            self.remove_logs(&rec.name, 0..partitions);
+            return Err(e);
+        }
+        let topic = Arc::new(topic);
+        let mut t = self.topics.write();
+        t.by_id.insert(rec.id, rec.name.clone());
+        t.by_name.insert(rec.name.clone(), topic.clone());
+        Ok(topic)
+    }
+
+    /// Deletes a topic: the metadata write commits it, then its logs are
+    /// staged for removal. Its id is never reused.
+    pub fn delete_topic(&self, name: &str) -> Result<TopicId, Error> {
+        let mut store = self.store.lock();
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
+        store.update(|m| {
+            m.topics.remove(name);
+        })?;
+        {
+            let mut t = self.topics.write();
+            t.by_name.remove(name);
+            t.by_id.remove(&topic.id);
+        }
+        self.remove_logs(&topic.name, 0..topic.partitions.len() as i32);
+        info!(topic = %name, id = %topic.id, "deleted topic");
+        Ok(topic.id)
+    }
+
+    /// Grows a topic to `total` partitions.
+    pub fn create_partitions(
+        &self,
+        name: &str,
+        total: i32,
+        validate_only: bool,
+    ) -> Result<(), Error> {
+        let mut store = self.store.lock();
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
+        let current = topic.partitions.len() as i32;
+        if topic.kind == TopicKind::NonPartitioned {
+            return Err(Error::InvalidPartitions(format!(
+                "topic {name} is non-partitioned"
+            )));
+        }
+        if total <= current {
+            return Err(Error::InvalidPartitions(format!(
+                "topic {name} has {current} partitions; the new count {total} must be larger"
+            )));
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let config = self.config.read().clone();
+        let log_config = topic.config.log_config(&config);
+        let mut parts = topic.partitions.clone();
+        for p in current..total {
+            let tp = TopicPartition::new(topic.name.clone(), PartitionId(p));
+            match self.logs.open_log(&tp, topic.id, log_config.clone()) {
+                Ok(log) => parts.push(Arc::new(Partition::new(tp, topic.id, log))),
+                Err(source) => {
+                    self.remove_logs(&topic.name, current..p);
+                    return Err(Error::Storage {
+                        partition: tp.to_string(),
+                        source,
+                    });
+                }
+            }
+        }
+        if let Err(e) = store.update(|m| {
+            if let Some(r) = m.topics.get_mut(name) {
+                r.partitions = total;
+            }
+        }) {
+            self.remove_logs(&topic.name, current..total);
+            return Err(e);
+        }
+        self.publish(Topic {
+            name: topic.name.clone(),
+            id: topic.id,
+            kind: topic.kind,
+            config: topic.config.clone(),
+            partitions: parts,
+        });
+        Ok(())
+    }
+
+    /// Replaces a topic's config overrides with `config`.
+    pub fn set_topic_config(
+        &self,
+        name: &str,
+        config: TopicConfig,
+        validate_only: bool,
+    ) -> Result<(), Error> {
+        let mut store = self.store.lock();
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
+        if validate_only {
+            return Ok(());
+        }
+        store.update(|m| {
+            if let Some(r) = m.topics.get_mut(name) {
+                r.config = config.clone();
+            }
+        })?;
+        let broker_config = self.config.read().clone();
+        let log_config = config.log_config(&broker_config);
+        for p in &topic.partitions {
+            p.log().update_config(log_config.clone());
+        }
+        self.publish(Topic {
+            name: topic.name.clone(),
+            id: topic.id,
+            kind: topic.kind,
+            config,
+            partitions: topic.partitions.clone(),
+        });
+        Ok(())
+    }
+
+    /// Changes broker keys at runtime (`None` = back to default), persists
+    /// them, and pushes new log defaults to topics that do not override them.
+    pub fn alter_broker_config(
+        &self,
+        changes: &[(String, Option<String>)],
+        validate_only: bool,
+    ) -> Result<(), Error> {
+        let mut store = self.store.lock();
+        let mut next = self.config.read().clone();
+        for (k, v) in changes {
+            let spec = crate::config::BROKER_KEYS
+                .iter()
+                .find(|s| s.name == k)
+                .ok_or_else(|| Error::InvalidConfig {
+                    key: k.clone(),
+                    reason: "unknown broker configuration key".into(),
+                })?;
+            if !spec.dynamic {
+                return Err(Error::InvalidConfig {
+                    key: k.clone(),
+                    reason: "this key cannot be changed while the broker runs".into(),
+                });
+            }
+            match v {
+                Some(v) => next.set(k, v, ConfigSource::Dynamic),
+                None => next.reset(k),
+            }
+            .map_err(|e| match e {
+                Error::Config { key, reason } => Error::InvalidConfig { key, reason },
+                other => other,
+            })?;
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let dynamic = next.dynamic_values();
+        store.update(|m| m.broker_configs = dynamic)?;
+        *self.config.write() = next.clone();
+        for t in self.topics() {
+            let c = t.config.log_config(&next);
+            for p in &t.partitions {
+                p.log().update_config(c.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands out a producer id never given before, even across restarts.
+    pub fn next_producer_id(&self) -> Result<ProducerId, Error> {
+        let mut ids = self.producer_ids.lock();
+        if ids.next >= ids.limit {
+            let new_limit = ids.limit + PRODUCER_ID_BLOCK;
+            self.store
+                .lock()
+                .update(|m| m.producer_id_limit = new_limit)?;
+            ids.limit = new_limit;
+        }
+        let id = ids.next;
+        ids.next += 1;
+        Ok(ProducerId(id))
+    }
+
+    /// Retention and time-based flushing over every partition.
+    pub fn run_maintenance(&self, now: Timestamp, retention: bool) {
+        if let Err(e) = self.logs.flush_due(now) {
+            warn!("periodic flush failed: {e}");
+        }
+        if retention {
+            match self.logs.run_retention(now) {
+                Ok(0) => {}
+                Ok(n) => info!(segments = n, "retention deleted segments"),
+                Err(e) => warn!("retention failed: {e}"),
+            }
+        }
+    }
+
+    /// Flushes everything and marks the shutdown clean.
+    pub fn shutdown(&self) -> Result<(), Error> {
+        self.logs.shutdown().map_err(|source| Error::Storage {
+            partition: "all".into(),
+            source,
+        })
+    }
+
+    fn publish(&self, topic: Topic) {
+        let mut t = self.topics.write();
+        t.by_name.insert(topic.name.clone(), Arc::new(topic));
+    }
+
+    fn remove_logs(&self, name: &TopicName, range: std::ops::Range<i32>) {
+        for p in range {
+            let tp = TopicPartition::new(name.clone(), PartitionId(p));
+            if let Err(e) = self.logs.delete_log(&tp) {
+                warn!(partition = %tp, "could not remove log: {e}");
+            }
+        }
+    }
+}
+
+fn open_topic(logs: &LogManager, config: &BrokerConfig, rec: &TopicRecord) -> Result<Topic, Error> {
+    let log_config = rec.config.log_config(config);
+    let mut partitions = Vec::with_capacity(rec.partitions as usize);
+    for p in 0..rec.partitions {
+        let tp = TopicPartition::new(rec.name.clone(), PartitionId(p));
+        let log = logs
+            .open_log(&tp, rec.id, log_config.clone())
+            .map_err(|source| Error::Storage {
+                partition: tp.to_string(),
+                source,
+            })?;
+        partitions.push(Arc::new(Partition::new(tp, rec.id, log)));
+    }
+    Ok(Topic {
+        name: rec.name.clone(),
+        id: rec.id,
+        kind: rec.kind,
+        config: rec.config.clone(),
+        partitions,
+    })
+}

@@ -1,0 +1,82 @@
+//! The broker crate's error type. Kafka error codes are assigned from it only
+//! at the protocol edge (`kafka::error`).
+
+use std::path::PathBuf;
+
+use model::{PartitionId, TopicId};
+
+/// Everything a broker operation can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A start-up configuration key or value is invalid.
+    #[error("configuration key {key}: {reason}")]
+    Config {
+        /// The key (or file) at fault.
+        key: String,
+        /// Why.
+        reason: String,
+    },
+    /// A topic configuration override is invalid.
+    #[error("invalid config {key}: {reason}")]
+    InvalidConfig {
+        /// The key at fault.
+        key: String,
+        /// Why.
+        reason: String,
+    },
+    /// A topic name breaks the naming rules.
+    #[error(transparent)]
+    InvalidTopic(#[from] model::Error),
+    /// The topic does not exist.
+    #[error("topic {0} does not exist")]
+    UnknownTopic(String),
+    /// No topic has this id (never existed, or deleted).
+    #[error("no topic has id {0}")]
+    UnknownTopicId(TopicId),
+    /// The topic exists but not this partition.
+    #[error("topic {topic} has no partition {partition}")]
+    UnknownPartition {
+        /// Topic name.
+        topic: String,
+        /// The missing partition.
+        partition: PartitionId,
+    },
+    /// CreateTopics for a name already taken.
+    #[error("topic {0} already exists")]
+    TopicExists(String),
+    /// A partition count is invalid.
+    #[error("invalid partitions: {0}")]
+    InvalidPartitions(String),
+    /// A replication factor this cluster cannot satisfy.
+    #[error("invalid replication factor: {0}")]
+    InvalidReplicationFactor(String),
+    /// A request that is well-formed but not acceptable.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The storage engine refused or failed.
+    #[error("partition {partition}: {source}")]
+    Storage {
+        /// The partition concerned (`topic-N`).
+        partition: String,
+        /// The storage error.
+        #[source]
+        source: storage::Error,
+    },
+    /// Broker metadata could not be read or written.
+    #[error("metadata file {path}: {source}")]
+    MetadataIo {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The metadata file is unreadable.
+    #[error("metadata file {path} is corrupt: {reason}")]
+    MetadataCorrupt {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}

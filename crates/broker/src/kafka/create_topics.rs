@@ -1,0 +1,140 @@
+//! CreateTopics (key 19): explicit creation with partitions, replication
+//! factor, configs and validate-only; reports topic ids from v7.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::describe_configs::source_code;
+use super::error::response_error;
+use super::Versions;
+use crate::config::{TopicConfig, TopicKind};
+use crate::{Broker, Error, NewTopic};
+
+/// Implemented versions.
+pub const VERSIONS: Versions = Versions::new(2, 7);
+
+/// Answers CreateTopics.
+pub fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    req: CreateTopicsRequest,
+) -> CreateTopicsResponse {
+    let mut seen = HashSet::new();
+    let duplicates: HashSet<_> = req
+        .topics
+        .iter()
+        .filter(|t| !seen.insert(t.name.clone()))
+        .map(|t| t.name.clone())
+        .collect();
+    let topics = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            let name = t.name.clone();
+            let base = CreatableTopicResult::default()
+                .with_name(name.clone())
+                .with_num_partitions(-1)
+                .with_replication_factor(-1);
+            if duplicates.contains(&name) {
+                return base
+                    .with_error_code(ResponseError::InvalidRequest.code())
+                    .with_error_message(Some(StrBytes::from_string(format!(
+                        "topic {} appears more than once in the request",
+                        name.as_str()
+                    ))));
+            }
+            match create(broker, t, req.validate_only) {
+                Ok(topic) => {
+                    let configs = (version >= 5).then(|| {
+                        let c = broker.config();
+                        topic
+                            .config
+                            .effective(&c)
+                            .into_iter()
+                            .map(|e| {
+                                CreatableTopicConfigs::default()
+                                    .with_name(StrBytes::from_static_str(e.name))
+                                    .with_value(Some(StrBytes::from_string(e.value)))
+                                    .with_config_source(source_code(e.source))
+                            })
+                            .collect()
+                    });
+                    base.with_topic_id(topic.id.0)
+                        .with_num_partitions(topic.partitions)
+                        .with_replication_factor(1)
+                        .with_configs(configs)
+                }
+                Err(e) => base
+                    .with_error_code(response_error(&e).code())
+                    .with_error_message(Some(StrBytes::from_string(e.to_string()))),
+            }
+        })
+        .collect();
+    CreateTopicsResponse::default().with_topics(topics)
+}
+
+struct Created {
+    id: model::TopicId,
+    partitions: i32,
+    config: TopicConfig,
+}
+
+fn create(broker: &Arc<Broker>, t: CreatableTopic, validate_only: bool) -> Result<Created, Error> {
+    let name = model::TopicName::new(t.name.as_str())?;
+    let mut partitions = (t.num_partitions != -1).then_some(t.num_partitions);
+    let mut replication = (t.replication_factor != -1).then_some(t.replication_factor);
+    if !t.assignments.is_empty() {
+        if partitions.is_some() || replication.is_some() {
+            return Err(Error::InvalidRequest(
+                "give either replica assignments or partitions and replication factor".into(),
+            ));
+        }
+        let node = broker.node_id();
+        for (i, a) in t.assignments.iter().enumerate() {
+            if a.partition_index != i as i32
+                || a.broker_ids.iter().any(|b| b.0 != node)
+                || a.broker_ids.is_empty()
+            {
+                return Err(Error::InvalidReplicationFactor(format!(
+                    "replica assignment for partition {} must be [{node}] on this single-node broker",
+                    a.partition_index
+                )));
+            }
+        }
+        partitions = Some(t.assignments.len() as i32);
+        replication = Some(t.assignments[0].broker_ids.len() as i16);
+    }
+    let config = TopicConfig::from_pairs(
+        t.configs
+            .iter()
+            .map(|c| (c.name.as_str(), c.value.as_ref().map(|v| v.as_str()))),
+    )?;
+    let topic = broker.create_topic(
+        NewTopic {
+            name,
+            partitions,
+            replication_factor: replication,
+            kind: TopicKind::Partitioned,
+            config,
+        },
+        validate_only,
+    )?;
+    let partitions = if validate_only {
+        partitions.unwrap_or_else(|| broker.config().num_partitions())
+    } else {
+        topic.partitions.len() as i32
+    };
+    Ok(Created {
+        id: topic.id,
+        partitions,
+        config: topic.config.clone(),
+    })
+}

@@ -1,0 +1,51 @@
+//! DescribeCluster (key 60): this broker and the cluster id.
+
+use std::sync::Arc;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::Versions;
+use crate::Broker;
+
+/// Implemented versions.
+pub const VERSIONS: Versions = Versions::new(0, 2);
+
+/// Endpoint type "brokers" (KIP-919); "controllers" (2) is not served here.
+const ENDPOINT_BROKERS: i8 = 1;
+
+/// Answers DescribeCluster.
+pub fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    req: DescribeClusterRequest,
+) -> DescribeClusterResponse {
+    let node = broker.node_id();
+    let resp = DescribeClusterResponse::default()
+        .with_cluster_id(StrBytes::from_string(broker.cluster_id().to_string()))
+        .with_controller_id(BrokerId(node))
+        .with_endpoint_type(if version >= 1 {
+            req.endpoint_type
+        } else {
+            ENDPOINT_BROKERS
+        })
+        .with_cluster_authorized_operations(if req.include_cluster_authorized_operations {
+            (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12)
+        } else {
+            i32::MIN
+        });
+    if version >= 1 && req.endpoint_type != ENDPOINT_BROKERS {
+        return resp
+            .with_error_code(ResponseError::UnsupportedEndpointType.code())
+            .with_error_message(Some(StrBytes::from_static_str(
+                "only broker endpoints are served",
+            )));
+    }
+    let e = broker.endpoint();
+    resp.with_brokers(vec![DescribeClusterBroker::default()
+        .with_broker_id(BrokerId(node))
+        .with_host(StrBytes::from_string(e.host.clone()))
+        .with_port(e.port as i32)])
+}

@@ -1,0 +1,161 @@
+//! DescribeConfigs (key 32): topic and broker configuration, with sources,
+//! synonyms, types and documentation.
+
+use std::sync::Arc;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
+use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::error::response_error;
+use super::Versions;
+use crate::config::{ConfigKey, ConfigSource, BROKER_KEYS, TOPIC_KEYS};
+use crate::Broker;
+
+/// Implemented versions.
+pub const VERSIONS: Versions = Versions::new(1, 4);
+
+/// Kafka's resource type codes.
+pub const RESOURCE_TOPIC: i8 = 2;
+/// Kafka's resource type code for a broker.
+pub const RESOURCE_BROKER: i8 = 4;
+
+/// Kafka's DescribeConfigs source code for a [`ConfigSource`].
+pub fn source_code(s: ConfigSource) -> i8 {
+    match s {
+        ConfigSource::Topic => 1,
+        ConfigSource::Dynamic => 2,
+        ConfigSource::Static => 4,
+        ConfigSource::Default => 5,
+    }
+}
+
+/// Whether `name` is one of the broker's ids for itself ("" = this broker).
+pub fn is_this_broker(broker: &Broker, name: &str) -> bool {
+    name.is_empty() || name == broker.node_id().to_string()
+}
+
+/// Answers DescribeConfigs.
+pub fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    req: DescribeConfigsRequest,
+) -> DescribeConfigsResponse {
+    let broker_config = broker.config();
+    let results = req
+        .resources
+        .into_iter()
+        .map(|r| {
+            let wanted = |name: &str| {
+                r.configuration_keys
+                    .as_ref()
+                    .is_none_or(|keys| keys.iter().any(|k| k.as_str() == name))
+            };
+            let out = DescribeConfigsResult::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name.clone());
+            let entry = |spec: &ConfigKey,
+                         value: &str,
+                         source: ConfigSource,
+                         synonyms: Vec<DescribeConfigsSynonym>| {
+                let mut e = DescribeConfigsResourceResult::default()
+                    .with_name(StrBytes::from_static_str(spec.name))
+                    .with_value(Some(StrBytes::from_string(value.to_string())))
+                    .with_read_only(!spec.dynamic)
+                    .with_config_source(source_code(source))
+                    .with_synonyms(if req.include_synonyms {
+                        synonyms
+                    } else {
+                        Vec::new()
+                    });
+                if version >= 3 {
+                    e = e
+                        .with_config_type(spec.kind.kafka_type())
+                        .with_documentation(
+                            req.include_documentation
+                                .then(|| StrBytes::from_static_str(spec.doc)),
+                        );
+                }
+                e
+            };
+            match r.resource_type {
+                RESOURCE_TOPIC => match super::find_topic(broker, r.resource_name.as_str()) {
+                    Ok(topic) => {
+                        let configs = topic
+                            .config
+                            .effective(&broker_config)
+                            .into_iter()
+                            .zip(TOPIC_KEYS)
+                            .filter(|(e, _)| wanted(e.name))
+                            .map(|(e, spec)| {
+                                let mut syn = Vec::new();
+                                if e.source == ConfigSource::Topic {
+                                    syn.push(synonym(spec.name, &e.value, ConfigSource::Topic));
+                                }
+                                if let Some((v, s)) =
+                                    spec.broker_default.and_then(|b| broker_config.get(b))
+                                {
+                                    if s != ConfigSource::Default {
+                                        syn.push(synonym(
+                                            spec.broker_default.unwrap_or(spec.name),
+                                            v,
+                                            s,
+                                        ));
+                                    }
+                                }
+                                syn.push(synonym(
+                                    spec.broker_default.unwrap_or(spec.name),
+                                    spec.default,
+                                    ConfigSource::Default,
+                                ));
+                                entry(spec, &e.value, e.source, syn)
+                            })
+                            .collect();
+                        out.with_configs(configs)
+                    }
+                    Err(e) => out
+                        .with_error_code(response_error(&e).code())
+                        .with_error_message(Some(StrBytes::from_string(e.to_string()))),
+                },
+                RESOURCE_BROKER if is_this_broker(broker, r.resource_name.as_str()) => {
+                    let configs = BROKER_KEYS
+                        .iter()
+                        .filter(|k| wanted(k.name))
+                        .filter_map(|spec| {
+                            let (v, s) = broker_config.get(spec.name)?;
+                            let mut syn = vec![synonym(spec.name, v, s)];
+                            if s != ConfigSource::Default {
+                                syn.push(synonym(spec.name, spec.default, ConfigSource::Default));
+                            }
+                            Some(entry(spec, v, s, syn))
+                        })
+                        .collect();
+                    out.with_configs(configs)
+                }
+                RESOURCE_BROKER => out
+                    .with_error_code(ResponseError::InvalidRequest.code())
+                    .with_error_message(Some(StrBytes::from_string(format!(
+                        "this is broker {}, not {}",
+                        broker.node_id(),
+                        r.resource_name.as_str()
+                    )))),
+                other => out
+                    .with_error_code(ResponseError::InvalidRequest.code())
+                    .with_error_message(Some(StrBytes::from_string(format!(
+                        "unsupported resource type {other}"
+                    )))),
+            }
+        })
+        .collect();
+    DescribeConfigsResponse::default().with_results(results)
+}
+
+fn synonym(name: &str, value: &str, source: ConfigSource) -> DescribeConfigsSynonym {
+    DescribeConfigsSynonym::default()
+        .with_name(StrBytes::from_string(name.to_string()))
+        .with_value(Some(StrBytes::from_string(value.to_string())))
+        .with_source(source_code(source))
+}

@@ -1,0 +1,158 @@
+//! IncrementalAlterConfigs (key 44): SET / DELETE / APPEND / SUBTRACT on
+//! topic and broker configuration.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::describe_configs::{is_this_broker, RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::error::response_error;
+use super::Versions;
+use crate::config::TopicConfig;
+use crate::{Broker, Error};
+
+/// Implemented versions.
+pub const VERSIONS: Versions = Versions::new(0, 1);
+
+const SET: i8 = 0;
+const DELETE: i8 = 1;
+const APPEND: i8 = 2;
+const SUBTRACT: i8 = 3;
+
+/// Keys whose values are comma-separated lists (APPEND/SUBTRACT apply).
+const LIST_KEYS: &[&str] = &["cleanup.policy"];
+
+/// Answers IncrementalAlterConfigs.
+pub fn handle(
+    broker: &Arc<Broker>,
+    req: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let responses = req
+        .resources
+        .into_iter()
+        .map(|r| {
+            let result = match r.resource_type {
+                RESOURCE_TOPIC => alter_topic(
+                    broker,
+                    r.resource_name.as_str(),
+                    &r.configs,
+                    req.validate_only,
+                ),
+                RESOURCE_BROKER if is_this_broker(broker, r.resource_name.as_str()) => {
+                    alter_broker(broker, &r.configs, req.validate_only)
+                }
+                RESOURCE_BROKER => Err(Error::InvalidRequest(format!(
+                    "this is broker {}, not {}",
+                    broker.node_id(),
+                    r.resource_name.as_str()
+                ))),
+                other => Err(Error::InvalidRequest(format!(
+                    "unsupported resource type {other}"
+                ))),
+            };
+            let out = AlterConfigsResourceResponse::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name);
+            match result {
+                Ok(()) => out,
+                Err(e) => out
+                    .with_error_code(response_error(&e).code())
+                    .with_error_message(Some(StrBytes::from_string(e.to_string()))),
+            }
+        })
+        .collect();
+    IncrementalAlterConfigsResponse::default().with_responses(responses)
+}
+
+fn alter_topic(
+    broker: &Arc<Broker>,
+    name: &str,
+    ops: &[AlterableConfig],
+    validate_only: bool,
+) -> Result<(), Error> {
+    let topic = super::find_topic(broker, name)?;
+    let mut config: TopicConfig = topic.config.clone();
+    let broker_config = broker.config();
+    for op in ops {
+        let key = op.name.as_str();
+        let value = op.value.as_ref().map(|v| v.as_str());
+        match op.config_operation {
+            SET => config.set(key, value.ok_or_else(|| missing_value(key))?)?,
+            DELETE => config.remove(key)?,
+            APPEND | SUBTRACT => {
+                if !LIST_KEYS.contains(&key) {
+                    return Err(Error::InvalidConfig {
+                        key: key.to_string(),
+                        reason: "APPEND and SUBTRACT apply only to list-valued keys".into(),
+                    });
+                }
+                let current = config
+                    .effective(&broker_config)
+                    .into_iter()
+                    .find(|e| e.name == key)
+                    .map(|e| e.value)
+                    .unwrap_or_default();
+                let mut items: Vec<String> = current
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                for v in value
+                    .ok_or_else(|| missing_value(key))?
+                    .split(',')
+                    .map(str::trim)
+                {
+                    if op.config_operation == APPEND {
+                        if !items.iter().any(|i| i == v) {
+                            items.push(v.to_string());
+                        }
+                    } else {
+                        items.retain(|i| i != v);
+                    }
+                }
+                config.set(key, &items.join(","))?;
+            }
+            other => {
+                return Err(Error::InvalidRequest(format!(
+                    "unknown config operation {other}"
+                )))
+            }
+        }
+    }
+    broker.set_topic_config(topic.name.as_str(), config, validate_only)
+}
+
+fn alter_broker(
+    broker: &Arc<Broker>,
+    ops: &[AlterableConfig],
+    validate_only: bool,
+) -> Result<(), Error> {
+    let mut changes = Vec::with_capacity(ops.len());
+    for op in ops {
+        let key = op.name.to_string();
+        match op.config_operation {
+            SET => {
+                let v = op.value.as_ref().ok_or_else(|| missing_value(&key))?;
+                changes.push((key, Some(v.to_string())));
+            }
+            DELETE => changes.push((key, None)),
+            _ => {
+                return Err(Error::InvalidConfig {
+                    key,
+                    reason: "only SET and DELETE apply to broker keys".into(),
+                })
+            }
+        }
+    }
+    broker.alter_broker_config(&changes, validate_only)
+}
+
+fn missing_value(key: &str) -> Error {
+    Error::InvalidConfig {
+        key: key.to_string(),
+        reason: "SET needs a value".into(),
+    }
+}

@@ -1,0 +1,175 @@
+//! The Kafka wire-protocol front end.
+//!
+//! `frame` turns bytes into requests, one module per API turns a request
+//! into a response (handlers never touch sockets), and `server` runs the
+//! listener. Wire types and error codes stay inside this module.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+
+use crate::Broker;
+
+mod alter_configs;
+mod api_versions;
+mod create_partitions;
+mod create_topics;
+mod delete_records;
+mod delete_topics;
+mod describe_cluster;
+mod describe_configs;
+pub mod error;
+mod fetch;
+mod find_coordinator;
+pub mod frame;
+mod incremental_alter_configs;
+mod init_producer_id;
+mod list_offsets;
+mod metadata;
+mod offset_for_leader_epoch;
+mod produce;
+pub mod server;
+
+pub use server::{serve, Server};
+
+/// An inclusive range of versions of one API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Versions {
+    /// Lowest supported version.
+    pub min: i16,
+    /// Highest supported version.
+    pub max: i16,
+}
+
+impl Versions {
+    /// `min..=max`.
+    pub const fn new(min: i16, max: i16) -> Versions {
+        Versions { min, max }
+    }
+
+    /// Whether `v` is in range.
+    pub fn contains(&self, v: i16) -> bool {
+        (self.min..=self.max).contains(&v)
+    }
+}
+
+/// Every API this broker implements, with the versions it implements. This
+/// table is what ApiVersions advertises; nothing outside it is answered.
+pub const SUPPORTED_APIS: &[(ApiKey, Versions)] = &[
+    (ApiKey::Produce, produce::VERSIONS),
+    (ApiKey::Fetch, fetch::VERSIONS),
+    (ApiKey::ListOffsets, list_offsets::VERSIONS),
+    (ApiKey::Metadata, metadata::VERSIONS),
+    (ApiKey::FindCoordinator, find_coordinator::VERSIONS),
+    (ApiKey::ApiVersions, api_versions::VERSIONS),
+    (ApiKey::CreateTopics, create_topics::VERSIONS),
+    (ApiKey::DeleteTopics, delete_topics::VERSIONS),
+    (ApiKey::DeleteRecords, delete_records::VERSIONS),
+    (ApiKey::InitProducerId, init_producer_id::VERSIONS),
+    (
+        ApiKey::OffsetForLeaderEpoch,
+        offset_for_leader_epoch::VERSIONS,
+    ),
+    (ApiKey::DescribeConfigs, describe_configs::VERSIONS),
+    (ApiKey::AlterConfigs, alter_configs::VERSIONS),
+    (ApiKey::CreatePartitions, create_partitions::VERSIONS),
+    (
+        ApiKey::IncrementalAlterConfigs,
+        incremental_alter_configs::VERSIONS,
+    ),
+    (ApiKey::DescribeCluster, describe_cluster::VERSIONS),
+];
+
+/// The versions of `key` this broker implements, if any.
+pub fn supported_versions(key: ApiKey) -> Option<Versions> {
+    SUPPORTED_APIS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| *v)
+}
+
+/// What a handler knows about the request besides its body.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    /// Which API.
+    pub api_key: ApiKey,
+    /// Which version of it.
+    pub api_version: i16,
+    /// Echoed in the response header.
+    pub correlation_id: i32,
+    /// The client's self-reported id.
+    pub client_id: Option<String>,
+}
+
+/// What to do after a request.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Send this response.
+    Reply(ResponseKind),
+    /// The protocol wants no response (Produce with acks=0).
+    NoReply,
+    /// Close the connection, logging why.
+    Close(String),
+}
+
+/// Runs one decoded request.
+pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestKind) -> Outcome {
+    let v = ctx.api_version;
+    Outcome::Reply(match request {
+        RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(v, r)),
+        RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(broker, v, r)),
+        RequestKind::Produce(r) => match produce::handle(broker, v, r) {
+            Some(r) => ResponseKind::Produce(r),
+            None => return Outcome::NoReply,
+        },
+        RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, v, r).await),
+        RequestKind::FindCoordinator(r) => {
+            ResponseKind::FindCoordinator(find_coordinator::handle(broker, v, r))
+        }
+        RequestKind::ListOffsets(r) => {
+            ResponseKind::ListOffsets(list_offsets::handle(broker, v, r))
+        }
+        RequestKind::CreateTopics(r) => {
+            ResponseKind::CreateTopics(create_topics::handle(broker, v, r))
+        }
+        RequestKind::DeleteTopics(r) => {
+            ResponseKind::DeleteTopics(delete_topics::handle(broker, v, r))
+        }
+        RequestKind::CreatePartitions(r) => {
+            ResponseKind::CreatePartitions(create_partitions::handle(broker, r))
+        }
+        RequestKind::DeleteRecords(r) => {
+            ResponseKind::DeleteRecords(delete_records::handle(broker, r))
+        }
+        RequestKind::InitProducerId(r) => {
+            ResponseKind::InitProducerId(init_producer_id::handle(broker, r))
+        }
+        RequestKind::OffsetForLeaderEpoch(r) => {
+            ResponseKind::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(broker, r))
+        }
+        RequestKind::DescribeConfigs(r) => {
+            ResponseKind::DescribeConfigs(describe_configs::handle(broker, v, r))
+        }
+        RequestKind::AlterConfigs(r) => {
+            ResponseKind::AlterConfigs(alter_configs::handle(broker, r))
+        }
+        RequestKind::IncrementalAlterConfigs(r) => {
+            ResponseKind::IncrementalAlterConfigs(incremental_alter_configs::handle(broker, r))
+        }
+        RequestKind::DescribeCluster(r) => {
+            ResponseKind::DescribeCluster(describe_cluster::handle(broker, v, r))
+        }
+        // The frame layer only decodes APIs listed in SUPPORTED_APIS, so
+        // anything else is a table/dispatch mismatch: close rather than
+        // answer something wrong.
+        _ => return Outcome::Close(format!("no handler for {:?}", ctx.api_key)),
+    })
+}
+
+/// Resolves a topic named on the wire, without ever creating it.
+pub(crate) fn find_topic(broker: &Broker, name: &str) -> Result<Arc<crate::Topic>, crate::Error> {
+    let name = model::TopicName::new(name)?;
+    broker
+        .topic(name.as_str())
+        .ok_or_else(|| crate::Error::UnknownTopic(name.to_string()))
+}

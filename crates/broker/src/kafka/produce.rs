@@ -1,0 +1,110 @@
+//! Produce (key 0): append producer batches, stored exactly as sent.
+//!
+//! Produce never creates a topic. Each partition is appended on its own, so
+//! one bad partition (corrupt batch, disk error) fails only itself.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::produce_request::PartitionProduceData;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::StrBytes;
+use model::{PartitionId, TopicId};
+use storage::AppendOutcome;
+use tracing::warn;
+
+use super::error::response_error;
+use super::Versions;
+use crate::{now_ms, Broker, Error, Topic};
+
+/// Implemented versions (v13 addresses topics by id).
+pub const VERSIONS: Versions = Versions::new(3, 13);
+
+/// Answers Produce; `None` for acks=0, which gets no response.
+pub fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> Option<ProduceResponse> {
+    let acks = req.acks;
+    let mut responses = Vec::with_capacity(req.topic_data.len());
+    let request_error = if !matches!(acks, -1..=1) {
+        Some(ResponseError::InvalidRequiredAcks)
+    } else if req.transactional_id.is_some() {
+        // Transactions are not implemented; refuse rather than pretend.
+        Some(ResponseError::TransactionalIdAuthorizationFailed)
+    } else {
+        None
+    };
+    for topic_data in req.topic_data {
+        let topic = if version >= 13 {
+            broker
+                .topic_by_id(TopicId(topic_data.topic_id))
+                .ok_or(Error::UnknownTopicId(TopicId(topic_data.topic_id)))
+        } else {
+            model::TopicName::new(topic_data.name.as_str())
+                .map_err(Error::from)
+                .and_then(|n| {
+                    broker
+                        .topic(n.as_str())
+                        .ok_or_else(|| Error::UnknownTopic(n.to_string()))
+                })
+        };
+        let partition_responses = topic_data
+            .partition_data
+            .into_iter()
+            .map(|pd| {
+                let index = pd.index;
+                let result = match (request_error, &topic) {
+                    (Some(e), _) => Err((e, None)),
+                    (None, Err(e)) => Err((response_error(e), Some(e.to_string()))),
+                    (None, Ok(t)) => {
+                        append(t, pd).map_err(|e| (response_error(&e), Some(e.to_string())))
+                    }
+                };
+                match result {
+                    Ok(r) => r.with_index(index),
+                    Err((code, msg)) => PartitionProduceResponse::default()
+                        .with_index(index)
+                        .with_error_code(code.code())
+                        .with_base_offset(-1)
+                        .with_error_message(msg.map(StrBytes::from_string)),
+                }
+            })
+            .collect();
+        responses.push(
+            TopicProduceResponse::default()
+                .with_name(topic_data.name)
+                .with_topic_id(topic_data.topic_id)
+                .with_partition_responses(partition_responses),
+        );
+    }
+    (acks != 0).then(|| ProduceResponse::default().with_responses(responses))
+}
+
+fn append(topic: &Topic, pd: PartitionProduceData) -> Result<PartitionProduceResponse, Error> {
+    let partition = topic.partition(PartitionId(pd.index))?;
+    let records = pd
+        .records
+        .ok_or_else(|| Error::InvalidRequest("produce request without records".into()))?;
+    // The request buffer is shared with the rest of the frame, so the batches
+    // are copied once here for the log to stamp offsets into.
+    let mut batches = BytesMut::from(&records[..]);
+    let info = match partition.append(&mut batches, now_ms()) {
+        Ok(AppendOutcome::Appended(i)) | Ok(AppendOutcome::Duplicate(i)) => i,
+        Err(e) => {
+            if matches!(
+                e,
+                Error::Storage {
+                    source: storage::Error::Io { .. },
+                    ..
+                }
+            ) {
+                warn!("produce to {} failed: {e}", partition.tp);
+            }
+            return Err(e);
+        }
+    };
+    Ok(PartitionProduceResponse::default()
+        .with_base_offset(info.base_offset.0)
+        .with_log_append_time_ms(-1)
+        .with_log_start_offset(info.log_start_offset.0))
+}

@@ -1,0 +1,145 @@
+//! `magnetar standalone`: configuration, start-up, signals, clean shutdown.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::process::ExitCode;
+
+use broker::config::BrokerConfig;
+use broker::{Broker, Endpoint};
+use tokio::net::TcpListener;
+use tracing::{error, info};
+
+use crate::StandaloneArgs;
+
+/// Runs the broker until SIGTERM or SIGINT; exit code 0 after a clean
+/// shutdown, 1 on a start-up or shutdown failure, 2 on bad configuration.
+pub fn main(args: StandaloneArgs) -> ExitCode {
+    init_tracing();
+    let config = match build_config(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("magnetar: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Writes past a file-size limit must fail with EFBIG (an error on that
+    // partition) rather than kill the process with SIGXFSZ.
+    // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("magnetar: cannot start runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!("{e:#}");
+            eprintln!("magnetar: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MAGNETAR_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn build_config(args: &StandaloneArgs) -> Result<BrokerConfig, broker::Error> {
+    let addr = resolve(&args.kafka_addr).map_err(|reason| broker::Error::Config {
+        key: "--kafka-addr".into(),
+        reason,
+    })?;
+    let mut config = BrokerConfig::new(&args.data_dir, addr);
+    if let Some(path) = &args.config {
+        config.apply_toml_file(path)?;
+    }
+    for assignment in &args.set {
+        config.apply_assignment(assignment)?;
+    }
+    Ok(config)
+}
+
+fn resolve(addr: &str) -> Result<SocketAddr, String> {
+    addr.to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {addr:?}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{addr:?} resolves to no address"))
+}
+
+async fn run(config: BrokerConfig) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(config.kafka_addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.kafka_addr))?;
+    let bound = listener.local_addr()?;
+    let endpoint = match config.advertised_listener() {
+        Some((host, port)) => Endpoint { host, port },
+        None => Endpoint {
+            host: advertised_host(bound),
+            port: bound.port(),
+        },
+    };
+    let data_dir = config.data_dir.clone();
+    let broker = tokio::task::spawn_blocking(move || Broker::open(config, endpoint)).await??;
+    let server = broker::kafka::serve(listener, broker.clone())?;
+    let maintenance = broker::maintenance::spawn(broker.clone());
+    info!(
+        kafka = %server.local_addr,
+        advertised = %format!("{}:{}", broker.endpoint().host, broker.endpoint().port),
+        data_dir = %data_dir.display(),
+        "magnetar is ready"
+    );
+    // A line tests and scripts can wait for, independent of log formatting.
+    eprintln!("magnetar: kafka listener on {}", server.local_addr);
+
+    wait_for_signal().await?;
+    info!("shutting down");
+    maintenance.abort();
+    server.shutdown().await;
+    let b = broker.clone();
+    tokio::task::spawn_blocking(move || b.shutdown()).await??;
+    info!("clean shutdown complete");
+    Ok(())
+}
+
+async fn wait_for_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => info!("received SIGTERM"),
+        _ = int.recv() => info!("received SIGINT"),
+    }
+    Ok(())
+}
+
+/// With a wildcard listen address, clients need a name that reaches us.
+fn advertised_host(bound: SocketAddr) -> String {
+    if !bound.ip().is_unspecified() {
+        return bound.ip().to_string();
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is valid for its length; gethostname NUL-terminates on success.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc == 0 {
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        if let Ok(h) = std::str::from_utf8(&buf[..end]) {
+            if !h.is_empty() {
+                return h.to_string();
+            }
+        }
+    }
+    "localhost".to_string()
+}

@@ -1,0 +1,374 @@
+//! Shared test support: the real `magnetar` process on a random port with a
+//! temp data dir, rdkafka client configs, and a raw Kafka connection built on
+//! the `kafka-protocol` crate for requests real clients never send.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::{Encodable, StrBytes};
+use rdkafka::ClientConfig;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A `magnetar standalone` process owned by a test.
+pub struct BrokerProcess {
+    child: Option<Child>,
+    pub addr: SocketAddr,
+    pub data_dir: PathBuf,
+    settings: Vec<String>,
+    _tmp: Option<tempfile::TempDir>,
+    pub log: Arc<Mutex<Vec<String>>>,
+    fsize_limit: Option<u64>,
+}
+
+impl BrokerProcess {
+    /// Starts a broker with `--set` assignments on a fresh temp dir.
+    pub fn start(settings: &[&str]) -> BrokerProcess {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
+        let mut b = BrokerProcess {
+            child: None,
+            addr: "127.0.0.1:0".parse().unwrap(),
+            data_dir: dir,
+            settings: settings.iter().map(|s| s.to_string()).collect(),
+            _tmp: Some(tmp),
+            log: Arc::new(Mutex::new(Vec::new())),
+            fsize_limit: None,
+        };
+        b.spawn("127.0.0.1:0");
+        b
+    }
+
+    /// Starts a broker whose writes fail (EFBIG) past `bytes` per file.
+    pub fn start_with_file_size_limit(settings: &[&str], bytes: u64) -> BrokerProcess {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
+        let mut b = BrokerProcess {
+            child: None,
+            addr: "127.0.0.1:0".parse().unwrap(),
+            data_dir: dir,
+            settings: settings.iter().map(|s| s.to_string()).collect(),
+            _tmp: Some(tmp),
+            log: Arc::new(Mutex::new(Vec::new())),
+            fsize_limit: Some(bytes),
+        };
+        b.spawn("127.0.0.1:0");
+        b
+    }
+
+    fn spawn(&mut self, addr: &str) {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_magnetar"));
+        cmd.arg("standalone")
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .arg("--kafka-addr")
+            .arg(addr)
+            .env("MAGNETAR_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for s in &self.settings {
+            cmd.arg("--set").arg(s);
+        }
+        if let Some(limit) = self.fsize_limit {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe and touches only this child.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let lim = libc::rlimit {
+                        rlim_cur: limit,
+                        rlim_max: limit,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut child = cmd.spawn().expect("spawn magnetar");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let log = self.log.clone();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.strip_prefix("magnetar: kafka listener on ") {
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send(rest.trim().to_string());
+                    }
+                }
+                log.lock().unwrap().push(line);
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("broker did not start; log:\n{}", self.log_text()));
+        self.addr = addr.parse().unwrap();
+        self.child = Some(child);
+    }
+
+    /// `host:port` for clients.
+    pub fn bootstrap(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// Everything the broker logged so far.
+    pub fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    /// SIGKILL: no flush, no clean-shutdown marker.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait; returns the exit status code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        let mut c = self.child.take()?;
+        let pid = c.id() as i32;
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(pid.to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = c.try_wait().unwrap() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = c.kill();
+                panic!("broker did not exit after SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts again on the same data dir and port.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "stop the broker first");
+        let addr = self.addr.to_string();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            // The old socket may linger briefly; retry the bind.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.spawn(&addr)));
+            if r.is_ok() {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "broker did not restart on {addr}; log:\n{}",
+                    self.log_text()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => c.try_wait().unwrap().is_none(),
+            None => false,
+        }
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.data_dir
+    }
+}
+
+impl Drop for BrokerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A base rdkafka config for this broker.
+pub fn client_config(bootstrap: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap)
+        .set("socket.timeout.ms", "10000")
+        .set("message.timeout.ms", "15000")
+        .set("topic.metadata.refresh.interval.ms", "1000")
+        .set("broker.address.family", "v4");
+    c
+}
+
+/// A consumer config for `assign()`-style reading: librdkafka requires a
+/// group id for assign even when no group membership is used.
+pub fn assign_config(bootstrap: &str) -> ClientConfig {
+    let mut c = client_config(bootstrap);
+    c.set("group.id", "magnetar-tests-assign")
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("fetch.wait.max.ms", "100");
+    c
+}
+
+/// Waits until `f` returns `Some`, or panics after `timeout`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        if Instant::now() > deadline {
+            panic!("timed out waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A raw Kafka connection for hand-built requests.
+pub struct RawConn {
+    stream: TcpStream,
+    correlation: i32,
+}
+
+impl RawConn {
+    pub async fn connect(addr: SocketAddr) -> RawConn {
+        RawConn {
+            stream: TcpStream::connect(addr).await.expect("connect"),
+            correlation: 0,
+        }
+    }
+
+    /// Sends a request and reads its response.
+    pub async fn call<R: Encodable + Into<RequestKind>>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        req: R,
+    ) -> ResponseKind {
+        self.send(key, version, req).await;
+        self.recv(key, version).await.expect("response")
+    }
+
+    /// Sends a request without waiting for a response.
+    pub async fn send<R: Encodable>(&mut self, key: ApiKey, version: i16, req: R) {
+        self.correlation += 1;
+        let mut buf = BytesMut::new();
+        buf.put_i32(0);
+        RequestHeader::default()
+            .with_request_api_key(key as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation)
+            .with_client_id(Some(StrBytes::from_static_str("magnetar-tests")))
+            .encode(&mut buf, key.request_header_version(version))
+            .unwrap();
+        req.encode(&mut buf, version).unwrap();
+        let len = (buf.len() - 4) as i32;
+        buf[..4].copy_from_slice(&len.to_be_bytes());
+        self.stream.write_all(&buf).await.unwrap();
+    }
+
+    /// Sends raw bytes as they are.
+    pub async fn send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes).await
+    }
+
+    /// Reads one response frame; `None` if the broker closed the connection.
+    pub async fn recv(&mut self, key: ApiKey, version: i16) -> Option<ResponseKind> {
+        let frame = self.recv_frame().await?;
+        let mut b = frame;
+        let header = kafka_protocol::protocol::Decodable::decode(
+            &mut b,
+            key.response_header_version(version),
+        );
+        let _: ResponseHeader = header.expect("response header");
+        Some(ResponseKind::decode(key, &mut b, version).expect("response body"))
+    }
+
+    /// Reads one raw frame body.
+    pub async fn recv_frame(&mut self) -> Option<Bytes> {
+        let mut len = [0u8; 4];
+        tokio::time::timeout(Duration::from_secs(30), self.stream.read_exact(&mut len))
+            .await
+            .expect("response timeout")
+            .ok()?;
+        let len = i32::from_be_bytes(len) as usize;
+        let mut body = vec![0u8; len];
+        self.stream.read_exact(&mut body).await.ok()?;
+        Some(Bytes::from(body))
+    }
+
+    /// True if the broker closes the connection (EOF) within a few seconds.
+    pub async fn is_closed_by_peer(&mut self) -> bool {
+        let mut b = [0u8; 1];
+        matches!(
+            tokio::time::timeout(Duration::from_secs(5), self.stream.read(&mut b)).await,
+            Ok(Ok(0)) | Ok(Err(_))
+        )
+    }
+}
+
+/// Builds a v2 record batch with kafka-protocol's encoder.
+pub fn record_batch(values: &[&[u8]]) -> Bytes {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let records: Vec<Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: i as i32,
+            timestamp: now,
+            key: None,
+            value: Some(Bytes::copy_from_slice(v)),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        &records,
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .unwrap();
+    buf.freeze()
+}
+
+/// Decodes the values in a fetched records blob.
+pub fn decode_values(records: &Bytes) -> Vec<(i64, Vec<u8>)> {
+    use kafka_protocol::records::RecordBatchDecoder;
+    let mut b = records.clone();
+    let mut out = Vec::new();
+    while b.has_remaining() {
+        let set = RecordBatchDecoder::decode(&mut b).expect("decode records");
+        for r in set.records {
+            out.push((r.offset, r.value.map(|v| v.to_vec()).unwrap_or_default()));
+        }
+    }
+    out
+}

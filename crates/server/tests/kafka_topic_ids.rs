@@ -1,0 +1,155 @@
+//! Topic ids: random per topic, persisted, new on delete+recreate, and a
+//! stale id is fenced (UNKNOWN_TOPIC_ID) instead of reading the new topic.
+//! Topics are created, deleted and written with librdkafka; ids are read
+//! and used with raw v10+/v13 requests, which librdkafka does not expose.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{client_config, decode_values, BrokerProcess, RawConn};
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{
+    ApiKey, DeleteTopicsRequest, FetchRequest, MetadataRequest, ResponseKind, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use uuid::Uuid;
+
+const UNKNOWN_TOPIC_ID: i16 = 100;
+
+async fn topic_id(conn: &mut RawConn, name: &str) -> Uuid {
+    let req = MetadataRequest::default().with_topics(Some(vec![MetadataRequestTopic::default()
+        .with_name(Some(TopicName(StrBytes::from_string(name.to_string()))))]));
+    let ResponseKind::Metadata(resp) = conn.call(ApiKey::Metadata, 12, req).await else {
+        panic!()
+    };
+    assert_eq!(resp.topics[0].error_code, 0);
+    let id = resp.topics[0].topic_id;
+    assert!(!id.is_nil(), "every topic has an id");
+    id
+}
+
+async fn fetch_by_id(conn: &mut RawConn, id: Uuid) -> (i16, Vec<String>) {
+    let req = FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic_id(id)
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(0)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(1 << 20)])]);
+    let ResponseKind::Fetch(resp) = conn.call(ApiKey::Fetch, 13, req).await else {
+        panic!()
+    };
+    let p = &resp.responses[0].partitions[0];
+    let values = p
+        .records
+        .as_ref()
+        .map(|r| {
+            decode_values(r)
+                .into_iter()
+                .map(|(_, v)| String::from_utf8(v).unwrap())
+                .collect()
+        })
+        .unwrap_or_default();
+    (p.error_code, values)
+}
+
+async fn produce(bootstrap: &str, topic: &str, values: &[&str]) {
+    let p: FutureProducer = client_config(bootstrap).create().unwrap();
+    for v in values {
+        p.send(
+            FutureRecord::to(topic).key("k").payload(*v),
+            Duration::from_secs(10),
+        )
+        .await
+        .map_err(|(e, _)| e)
+        .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn recreated_topic_gets_a_new_id_and_the_old_id_is_fenced() {
+    let mut broker = BrokerProcess::start(&["auto.create.topics.enable=false"]);
+    let bootstrap = broker.bootstrap();
+    let admin: AdminClient<DefaultClientContext> = client_config(&bootstrap).create().unwrap();
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let new = [NewTopic::new("ids", 1, TopicReplication::Fixed(1))];
+    assert!(admin.create_topics(&new, &opts).await.unwrap()[0].is_ok());
+    produce(&bootstrap, "ids", &["old-1", "old-2"]).await;
+    let mut conn = RawConn::connect(broker.addr).await;
+    let old_id = topic_id(&mut conn, "ids").await;
+    assert_eq!(
+        fetch_by_id(&mut conn, old_id).await,
+        (0, vec!["old-1".into(), "old-2".into()])
+    );
+
+    assert!(admin.delete_topics(&["ids"], &opts).await.unwrap()[0].is_ok());
+    assert!(admin.create_topics(&new, &opts).await.unwrap()[0].is_ok());
+    produce(&bootstrap, "ids", &["new-1"]).await;
+    let new_id = topic_id(&mut conn, "ids").await;
+    assert_ne!(old_id, new_id, "a recreated topic never reuses an id");
+
+    // The stale id is fenced: an error and none of the new topic's data.
+    assert_eq!(
+        fetch_by_id(&mut conn, old_id).await,
+        (UNKNOWN_TOPIC_ID, vec![])
+    );
+    assert_eq!(
+        fetch_by_id(&mut conn, new_id).await,
+        (0, vec!["new-1".into()])
+    );
+
+    // Metadata by id.
+    let by_id = |id| {
+        MetadataRequest::default().with_topics(Some(vec![MetadataRequestTopic::default()
+            .with_topic_id(id)
+            .with_name(None)]))
+    };
+    let ResponseKind::Metadata(resp) = conn.call(ApiKey::Metadata, 12, by_id(old_id)).await else {
+        panic!()
+    };
+    assert_eq!(resp.topics[0].error_code, UNKNOWN_TOPIC_ID);
+    let ResponseKind::Metadata(resp) = conn.call(ApiKey::Metadata, 12, by_id(new_id)).await else {
+        panic!()
+    };
+    assert_eq!(resp.topics[0].error_code, 0);
+    assert_eq!(resp.topics[0].name.as_ref().unwrap().as_str(), "ids");
+
+    // Ids survive a restart.
+    assert_eq!(broker.terminate(), Some(0));
+    broker.restart();
+    let mut conn = RawConn::connect(broker.addr).await;
+    assert_eq!(topic_id(&mut conn, "ids").await, new_id);
+    assert_eq!(
+        fetch_by_id(&mut conn, new_id).await,
+        (0, vec!["new-1".into()])
+    );
+
+    // DeleteTopics v6 by id: the stale id is unknown, the live one deletes.
+    let del = |id| {
+        DeleteTopicsRequest::default()
+            .with_timeout_ms(5000)
+            .with_topics(vec![DeleteTopicState::default()
+                .with_name(None)
+                .with_topic_id(id)])
+    };
+    let ResponseKind::DeleteTopics(resp) = conn.call(ApiKey::DeleteTopics, 6, del(old_id)).await
+    else {
+        panic!()
+    };
+    assert_eq!(resp.responses[0].error_code, UNKNOWN_TOPIC_ID);
+    let ResponseKind::DeleteTopics(resp) = conn.call(ApiKey::DeleteTopics, 6, del(new_id)).await
+    else {
+        panic!()
+    };
+    assert_eq!(resp.responses[0].error_code, 0);
+    assert_eq!(resp.responses[0].name.as_ref().unwrap().as_str(), "ids");
+    assert_eq!(fetch_by_id(&mut conn, new_id).await.0, UNKNOWN_TOPIC_ID);
+}
