@@ -183,7 +183,9 @@ impl LogManager {
     /// `deleting/{topic_id}_{partition}` and removed. A no-op for a partition
     /// that is neither open nor on disk.
     pub fn delete_log(&self, tp: &TopicPartition) -> Result<()> {
-        let log = self.logs.write().remove(tp);
+        // Held throughout so the partition cannot be reopened half-deleted.
+        let mut logs = self.logs.write();
+        let log = logs.remove(tp);
         let dir = self.partition_dir(tp);
         let topic_id = match &log {
             Some(log) => {

@@ -279,9 +279,15 @@ pub(crate) struct Segment {
     max_timestamp: Timestamp,
     offset_of_max_timestamp: Offset,
     bytes_since_index: u64,
-    /// Timestamp that `roll_ms` counts from: the first batch's max timestamp
-    /// (as Kafka does), or the time of the first append if it had none.
-    roll_base: Option<Timestamp>,
+    /// The first batch's max timestamp (if it has one): `roll_ms` counts
+    /// from it in record time, as Kafka does.
+    first_batch_timestamp: Option<Timestamp>,
+    /// When this process first appended here: `roll_ms` counts from it in
+    /// wall time when the records carry no timestamps.
+    first_append_at: Option<Timestamp>,
+    /// Test hook: the next append writes only this many bytes, then fails.
+    #[cfg(test)]
+    pub fail_next_write_after: Option<usize>,
 }
 
 /// The result of loading a segment without a full scan.
@@ -319,7 +325,10 @@ impl Segment {
             max_timestamp: Timestamp(-1),
             offset_of_max_timestamp: base,
             bytes_since_index: 0,
-            roll_base: None,
+            first_batch_timestamp: None,
+            first_append_at: None,
+            #[cfg(test)]
+            fail_next_write_after: None,
         })
     }
 
@@ -353,7 +362,10 @@ impl Segment {
                 max_timestamp: Timestamp(-1),
                 offset_of_max_timestamp: base,
                 bytes_since_index: 0,
-                roll_base: None,
+                first_batch_timestamp: None,
+                first_append_at: None,
+                #[cfg(test)]
+                fail_next_write_after: None,
             };
             let end = segment.rebuild(false, interval)?;
             let needs_recovery = end.invalid.is_some() || end.position != size;
@@ -382,7 +394,10 @@ impl Segment {
             max_timestamp,
             offset_of_max_timestamp,
             bytes_since_index: 0,
-            roll_base: None,
+            first_batch_timestamp: None,
+            first_append_at: None,
+            #[cfg(test)]
+            fail_next_write_after: None,
         };
         let mut needs_recovery = false;
         if next_base.is_none() {
@@ -395,7 +410,7 @@ impl Segment {
             })?;
             segment.bytes_since_index = end.position - start;
             needs_recovery = end.invalid.is_some() || end.position != size;
-            segment.roll_base = segment.read_roll_base()?;
+            segment.first_batch_timestamp = segment.read_first_batch_timestamp()?;
         }
         Ok(Loaded {
             segment,
@@ -423,7 +438,10 @@ impl Segment {
             max_timestamp: Timestamp(-1),
             offset_of_max_timestamp: base,
             bytes_since_index: 0,
-            roll_base: None,
+            first_batch_timestamp: None,
+            first_append_at: None,
+            #[cfg(test)]
+            fail_next_write_after: None,
         };
         let end = segment.rebuild(true, interval)?;
         let truncated = size - end.position;
@@ -431,7 +449,7 @@ impl Segment {
             segment.file.set_len(end.position).at(&segment.log_path)?;
             segment.size = end.position;
         }
-        segment.roll_base = segment.read_roll_base()?;
+        segment.first_batch_timestamp = segment.read_first_batch_timestamp()?;
         Ok((segment, truncated))
     }
 
@@ -511,7 +529,7 @@ impl Segment {
         (offset.0 - self.base_offset.0) as u32
     }
 
-    fn read_roll_base(&self) -> Result<Option<Timestamp>> {
+    fn read_first_batch_timestamp(&self) -> Result<Option<Timestamp>> {
         if self.size < HEADER_LEN as u64 {
             return Ok(None);
         }
@@ -527,7 +545,7 @@ impl Segment {
     /// is cut back to its previous size, so no torn batch remains.
     pub fn append(&mut self, batches: &[u8], interval: u32, now: Timestamp) -> Result<()> {
         let pos = self.size;
-        if let Err(source) = self.file.write_all_at(batches, pos) {
+        if let Err(source) = self.write_at(batches, pos) {
             if let Err(e) = self.file.set_len(pos) {
                 tracing::error!(path = %self.log_path.display(), error = %e,
                     "cannot truncate a failed append; the tail will be recovered at next open");
@@ -535,13 +553,10 @@ impl Segment {
             return Err(source).at(&self.log_path);
         }
         self.size += batches.len() as u64;
+        self.first_append_at.get_or_insert(now);
         for (at, h) in batch::headers(batches) {
-            if self.roll_base.is_none() {
-                self.roll_base = Some(if h.max_timestamp.0 >= 0 {
-                    h.max_timestamp
-                } else {
-                    now
-                });
+            if self.size == batches.len() as u64 && at == 0 && h.max_timestamp.0 >= 0 {
+                self.first_batch_timestamp = Some(h.max_timestamp);
             }
             if let Some((o, t)) = self.track(pos + at as u64, &h, u64::from(interval)) {
                 // The indexes are sparse: a missed entry only costs a longer scan.
@@ -556,6 +571,18 @@ impl Segment {
             }
         }
         Ok(())
+    }
+
+    fn write_at(&mut self, buf: &[u8], pos: u64) -> std::io::Result<()> {
+        #[cfg(test)]
+        if let Some(n) = self.fail_next_write_after.take() {
+            self.file.write_all_at(&buf[..n.min(buf.len())], pos)?;
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "injected: disk full",
+            ));
+        }
+        self.file.write_all_at(buf, pos)
     }
 
     /// Makes the time index end with the segment's largest timestamp, so a
@@ -662,9 +689,25 @@ impl Segment {
         self.offset_of_max_timestamp
     }
 
-    /// When the `roll_ms` clock started for this segment.
-    pub fn roll_base(&self) -> Option<Timestamp> {
-        self.roll_base
+    /// How long the segment has been open for `roll_ms`, as Kafka measures
+    /// it: in record time from the first batch's timestamp to the incoming
+    /// batch's, or in wall time since the first append when the first batch
+    /// has no timestamp.
+    pub fn time_waited_for_roll(
+        &self,
+        incoming_max_timestamp: Timestamp,
+        now: Timestamp,
+    ) -> Option<i64> {
+        match self.first_batch_timestamp {
+            Some(first) => Some(incoming_max_timestamp.0.saturating_sub(first.0)),
+            None => self.first_append_at.map(|at| now.0.saturating_sub(at.0)),
+        }
+    }
+
+    /// The first batch's max timestamp, if it has one.
+    #[cfg(test)]
+    pub fn first_batch_timestamp(&self) -> Option<Timestamp> {
+        self.first_batch_timestamp
     }
 
     /// The largest timestamp for retention: the max record timestamp, or

@@ -248,7 +248,7 @@ impl Log {
             pos += h.total_size();
         }
 
-        self.maybe_roll(&mut inner, batches.len() as u64, next, now, after)?;
+        self.maybe_roll(&mut inner, summary, next, now, after)?;
         let interval = inner.config.index_interval_bytes;
         inner.active_mut().append(batches, interval, now)?;
         inner.log_end_offset = next;
@@ -270,23 +270,28 @@ impl Log {
         }))
     }
 
-    /// Rolls the active segment if the append would overfill it, it is older
-    /// than `roll_ms`, or the new offsets would not fit its relative offsets.
+    /// Rolls the active segment if the append would overfill it, it has been
+    /// open longer than `roll_ms` (see [`Segment::time_waited_for_roll`]), or the new offsets would not fit its relative offsets.
     fn maybe_roll(
         &self,
         inner: &mut Inner,
-        len: u64,
+        summary: &BatchesSummary,
         next: Offset,
         now: Timestamp,
         after: &mut AfterAppend,
     ) -> Result<()> {
+        let len = summary.size_bytes as u64;
+        let max_timestamp = summary.max_timestamp;
         let active = inner.active();
         if active.is_empty() {
             return Ok(());
         }
         let too_big = active.size() + len > inner.config.effective_segment_bytes();
-        let too_old = match (inner.config.roll_ms, active.roll_base()) {
-            (Some(ms), Some(base)) => now.0.saturating_sub(base.0) > ms as i64,
+        let too_old = match (
+            inner.config.roll_ms,
+            active.time_waited_for_roll(max_timestamp, now),
+        ) {
+            (Some(ms), Some(waited)) => waited > ms as i64,
             _ => false,
         };
         let offsets_overflow = next.0 - 1 - active.base_offset().0 > i64::from(u32::MAX);

@@ -196,6 +196,29 @@ fn invalid_and_transactional_batches_are_rejected_without_writing() {
 }
 
 #[test]
+fn a_failed_write_leaves_no_torn_batch_and_the_log_usable() {
+    let f = Fixture::new();
+    let log = f.open(small_config(), false);
+    append(&log, batch(&producer_records(4, 0, 0, 3, 0)));
+    let size = log.size_bytes();
+    log.inner.write().active_mut().fail_next_write_after = Some(30);
+    let mut b = batch(&producer_records(4, 0, 3, 3, 0));
+    let err = log.append(&mut b, LeaderEpoch(0), NOW).unwrap_err();
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+    assert_eq!(log.size_bytes(), size);
+    assert_eq!(log.log_end_offset(), Offset(3));
+    let path = f.dir.join(file_name(Offset(0), LOG_EXT));
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), size);
+    // The producer's retry is not mistaken for a duplicate and lands at 3.
+    let info = *producer_append(&log, 4, 0, 3, 3).unwrap().info();
+    assert_eq!(info.base_offset, Offset(3));
+    drop(log);
+    let log = f.open(small_config(), false);
+    assert_eq!(log.recovery_stats().bytes_truncated, 0);
+    assert_eq!(read_all(&log).len(), 6);
+}
+
+#[test]
 fn rolls_by_size_and_never_splits_an_append() {
     let f = Fixture::new();
     let log = f.open(small_config(), false);
@@ -219,27 +242,57 @@ fn rolls_by_size_and_never_splits_an_append() {
 }
 
 #[test]
-fn rolls_by_time_from_the_first_batch_timestamp() {
+fn rolls_by_time_in_record_time_like_kafka() {
     let f = Fixture::new();
     let config = LogConfig {
         roll_ms: Some(1000),
         ..small_config()
     };
     let log = f.open(config, false);
-    let at = |log: &Log, t: i64| {
-        let mut b = batch(&simple_records(0, 1, t));
-        log.append(&mut b, LeaderEpoch(0), Timestamp(t)).unwrap();
+    // Record timestamps drive the clock (historical data rolls by its own
+    // time, not by the wall clock).
+    let at = |log: &Log, ts: i64, now: i64| {
+        let mut b = batch(&simple_records(0, 1, ts));
+        log.append(&mut b, LeaderEpoch(0), Timestamp(now)).unwrap();
     };
-    at(&log, 10_000);
-    at(&log, 10_500);
-    at(&log, 11_000);
+    at(&log, 10_000, 99_000_000);
+    at(&log, 10_500, 99_000_000);
+    at(&log, 11_000, 99_000_000);
     assert_eq!(log.segment_count(), 1);
-    at(&log, 11_001);
+    at(&log, 11_001, 0);
     assert_eq!(log.segment_count(), 2);
     assert_eq!(log.segment_base_offsets()[1], Offset(3));
     // The clock restarts with the new segment's first batch.
-    at(&log, 11_900);
+    at(&log, 11_900, 0);
     assert_eq!(log.segment_count(), 2);
+}
+
+#[test]
+fn rolls_by_wall_time_without_record_timestamps() {
+    let f = Fixture::new();
+    let config = LogConfig {
+        roll_ms: Some(1000),
+        ..small_config()
+    };
+    let log = f.open(config.clone(), false);
+    let at = |log: &Log, now: i64| {
+        let mut b = batch(&simple_records(0, 1, -1));
+        log.append(&mut b, LeaderEpoch(0), Timestamp(now)).unwrap();
+    };
+    at(&log, 5_000);
+    at(&log, 6_000);
+    assert_eq!(log.segment_count(), 1);
+    at(&log, 6_001);
+    assert_eq!(log.segment_count(), 2);
+    log.close().unwrap();
+    drop(log);
+    // After a restart the wall clock counts from the first append.
+    let log = f.open(config, true);
+    at(&log, 50_000);
+    at(&log, 51_000);
+    assert_eq!(log.segment_count(), 2);
+    at(&log, 51_001);
+    assert_eq!(log.segment_count(), 3);
 }
 
 #[test]

@@ -68,7 +68,7 @@ fn load_trusts_indexes_and_finds_the_end_of_the_last_segment() {
     assert_eq!(loaded.segment.offset_index.entries(), &entries[..]);
     assert_eq!(loaded.segment.next_offset(), Offset(100));
     assert_eq!(loaded.segment.max_timestamp(), Timestamp(243));
-    assert_eq!(loaded.segment.roll_base(), Some(Timestamp(3)));
+    assert_eq!(loaded.segment.first_batch_timestamp(), Some(Timestamp(3)));
     // A closed segment takes its end from the next segment's base.
     let loaded = Segment::load(dir.path(), Offset(0), Some(Offset(100)), 200).unwrap();
     assert_eq!(loaded.segment.next_offset(), Offset(100));
