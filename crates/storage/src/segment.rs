@@ -6,13 +6,15 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bytes::Bytes;
 use model::{Offset, Timestamp};
 
-use crate::batch::{self, check_batch, BatchHeader, HEADER_LEN};
-use crate::error::{corrupt, BatchError, IoContext, Result};
+use crate::batch::{self, BatchHeader, HEADER_LEN};
+use crate::error::{IoContext, Result};
 use crate::index::{Index, OffsetEntry, TimeEntry};
-use crate::records::{self, RecordTimestamp};
+
+mod view;
+
+pub(crate) use view::{find_timestamp_in, scan, ScanEnd, SegmentView};
 
 /// Extension of segment data files.
 pub(crate) const LOG_EXT: &str = "log";
@@ -33,220 +35,6 @@ pub(crate) fn parse_file_name(name: &str, ext: &str) -> Option<Offset> {
         return None;
     }
     stem.parse().ok().map(Offset)
-}
-
-/// Reads a file region through a buffer, so that walking batch headers costs
-/// one syscall per chunk rather than one per batch.
-pub(crate) struct ChunkReader<'a> {
-    file: &'a File,
-    path: &'a Path,
-    end: u64,
-    start: u64,
-    buf: Vec<u8>,
-}
-
-const CHUNK: usize = 64 * 1024;
-
-impl<'a> ChunkReader<'a> {
-    /// A reader of `file` up to byte `end`.
-    pub fn new(file: &'a File, path: &'a Path, end: u64) -> Self {
-        ChunkReader {
-            file,
-            path,
-            end,
-            start: 0,
-            buf: Vec::new(),
-        }
-    }
-
-    /// Up to `len` bytes from `pos` (fewer only at `end`).
-    pub fn get(&mut self, pos: u64, len: usize) -> Result<&[u8]> {
-        let have = pos >= self.start && pos + len as u64 <= self.start + self.buf.len() as u64;
-        if !have {
-            let want = (self.end.saturating_sub(pos)).min(len.max(CHUNK) as u64) as usize;
-            self.buf.resize(want, 0);
-            let mut filled = 0;
-            while filled < want {
-                let n = self
-                    .file
-                    .read_at(&mut self.buf[filled..], pos + filled as u64)
-                    .at(self.path)?;
-                if n == 0 {
-                    break;
-                }
-                filled += n;
-            }
-            self.buf.truncate(filled);
-            self.start = pos;
-        }
-        let from = (pos - self.start) as usize;
-        let to = (from + len).min(self.buf.len());
-        Ok(&self.buf[from..to])
-    }
-}
-
-/// Where a walk over a segment's batches ended.
-#[derive(Debug)]
-pub(crate) struct ScanEnd {
-    /// Position just after the last good batch visited.
-    pub position: u64,
-    /// Why the walk stopped before `end`, if it hit bad bytes.
-    pub invalid: Option<BatchError>,
-}
-
-/// Walks the batches of `file` in `[start, end)`, calling `f` with each
-/// batch's position and header (and, with `check_crc`, only after verifying
-/// its CRC and record count). Stops at the first bad batch or when `f`
-/// returns `false`.
-pub(crate) fn scan(
-    file: &File,
-    path: &Path,
-    start: u64,
-    end: u64,
-    check_crc: bool,
-    mut f: impl FnMut(u64, &BatchHeader, &[u8]) -> Result<bool>,
-) -> Result<ScanEnd> {
-    let mut reader = ChunkReader::new(file, path, end);
-    let mut pos = start;
-    while pos < end {
-        let head = reader.get(pos, HEADER_LEN)?;
-        let header = match BatchHeader::parse_at(head, pos as usize) {
-            Ok(h) => h,
-            Err(e) => {
-                return Ok(ScanEnd {
-                    position: pos,
-                    invalid: Some(e),
-                })
-            }
-        };
-        let size = header.total_size();
-        if pos + size as u64 > end {
-            return Ok(ScanEnd {
-                position: pos,
-                invalid: Some(BatchError::Truncated {
-                    position: pos as usize,
-                    needed: size,
-                    available: (end - pos) as usize,
-                }),
-            });
-        }
-        let body: &[u8] = if check_crc {
-            let body = reader.get(pos, size)?;
-            if let Err(e) = check_batch(body, &header, pos as usize) {
-                return Ok(ScanEnd {
-                    position: pos,
-                    invalid: Some(e),
-                });
-            }
-            body
-        } else {
-            &[]
-        };
-        if !f(pos, &header, body)? {
-            return Ok(ScanEnd {
-                position: pos,
-                invalid: None,
-            });
-        }
-        pos += size as u64;
-    }
-    Ok(ScanEnd {
-        position: pos,
-        invalid: None,
-    })
-}
-
-/// What a reader needs from a segment, taken under the log's lock so the
-/// actual I/O can happen outside it.
-#[derive(Debug, Clone)]
-pub(crate) struct SegmentView {
-    pub file: Arc<File>,
-    pub path: PathBuf,
-    /// Where to start walking batches.
-    pub start: u64,
-    /// Committed size of the file.
-    pub end: u64,
-}
-
-impl SegmentView {
-    /// Whole batches holding offsets `>= offset`, starting with the batch
-    /// that contains `offset`, at most `max_bytes` (but one whole batch when
-    /// `min_one_batch`).
-    pub fn read(&self, offset: Offset, max_bytes: usize, min_one_batch: bool) -> Result<Bytes> {
-        let mut found = None;
-        let scanned = scan(
-            &self.file,
-            &self.path,
-            self.start,
-            self.end,
-            false,
-            |pos, h, _| {
-                if h.last_offset() >= offset {
-                    found = Some((pos, h.total_size()));
-                    return Ok(false);
-                }
-                Ok(true)
-            },
-        )?;
-        if let Some(e) = scanned.invalid {
-            return Err(corrupt(&self.path, format!("bad batch while reading: {e}")));
-        }
-        let Some((pos, first_size)) = found else {
-            return Ok(Bytes::new());
-        };
-        let want = if first_size > max_bytes {
-            if !min_one_batch {
-                return Ok(Bytes::new());
-            }
-            first_size
-        } else {
-            max_bytes.min((self.end - pos) as usize)
-        };
-        let mut buf = vec![0u8; want];
-        self.file.read_exact_at(&mut buf, pos).at(&self.path)?;
-        // Keep whole batches only.
-        let mut cut = 0;
-        for (p, h) in batch::headers(&buf) {
-            if p + h.total_size() > buf.len() {
-                break;
-            }
-            cut = p + h.total_size();
-        }
-        buf.truncate(cut);
-        Ok(Bytes::from(buf))
-    }
-
-    /// Calls `f` with each whole batch (bytes) whose last offset is
-    /// `>= min_offset` and for which `want` accepts the header, in order,
-    /// until `f` returns `Some`.
-    pub fn find_in_batches<T>(
-        &self,
-        min_offset: Offset,
-        want: impl Fn(&BatchHeader) -> bool,
-        mut f: impl FnMut(&[u8]) -> Result<Option<T>>,
-    ) -> Result<Option<T>> {
-        let mut result = None;
-        let scanned = scan(
-            &self.file,
-            &self.path,
-            self.start,
-            self.end,
-            true,
-            |_, h, body| {
-                if h.last_offset() >= min_offset && want(h) {
-                    result = f(body)?;
-                }
-                Ok(result.is_none())
-            },
-        )?;
-        if let Some(e) = scanned.invalid {
-            return Err(corrupt(
-                &self.path,
-                format!("bad batch while searching: {e}"),
-            ));
-        }
-        Ok(result)
-    }
 }
 
 /// Open files of a segment, to fsync outside the log's lock.
@@ -730,24 +518,6 @@ impl Segment {
     pub fn log_path(&self) -> &Path {
         &self.log_path
     }
-}
-
-/// The first record with offset `>= min_offset` and timestamp `>= target` in
-/// the segment the view was taken from.
-pub(crate) fn find_timestamp_in(
-    view: &SegmentView,
-    target: Timestamp,
-    min_offset: Offset,
-) -> Result<Option<RecordTimestamp>> {
-    view.find_in_batches(
-        min_offset,
-        |h| h.max_timestamp >= target,
-        |body| {
-            Ok(records::find_offset_for_timestamp(
-                body, target, min_offset,
-            )?)
-        },
-    )
 }
 
 #[cfg(test)]

@@ -19,6 +19,8 @@ mod maintenance;
 mod open;
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
 
 /// The result of [`Log::append`].
