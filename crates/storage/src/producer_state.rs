@@ -326,6 +326,11 @@ fn remove(path: &Path) -> Result<()> {
     }
 }
 
+/// Deletes the snapshot taken at `offset`, if any.
+pub(crate) fn remove_snapshot(dir: &Path, offset: Offset) -> Result<()> {
+    remove(&snapshot_path(dir, offset))
+}
+
 /// Deletes snapshots taken below `offset` (their segments are gone).
 pub(crate) fn delete_snapshots_before(dir: &Path, offset: Offset) -> Result<()> {
     for o in list_snapshots(dir)? {

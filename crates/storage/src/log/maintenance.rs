@@ -15,6 +15,10 @@ impl Log {
     pub fn flush(&self) -> Result<()> {
         let (handles, upto) = {
             let inner = self.inner.read();
+            // A closed log was flushed by close().
+            if inner.state == State::Closed {
+                return Ok(());
+            }
             inner.ensure_open()?;
             if inner.log_end_offset <= inner.recovery_point {
                 return Ok(());

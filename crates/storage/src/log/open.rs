@@ -187,7 +187,7 @@ impl Log {
 
         let (producers, replayed) = load_producers(&dir, &segments, log_end_offset)?;
         stats.producer_batches_replayed = replayed;
-        producer_state::delete_snapshots_before(&dir, segments[0].base_offset())?;
+        prune_snapshots(&dir, &segments)?;
 
         tracing::debug!(log = %topic_partition, ?stats, %log_start_offset, %log_end_offset, "opened log");
         Ok(Log {
@@ -209,6 +209,23 @@ impl Log {
             stats,
         })
     }
+}
+
+/// Keeps the producer snapshots that can still serve: the latest one and
+/// those at segment bases (taken at rolls); drops those of deleted segments
+/// and older clean-shutdown ones.
+fn prune_snapshots(dir: &Path, segments: &[Segment]) -> Result<()> {
+    let mut offsets = producer_state::list_snapshots(dir)?;
+    offsets.pop();
+    for offset in offsets {
+        let at_base = segments
+            .binary_search_by_key(&offset, Segment::base_offset)
+            .is_ok();
+        if !at_base {
+            producer_state::remove_snapshot(dir, offset)?;
+        }
+    }
+    Ok(())
 }
 
 /// Loads the latest producer snapshot and replays the batch headers after it.

@@ -21,19 +21,25 @@ pub(crate) struct ChunkReader<'a> {
     end: u64,
     start: u64,
     buf: Vec<u8>,
+    chunk: usize,
 }
 
-const CHUNK: usize = 64 * 1024;
+/// Read size for sequential scans (recovery, replay, timestamp search).
+const SCAN_CHUNK: usize = 64 * 1024;
+/// Read size when locating a fetch's first batch: the target is usually
+/// within one index interval of the indexed position.
+const SEEK_CHUNK: usize = 8 * 1024;
 
 impl<'a> ChunkReader<'a> {
-    /// A reader of `file` up to byte `end`.
-    pub fn new(file: &'a File, path: &'a Path, end: u64) -> Self {
+    /// A reader of `file` up to byte `end`, reading `chunk` bytes at a time.
+    pub fn new(file: &'a File, path: &'a Path, end: u64, chunk: usize) -> Self {
         ChunkReader {
             file,
             path,
             end,
             start: 0,
             buf: Vec::new(),
+            chunk,
         }
     }
 
@@ -41,7 +47,7 @@ impl<'a> ChunkReader<'a> {
     pub fn get(&mut self, pos: u64, len: usize) -> Result<&[u8]> {
         let have = pos >= self.start && pos + len as u64 <= self.start + self.buf.len() as u64;
         if !have {
-            let want = (self.end.saturating_sub(pos)).min(len.max(CHUNK) as u64) as usize;
+            let want = (self.end.saturating_sub(pos)).min(len.max(self.chunk) as u64) as usize;
             self.buf.resize(want, 0);
             let mut filled = 0;
             while filled < want {
@@ -82,9 +88,21 @@ pub(crate) fn scan(
     start: u64,
     end: u64,
     check_crc: bool,
+    f: impl FnMut(u64, &BatchHeader, &[u8]) -> Result<bool>,
+) -> Result<ScanEnd> {
+    scan_chunked(file, path, start, end, check_crc, SCAN_CHUNK, f)
+}
+
+fn scan_chunked(
+    file: &File,
+    path: &Path,
+    start: u64,
+    end: u64,
+    check_crc: bool,
+    chunk: usize,
     mut f: impl FnMut(u64, &BatchHeader, &[u8]) -> Result<bool>,
 ) -> Result<ScanEnd> {
-    let mut reader = ChunkReader::new(file, path, end);
+    let mut reader = ChunkReader::new(file, path, end, chunk);
     let mut pos = start;
     while pos < end {
         let head = reader.get(pos, HEADER_LEN)?;
@@ -152,12 +170,13 @@ impl SegmentView {
     /// `min_one_batch`).
     pub fn read(&self, offset: Offset, max_bytes: usize, min_one_batch: bool) -> Result<Bytes> {
         let mut found = None;
-        let scanned = scan(
+        let scanned = scan_chunked(
             &self.file,
             &self.path,
             self.start,
             self.end,
             false,
+            SEEK_CHUNK,
             |pos, h, _| {
                 if h.last_offset() >= offset {
                     found = Some((pos, h.total_size()));
