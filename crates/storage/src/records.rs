@@ -102,7 +102,7 @@ fn read_varlong(buf: &[u8], pos: &mut usize) -> Result<i64, BatchError> {
         }
         shift += 7;
     }
-    // Zig-zag decoding.
+    // Kafka varints are zig-zag encoded so small negatives stay short.
     Ok(((value >> 1) as i64) ^ -((value & 1) as i64))
 }
 
@@ -135,7 +135,7 @@ pub fn for_each_record(
             .ok_or(BatchError::MalformedRecord {
                 reason: "record length out of bounds",
             })?;
-        // attributes i8
+        // The attributes byte is unused by every record format so far.
         pos += 1;
         let timestamp_delta = read_varlong(&records, &mut pos)?;
         let offset_delta = read_varlong(&records, &mut pos)?;

@@ -201,7 +201,7 @@ impl SegmentView {
         };
         let mut buf = vec![0u8; want];
         self.file.read_exact_at(&mut buf, pos).at(&self.path)?;
-        // Keep whole batches only.
+        // max_bytes may cut the last batch short; only whole batches go out.
         let mut cut = 0;
         for (p, h) in batch::headers(&buf) {
             if p + h.total_size() > buf.len() {
