@@ -28,12 +28,17 @@ pub struct LogConfig {
     pub index_interval_bytes: u32,
     /// `max.message.bytes`: the largest record batch accepted, header included.
     pub max_message_bytes: u32,
+    /// `producer.id.expiration.ms`: idempotent producers idle this long are
+    /// forgotten by [`crate::Log::run_retention`]. `None` keeps them forever.
+    pub producer_id_expiration_ms: Option<u64>,
 }
 
 /// Default `segment.bytes`: 1 GiB.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 1024 * 1024 * 1024;
 /// Default `segment.ms` and `retention.ms`: 7 days.
 pub const DEFAULT_ROLL_AND_RETENTION_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+/// Default `producer.id.expiration.ms`: 1 day.
+pub const DEFAULT_PRODUCER_ID_EXPIRATION_MS: u64 = 24 * 60 * 60 * 1000;
 /// Default `index.interval.bytes`.
 pub const DEFAULT_INDEX_INTERVAL_BYTES: u32 = 4096;
 /// Default `max.message.bytes`: 1 MiB.
@@ -50,6 +55,7 @@ impl Default for LogConfig {
             flush_interval_ms: None,
             index_interval_bytes: DEFAULT_INDEX_INTERVAL_BYTES,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            producer_id_expiration_ms: Some(DEFAULT_PRODUCER_ID_EXPIRATION_MS),
         }
     }
 }

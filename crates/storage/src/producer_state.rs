@@ -39,7 +39,8 @@ pub struct ProducerEntry {
     pub epoch: ProducerEpoch,
     /// Its last batches, oldest first (at most [`MAX_CACHED_BATCHES`]).
     pub batches: VecDeque<BatchMetadata>,
-    /// Max timestamp of its last batch.
+    /// When it last appended (wall clock; the batch's max timestamp when
+    /// rebuilt from the log). Drives producer id expiration.
     pub last_timestamp: Timestamp,
 }
 
@@ -59,7 +60,7 @@ impl ProducerEntry {
             .copied()
     }
 
-    fn push(&mut self, h: &BatchHeader) {
+    fn push(&mut self, h: &BatchHeader, at: Timestamp) {
         if h.producer_epoch != self.epoch {
             self.epoch = h.producer_epoch;
             self.batches.clear();
@@ -73,7 +74,7 @@ impl ProducerEntry {
             first_offset: h.base_offset,
             last_offset: h.last_offset(),
         });
-        self.last_timestamp = h.max_timestamp;
+        self.last_timestamp = at;
     }
 }
 
@@ -121,7 +122,12 @@ impl ProducerStateManager {
 
     /// Checks a batch (with its offsets already assigned) against the state
     /// including earlier batches of the same append, and stages its update.
-    pub fn check(&self, staged: &mut StagedProducers, h: &BatchHeader) -> Result<Verdict> {
+    pub fn check(
+        &self,
+        staged: &mut StagedProducers,
+        h: &BatchHeader,
+        now: Timestamp,
+    ) -> Result<Verdict> {
         if !h.has_producer_id() {
             return Ok(Verdict::Append);
         }
@@ -166,7 +172,7 @@ impl ProducerStateManager {
                 e.clone()
             }
         };
-        entry.push(h);
+        entry.push(h, now);
         staged.entries.push((pid, entry));
         Ok(Verdict::Append)
     }
@@ -176,6 +182,16 @@ impl ProducerStateManager {
         for (pid, entry) in staged.entries {
             self.producers.insert(pid, entry);
         }
+    }
+
+    /// Forgets producers idle for at least `expiration_ms` (Kafka's
+    /// `producer.id.expiration.ms`), so the state does not grow without
+    /// bound. Returns how many were removed.
+    pub fn remove_expired(&mut self, now: Timestamp, expiration_ms: u64) -> usize {
+        let before = self.producers.len();
+        self.producers
+            .retain(|_, e| now.0.saturating_sub(e.last_timestamp.0) < expiration_ms as i64);
+        before - self.producers.len()
     }
 
     /// Applies a batch read back from the log, without checks (recovery).
@@ -190,7 +206,7 @@ impl ProducerStateManager {
                 batches: VecDeque::new(),
                 last_timestamp: h.max_timestamp,
             })
-            .push(h);
+            .push(h, h.max_timestamp);
     }
 
     /// Serializes the state: version u16, CRC-32C u32 of the rest, count u32,

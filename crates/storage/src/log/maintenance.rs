@@ -87,7 +87,8 @@ impl Log {
     /// Deletes closed segments (never the active one), oldest first: those
     /// whose newest record is older than `retention_ms`, then those the log
     /// can lose while staying at least `retention_bytes` large, then those
-    /// wholly below the log start offset. Advances the log start offset.
+    /// wholly below the log start offset. Advances the log start offset, and
+    /// forgets producers idle longer than `producer_id_expiration_ms`.
     /// Returns the number of segments deleted.
     pub fn run_retention(&self, now: Timestamp) -> Result<u64> {
         let removed = {
@@ -117,6 +118,12 @@ impl Log {
             }
             while n < closed && inner.segments[n].next_offset() <= inner.log_start_offset {
                 n += 1;
+            }
+            if let Some(ms) = inner.config.producer_id_expiration_ms {
+                let expired = inner.producers.remove_expired(now, ms);
+                if expired > 0 {
+                    tracing::debug!(log = %self.topic_partition, expired, "expired idle producers");
+                }
             }
             self.remove_oldest(&mut inner, n)?
         };

@@ -228,7 +228,7 @@ impl Log {
             let mut next = base;
             for (_, mut h) in batch::headers(batches) {
                 h.base_offset = next;
-                if let Verdict::Duplicate(dup) = inner.producers.check(&mut staged, &h)? {
+                if let Verdict::Duplicate(dup) = inner.producers.check(&mut staged, &h, now)? {
                     return Ok(AppendOutcome::Duplicate(AppendInfo {
                         base_offset: dup.first_offset,
                         last_offset: dup.last_offset,

@@ -26,6 +26,7 @@ pub(super) fn small_config() -> LogConfig {
         flush_interval_ms: None,
         index_interval_bytes: 256,
         max_message_bytes: 1 << 20,
+        producer_id_expiration_ms: None,
     }
 }
 
@@ -579,6 +580,14 @@ fn idempotent_producers_are_deduplicated_sequenced_and_fenced() {
     // Other producers are independent; non-idempotent appends are unaffected.
     producer_append(&log, 2, 5, 7, 1).unwrap();
     append(&log, batch(&simple_records(0, 1, 0)));
+    // An idle producer is eventually forgotten, and then any sequence goes.
+    log.run_retention(Timestamp(NOW.0 + 24 * 60 * 60 * 1000 - 1))
+        .unwrap();
+    assert!(log.producer_state(ProducerId(1)).is_some());
+    log.run_retention(Timestamp(NOW.0 + 24 * 60 * 60 * 1000))
+        .unwrap();
+    assert!(log.producer_state(ProducerId(1)).is_none());
+    producer_append(&log, 1, 0, 500, 1).unwrap();
 }
 
 #[test]

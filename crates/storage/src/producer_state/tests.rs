@@ -9,7 +9,7 @@ fn header(pid: i64, epoch: i16, seq: i32, n: usize, base: i64) -> BatchHeader {
 
 fn apply(mgr: &mut ProducerStateManager, h: &BatchHeader) -> Result<Verdict> {
     let mut staged = StagedProducers::default();
-    let v = mgr.check(&mut staged, h)?;
+    let v = mgr.check(&mut staged, h, Timestamp(0))?;
     mgr.commit(staged);
     Ok(v)
 }
@@ -20,14 +20,18 @@ fn staged_updates_apply_only_on_commit() {
     let mut staged = StagedProducers::default();
     // Two batches of one request are checked in order against each other.
     assert_eq!(
-        mgr.check(&mut staged, &header(1, 0, 0, 2, 0)).unwrap(),
+        mgr.check(&mut staged, &header(1, 0, 0, 2, 0), Timestamp(0))
+            .unwrap(),
         Verdict::Append
     );
     assert_eq!(
-        mgr.check(&mut staged, &header(1, 0, 2, 2, 2)).unwrap(),
+        mgr.check(&mut staged, &header(1, 0, 2, 2, 2), Timestamp(0))
+            .unwrap(),
         Verdict::Append
     );
-    assert!(mgr.check(&mut staged, &header(1, 0, 9, 1, 4)).is_err());
+    assert!(mgr
+        .check(&mut staged, &header(1, 0, 9, 1, 4), Timestamp(0))
+        .is_err());
     assert!(mgr.get(ProducerId(1)).is_none());
     mgr.commit(staged);
     let e = mgr.get(ProducerId(1)).unwrap();
@@ -101,4 +105,19 @@ fn loading_skips_future_and_corrupt_snapshots() {
     );
     delete_snapshots_before(dir.path(), Offset(2)).unwrap();
     assert_eq!(list_snapshots(dir.path()).unwrap(), vec![Offset(2)]);
+}
+
+#[test]
+fn idle_producers_expire() {
+    let mut mgr = ProducerStateManager::default();
+    let mut staged = StagedProducers::default();
+    mgr.check(&mut staged, &header(1, 0, 0, 1, 0), Timestamp(1000))
+        .unwrap();
+    mgr.check(&mut staged, &header(2, 0, 0, 1, 1), Timestamp(5000))
+        .unwrap();
+    mgr.commit(staged);
+    assert_eq!(mgr.remove_expired(Timestamp(4999), 4000), 0);
+    assert_eq!(mgr.remove_expired(Timestamp(5000), 4000), 1);
+    assert!(mgr.get(ProducerId(1)).is_none());
+    assert!(mgr.get(ProducerId(2)).is_some());
 }
