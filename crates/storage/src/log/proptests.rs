@@ -26,7 +26,7 @@ fn truncate_file(path: &Path, len: u64) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
 
     #[test]
     fn round_trip_with_random_batches_and_segment_sizes(
