@@ -99,7 +99,7 @@ async fn stored_codec(broker: &BrokerProcess, topic: &str, p: i32) -> u8 {
     let records = data.records.as_ref().unwrap();
     assert!(records.len() > 61, "no batch in partition {p}");
     // attributes are the big-endian i16 at byte 21 of a v2 batch.
-    (records[22] & 0x07) as u8
+    records[22] & 0x07
 }
 
 #[tokio::test(flavor = "multi_thread")]

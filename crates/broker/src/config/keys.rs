@@ -339,3 +339,22 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod readme {
+    use super::*;
+
+    /// The README's configuration reference is a contract: every key must
+    /// be documented there.
+    #[test]
+    fn every_key_is_documented_in_the_readme() {
+        let readme = include_str!("../../../../README.md");
+        for k in BROKER_KEYS.iter().chain(TOPIC_KEYS) {
+            assert!(
+                readme.contains(&format!("`{}`", k.name)),
+                "README lacks `{}`",
+                k.name
+            );
+        }
+    }
+}

@@ -68,6 +68,8 @@ pub enum RequestError {
 }
 
 /// A frame that was parsed.
+// Built once per request and moved once; boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Parsed {
     /// A request to handle.

@@ -43,7 +43,7 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: ListOffsetsRequest) -> Li
                         .with_partition_index(p.partition_index);
                     let result = topic
                         .as_ref()
-                        .map_err(|e| response_error(e))
+                        .map_err(response_error)
                         .and_then(|topic| {
                             topic
                                 .partition(PartitionId(p.partition_index))
@@ -56,7 +56,8 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: ListOffsetsRequest) -> Li
                         Ok((offset, ts, epoch)) => resp
                             .with_offset(offset)
                             .with_timestamp(ts)
-                            .with_leader_epoch(epoch),
+                            // The field only exists from v4.
+                            .with_leader_epoch(if version >= 4 { epoch } else { -1 }),
                         Err(code) => resp
                             .with_error_code(code.code())
                             .with_offset(-1)

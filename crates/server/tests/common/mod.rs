@@ -23,6 +23,7 @@ pub struct BrokerProcess {
     child: Option<Child>,
     pub addr: SocketAddr,
     pub data_dir: PathBuf,
+    args: Vec<String>,
     settings: Vec<String>,
     _tmp: Option<tempfile::TempDir>,
     pub log: Arc<Mutex<Vec<String>>>,
@@ -32,33 +33,30 @@ pub struct BrokerProcess {
 impl BrokerProcess {
     /// Starts a broker with `--set` assignments on a fresh temp dir.
     pub fn start(settings: &[&str]) -> BrokerProcess {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().to_path_buf();
-        let mut b = BrokerProcess {
-            child: None,
-            addr: "127.0.0.1:0".parse().unwrap(),
-            data_dir: dir,
-            settings: settings.iter().map(|s| s.to_string()).collect(),
-            _tmp: Some(tmp),
-            log: Arc::new(Mutex::new(Vec::new())),
-            fsize_limit: None,
-        };
-        b.spawn("127.0.0.1:0");
-        b
+        Self::launch(&[], settings, None)
+    }
+
+    /// Starts a broker with extra command-line arguments too.
+    pub fn start_with_args(args: &[&str], settings: &[&str]) -> BrokerProcess {
+        Self::launch(args, settings, None)
     }
 
     /// Starts a broker whose writes fail (EFBIG) past `bytes` per file.
     pub fn start_with_file_size_limit(settings: &[&str], bytes: u64) -> BrokerProcess {
+        Self::launch(&[], settings, Some(bytes))
+    }
+
+    fn launch(args: &[&str], settings: &[&str], fsize_limit: Option<u64>) -> BrokerProcess {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().to_path_buf();
         let mut b = BrokerProcess {
             child: None,
             addr: "127.0.0.1:0".parse().unwrap(),
-            data_dir: dir,
+            data_dir: tmp.path().to_path_buf(),
+            args: args.iter().map(|s| s.to_string()).collect(),
             settings: settings.iter().map(|s| s.to_string()).collect(),
             _tmp: Some(tmp),
             log: Arc::new(Mutex::new(Vec::new())),
-            fsize_limit: Some(bytes),
+            fsize_limit,
         };
         b.spawn("127.0.0.1:0");
         b
@@ -74,6 +72,7 @@ impl BrokerProcess {
             .env("MAGNETAR_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        cmd.args(&self.args);
         for s in &self.settings {
             cmd.arg("--set").arg(s);
         }
@@ -135,10 +134,15 @@ impl BrokerProcess {
 
     /// SIGTERM and wait; returns the exit status code.
     pub fn terminate(&mut self) -> Option<i32> {
+        self.stop_with("-TERM")
+    }
+
+    /// Sends a signal (`-TERM`, `-INT`) and waits; returns the exit code.
+    pub fn stop_with(&mut self, signal: &str) -> Option<i32> {
         let mut c = self.child.take()?;
         let pid = c.id() as i32;
         let _ = Command::new("kill")
-            .arg("-TERM")
+            .arg(signal)
             .arg(pid.to_string())
             .status();
         let deadline = Instant::now() + Duration::from_secs(30);
