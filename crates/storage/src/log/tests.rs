@@ -816,3 +816,25 @@ fn clean_restarts_do_not_pile_up_producer_snapshots() {
     );
     assert_eq!(log.recovery_stats().producer_batches_replayed, 0);
 }
+
+#[test]
+fn offsets_are_never_reused_when_the_start_is_past_a_torn_end() {
+    let f = Fixture::new();
+    let log = f.open(small_config(), false);
+    for _ in 0..30 {
+        append(&log, batch(&simple_records(0, 3, 0)));
+    }
+    let end = log.log_end_offset();
+    let active = *log.segment_base_offsets().last().unwrap();
+    log.delete_records_before(end).unwrap();
+    drop(log);
+    // The crash also tore the whole active segment away.
+    std::fs::write(f.dir.join(file_name(active, LOG_EXT)), b"torn").unwrap();
+    let log = f.open(small_config(), false);
+    assert_eq!(log.log_start_offset(), end);
+    assert_eq!(log.log_end_offset(), end);
+    assert_eq!(
+        append(&log, batch(&simple_records(0, 1, 0))).base_offset,
+        end
+    );
+}
