@@ -9,6 +9,7 @@
 pub mod config;
 mod core;
 mod error;
+pub mod group;
 pub mod kafka;
 pub mod maintenance;
 mod metadata_store;
