@@ -79,26 +79,26 @@ fn name(s: &str) -> TopicName {
 fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
     let t = || name("t");
     match key {
-        ApiKey::Produce => RequestKind::Produce(
-            ProduceRequest::default()
-                .with_acks(-1)
-                .with_topic_data(vec![TopicProduceData::default()
+        ApiKey::Produce => {
+            RequestKind::Produce(ProduceRequest::default().with_acks(-1).with_topic_data(
+                vec![TopicProduceData::default()
                     .with_name(t())
                     .with_topic_id(topic_id)
                     .with_partition_data(vec![PartitionProduceData::default()
                         .with_index(0)
-                        .with_records(Some(batch()))])]),
-        ),
-        ApiKey::Fetch => RequestKind::Fetch(
-            FetchRequest::default()
-                .with_max_bytes(1 << 20)
-                .with_topics(vec![FetchTopic::default()
+                        .with_records(Some(batch()))])],
+            ))
+        }
+        ApiKey::Fetch => {
+            RequestKind::Fetch(FetchRequest::default().with_max_bytes(1 << 20).with_topics(
+                vec![FetchTopic::default()
                     .with_topic(t())
                     .with_topic_id(topic_id)
                     .with_partitions(vec![
                         FetchPartition::default().with_partition_max_bytes(1 << 20)
-                    ])]),
-        ),
+                    ])],
+            ))
+        }
         ApiKey::ListOffsets => {
             RequestKind::ListOffsets(ListOffsetsRequest::default().with_topics(vec![
             ListOffsetsTopic::default().with_name(t()).with_partitions(vec![
@@ -123,8 +123,8 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
                 .with_client_software_name(StrBytes::from_static_str("x"))
                 .with_client_software_version(StrBytes::from_static_str("1")),
         ),
-        ApiKey::CreateTopics => RequestKind::CreateTopics(
-            CreateTopicsRequest::default().with_topics(vec![
+        ApiKey::CreateTopics => {
+            RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
                 CreatableTopic::default()
                     .with_name(name(&format!("c{version}")))
                     .with_num_partitions(-1)
@@ -133,8 +133,8 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
                     .with_name(t())
                     .with_num_partitions(1)
                     .with_replication_factor(1),
-            ]),
-        ),
+            ]))
+        }
         ApiKey::DeleteTopics => RequestKind::DeleteTopics(
             DeleteTopicsRequest::default()
                 .with_topic_names(vec![name("missing")])
