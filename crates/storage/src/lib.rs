@@ -1,7 +1,7 @@
 //! Magnetar's storage engine: per-partition segmented logs holding Kafka v2
 //! record batches exactly as received.
 //!
-//! The layering follows Kafka and Redpanda: a [`segment`](crate::segment) is
+//! The layering follows Kafka and Redpanda: a segment is
 //! one `.log` file with its sparse `.index` and `.timeindex`; a [`Log`] is the
 //! ordered segments of one partition plus its leader epoch cache, idempotent
 //! producer state and checkpoints; the [`LogManager`] owns the data directory
