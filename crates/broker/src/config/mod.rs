@@ -204,6 +204,11 @@ impl BrokerConfig {
         self.opt_positive("log.flush.interval.ms")
     }
 
+    /// A key's value as an integer (for keys declared with an integer kind).
+    pub fn int_value(&self, key: &str) -> i64 {
+        self.int(key)
+    }
+
     /// `advertised.listeners`, parsed to host and port, if set.
     pub fn advertised_listener(&self) -> Option<(String, u16)> {
         let v = self.raw("advertised.listeners");

@@ -2,3 +2,5 @@
 //! (KIP-848) protocol, committed offsets and their durable log.
 
 pub mod classic;
+pub mod consumer;
+pub mod store;
