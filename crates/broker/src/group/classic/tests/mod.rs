@@ -6,7 +6,7 @@ use bytes::Bytes;
 use super::*;
 
 mod join;
-mod prop;
+mod proptests;
 mod static_members;
 mod sync_leave;
 mod timers;
@@ -215,4 +215,74 @@ pub fn assignment_for(results: &[JoinResult]) -> Vec<(String, Bytes)> {
 /// Every request answered in `effects`, in order.
 pub fn answered(effects: &[Effect]) -> Vec<RequestId> {
     effects.iter().filter_map(Effect::request).collect()
+}
+
+/// Checks the group's internal consistency; the property test runs it after
+/// every step.
+pub fn check_invariants(g: &ClassicGroup) -> Result<(), String> {
+    let fail = |what: &str| Err(format!("{what} (state {})", g.state));
+    let preparing = g.state == GroupState::PreparingRebalance;
+    let settled = matches!(
+        g.state,
+        GroupState::CompletingRebalance | GroupState::Stable
+    );
+    if g.join_timer.is_some() != preparing {
+        return fail("a join timer runs exactly while preparing a rebalance");
+    }
+    if g.pending_sync.is_empty() != g.sync_deadline.is_none() {
+        return fail("the sync timer runs exactly while members owe a SyncGroup");
+    }
+    if !settled && !g.pending_sync.is_empty() {
+        return fail("only a settled generation has members owing a SyncGroup");
+    }
+    if g.pending_sync.iter().any(|id| !g.members.contains_key(id)) {
+        return fail("members owing a SyncGroup are members");
+    }
+    if g.pending_members
+        .keys()
+        .any(|id| g.members.contains_key(id))
+    {
+        return fail("a pending member is not yet a member");
+    }
+    if g.static_members.len()
+        != g.members
+            .values()
+            .filter(|m| m.instance_id.is_some())
+            .count()
+    {
+        return fail("one instance-id entry per static member");
+    }
+    for (instance, id) in &g.static_members {
+        match g.members.get(id) {
+            Some(m) if m.instance_id.as_deref() == Some(instance.as_str()) => {}
+            _ => return fail("the instance map points at the member holding it"),
+        }
+    }
+    if g.members.is_empty() != g.leader.is_none() {
+        return fail("a group has a leader exactly when it has members");
+    }
+    if g.leader
+        .as_ref()
+        .is_some_and(|l| !g.members.contains_key(l))
+    {
+        return fail("the leader is a member");
+    }
+    for m in g.members.values() {
+        if m.awaiting_join.is_some() && !preparing {
+            return fail("joins are parked only while preparing");
+        }
+        if m.awaiting_sync.is_some() && g.state != GroupState::CompletingRebalance {
+            return fail("syncs are parked only while completing");
+        }
+        if m.is_new && !preparing {
+            return fail("members are new only until their first join phase ends");
+        }
+        if settled && !g.protocol_name.as_deref().is_some_and(|p| m.supports(p)) {
+            return fail("every member supports the generation's protocol");
+        }
+    }
+    if matches!(g.state, GroupState::Empty | GroupState::Dead) && !g.members.is_empty() {
+        return fail("an empty or dead group has no members");
+    }
+    Ok(())
 }
