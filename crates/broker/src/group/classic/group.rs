@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use super::member::Member;
 use super::timers::JoinTimer;
 use super::types::{
-    ClassicConfig, Effect, GroupState, JoinRequest, JoinResult, JoinedMember, Protocol,
+    ClassicConfig, Effect, GroupState, JoinRequest, JoinResult, JoinedMember, Protocol, RequestId,
     NEW_MEMBER_JOIN_TIMEOUT_MS,
 };
 use super::GroupError;
@@ -425,7 +425,7 @@ impl ClassicGroup {
         }
     }
 
-    fn park_join(&mut self, id: &str, request: u64) {
+    fn park_join(&mut self, id: &str, request: RequestId) {
         if let Some(m) = self.members.get_mut(id) {
             m.awaiting_join = Some(request);
         }
