@@ -1,0 +1,434 @@
+//! One pipelined connection to one broker: a writer task and a reader task,
+//! any number of requests in flight, responses matched by correlation id.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+use crate::error::{Error, Result};
+use crate::versions::ApiVersions;
+
+/// Largest response frame accepted; a bigger size prefix means a broken
+/// stream, not a real response.
+const MAX_FRAME: usize = 512 * 1024 * 1024;
+const CLIENT_SOFTWARE_NAME: &str = "magnetar-rust-client";
+
+/// Settings for one connection.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnSettings {
+    pub client_id: StrBytes,
+    pub connect_timeout: Duration,
+    pub request_timeout: Duration,
+}
+
+type Reply = oneshot::Sender<Result<Bytes>>;
+
+/// State shared by the handle, the writer and the reader.
+struct Shared {
+    addr: String,
+    pending: Mutex<Pending>,
+    closed: AtomicBool,
+}
+
+#[derive(Default)]
+struct Pending {
+    waiting: HashMap<i32, Reply>,
+    /// Why the connection closed; set once.
+    closed: Option<Error>,
+}
+
+impl Shared {
+    /// Fails every waiting request and refuses new ones.
+    fn close(&self, why: Error) {
+        let waiting = {
+            let mut p = self.pending.lock().unwrap();
+            if p.closed.is_none() {
+                p.closed = Some(why.clone());
+            }
+            std::mem::take(&mut p.waiting)
+        };
+        self.closed.store(true, Ordering::Release);
+        for (_, reply) in waiting {
+            let _ = reply.send(Err(why.clone()));
+        }
+    }
+
+    fn disconnected(&self, reason: impl Into<String>) -> Error {
+        Error::Disconnected {
+            broker: self.addr.clone(),
+            reason: reason.into(),
+        }
+    }
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    tx: mpsc::UnboundedSender<Bytes>,
+    next_correlation: AtomicI32,
+    versions: ApiVersions,
+    settings: ConnSettings,
+    tasks: [AbortHandle; 2],
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The last handle is gone: stop both tasks so the socket closes.
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// A connection to one broker, cheap to clone (all clones share the socket).
+///
+/// Requests are written in the order [`Connection::send`] is called and
+/// may be in flight together; each returns a future of its own response.
+/// The connection negotiated API versions when it opened:
+/// [`Connection::versions`] tells the highest version of each API that both
+/// sides support.
+///
+/// ```no_run
+/// # async fn f() -> client::Result<()> {
+/// use kafka_protocol::messages::MetadataRequest;
+/// let client = client::Client::connect(client::ClientConfig::new(["127.0.0.1:9092"])).await?;
+/// let conn = client.any_connection().await?;
+/// let v = conn.versions().pick::<MetadataRequest>()?;
+/// let metadata = conn.send(v, &MetadataRequest::default())?.await?;
+/// println!("{} brokers", metadata.brokers.len());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Connection {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("addr", &self.inner.shared.addr)
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+impl Connection {
+    /// Connects to `addr`, starts the reader and writer tasks and
+    /// negotiates API versions.
+    pub(crate) async fn open(addr: &str, settings: ConnSettings) -> Result<Connection> {
+        let io_err = |e: std::io::Error| Error::Io {
+            broker: addr.to_string(),
+            source: Arc::new(e),
+        };
+        let stream = tokio::time::timeout(settings.connect_timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| Error::Timeout(settings.connect_timeout))?
+            .map_err(io_err)?;
+        stream.set_nodelay(true).map_err(io_err)?;
+        let (rd, wr) = stream.into_split();
+        let shared = Arc::new(Shared {
+            addr: addr.to_string(),
+            pending: Mutex::new(Pending::default()),
+            closed: AtomicBool::new(false),
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        let writer = tokio::spawn(write_loop(wr, rx, shared.clone())).abort_handle();
+        let reader = tokio::spawn(read_loop(rd, shared.clone())).abort_handle();
+        let mut conn = Connection {
+            inner: Arc::new(Inner {
+                shared,
+                tx,
+                next_correlation: AtomicI32::new(1),
+                versions: ApiVersions::default(),
+                settings,
+                tasks: [writer, reader],
+            }),
+        };
+        let versions = conn.negotiate().await?;
+        Arc::get_mut(&mut conn.inner)
+            .expect("no other handle yet")
+            .versions = versions;
+        tracing::debug!(broker = addr, "connected");
+        Ok(conn)
+    }
+
+    /// Asks ApiVersions at our highest version; a broker that does not know
+    /// it answers UNSUPPORTED_VERSION in the v0 format with its own range,
+    /// and we ask again at the highest version it named.
+    async fn negotiate(&self) -> Result<ApiVersions> {
+        let ours = crate::versions::client_range(ApiKey::ApiVersions).max;
+        let mut version = ours;
+        for _ in 0..2 {
+            let req = if version >= 3 {
+                ApiVersionsRequest::default()
+                    .with_client_software_name(StrBytes::from_static_str(CLIENT_SOFTWARE_NAME))
+                    .with_client_software_version(StrBytes::from_static_str(env!(
+                        "CARGO_PKG_VERSION"
+                    )))
+            } else {
+                ApiVersionsRequest::default()
+            };
+            let frame = self.send_raw(&req, version)?.await?;
+            let mut body = frame;
+            ResponseHeader::decode(&mut body, ApiVersionsResponse::header_version(version))
+                .map_err(|e| Error::protocol("ApiVersions header", e))?;
+            // error_code is the first field in every version.
+            if body.len() >= 2 && (&body[..2]).get_i16() == 35 && version > 0 {
+                let v0 = ApiVersionsResponse::decode(&mut body, 0)
+                    .map_err(|e| Error::protocol("ApiVersions v0 fallback", e))?;
+                let theirs = v0
+                    .api_keys
+                    .iter()
+                    .find(|k| k.api_key == ApiKey::ApiVersions as i16)
+                    .map(|k| k.max_version)
+                    .unwrap_or(0);
+                let next = theirs.min(ours).max(0);
+                tracing::debug!(broker = %self.inner.shared.addr, from = version, to = next, "ApiVersions downgrade");
+                if next >= version {
+                    return Err(Error::NotSupported(format!(
+                        "{}: ApiVersions v{version} refused",
+                        self.inner.shared.addr
+                    )));
+                }
+                version = next;
+                continue;
+            }
+            let resp = ApiVersionsResponse::decode(&mut body, version)
+                .map_err(|e| Error::protocol("ApiVersions", e))?;
+            Error::check(resp.error_code, None)?;
+            let ranges: Vec<(i16, i16, i16)> = resp
+                .api_keys
+                .iter()
+                .map(|k| (k.api_key, k.min_version, k.max_version))
+                .collect();
+            return Ok(ApiVersions::from_ranges(&ranges));
+        }
+        Err(Error::NotSupported(format!(
+            "{}: no ApiVersions version agreed",
+            self.inner.shared.addr
+        )))
+    }
+
+    /// `host:port` of the broker.
+    pub fn addr(&self) -> &str {
+        &self.inner.shared.addr
+    }
+
+    /// The versions negotiated when the connection opened.
+    pub fn versions(&self) -> &ApiVersions {
+        &self.inner.versions
+    }
+
+    /// Whether the connection has failed or been closed; a closed
+    /// connection refuses new requests and the pool replaces it.
+    pub fn is_closed(&self) -> bool {
+        self.inner.shared.closed.load(Ordering::Acquire)
+    }
+
+    /// Closes the connection; waiting requests fail with
+    /// [`Error::Disconnected`].
+    pub fn close(&self) {
+        self.inner
+            .shared
+            .close(self.inner.shared.disconnected("closed by client"));
+    }
+
+    /// Sends `req` at `version` with the default request timeout.
+    ///
+    /// The request is queued for writing before this returns, so calls made
+    /// one after another reach the broker in that order; the returned future
+    /// only waits for the response.
+    pub fn send<R: Request>(
+        &self,
+        version: i16,
+        req: &R,
+    ) -> Result<impl Future<Output = Result<R::Response>> + Send + 'static> {
+        self.send_with_timeout(version, req, self.inner.settings.request_timeout)
+    }
+
+    /// [`Connection::send`] with an explicit timeout, e.g. a long-polling
+    /// Fetch whose `max_wait` exceeds the request timeout. On timeout the
+    /// connection is closed, as Kafka clients do, since later responses on
+    /// it can no longer be trusted to arrive.
+    pub fn send_with_timeout<R: Request>(
+        &self,
+        version: i16,
+        req: &R,
+        timeout: Duration,
+    ) -> Result<impl Future<Output = Result<R::Response>> + Send + 'static> {
+        let raw = self.send_raw_timeout(req, version, timeout)?;
+        Ok(async move {
+            let mut body = raw.await?;
+            ResponseHeader::decode(&mut body, R::Response::header_version(version))
+                .map_err(|e| Error::protocol("response header", e))?;
+            R::Response::decode(&mut body, version).map_err(|e| {
+                Error::protocol(
+                    &format!(
+                        "decoding {:?} v{version} response",
+                        ApiKey::try_from(R::KEY)
+                    ),
+                    e,
+                )
+            })
+        })
+    }
+
+    /// Sends a request the broker will not answer (Produce with acks=0).
+    pub fn send_oneway<R: Request>(&self, version: i16, req: &R) -> Result<()> {
+        let (_, frame) = self.encode(req, version)?;
+        self.inner
+            .tx
+            .send(frame)
+            .map_err(|_| self.inner.shared.disconnected("writer stopped"))
+    }
+
+    fn send_raw<R: Request>(
+        &self,
+        req: &R,
+        version: i16,
+    ) -> Result<impl Future<Output = Result<Bytes>> + Send + 'static> {
+        self.send_raw_timeout(req, version, self.inner.settings.request_timeout)
+    }
+
+    fn encode<R: Request>(&self, req: &R, version: i16) -> Result<(i32, Bytes)> {
+        let correlation = self.inner.next_correlation.fetch_add(1, Ordering::Relaxed);
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation)
+            .with_client_id(Some(self.inner.settings.client_id.clone()));
+        let header_version = R::header_version(version);
+        let size = header
+            .compute_size(header_version)
+            .and_then(|h| req.compute_size(version).map(|b| h + b))
+            .map_err(|e| Error::protocol("sizing request", e))?;
+        let mut buf = BytesMut::with_capacity(4 + size);
+        buf.put_i32(size as i32);
+        header
+            .encode(&mut buf, header_version)
+            .and_then(|_| req.encode(&mut buf, version))
+            .map_err(|e| {
+                Error::protocol(
+                    &format!("encoding {:?} v{version}", ApiKey::try_from(R::KEY)),
+                    e,
+                )
+            })?;
+        debug_assert_eq!(buf.len(), 4 + size);
+        Ok((correlation, buf.freeze()))
+    }
+
+    fn send_raw_timeout<R: Request>(
+        &self,
+        req: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<impl Future<Output = Result<Bytes>> + Send + 'static> {
+        let (correlation, frame) = self.encode(req, version)?;
+        let (reply, rx) = oneshot::channel();
+        let shared = self.inner.shared.clone();
+        {
+            let mut p = shared.pending.lock().unwrap();
+            if let Some(why) = &p.closed {
+                return Err(why.clone());
+            }
+            p.waiting.insert(correlation, reply);
+        }
+        if self.inner.tx.send(frame).is_err() {
+            shared.pending.lock().unwrap().waiting.remove(&correlation);
+            return Err(shared.disconnected("writer stopped"));
+        }
+        Ok(async move {
+            match tokio::time::timeout(timeout, rx).await {
+                Ok(Ok(r)) => r,
+                Ok(Err(_)) => Err(shared.disconnected("connection dropped")),
+                Err(_) => {
+                    shared.pending.lock().unwrap().waiting.remove(&correlation);
+                    shared.close(
+                        shared.disconnected(format!("a request timed out after {timeout:?}")),
+                    );
+                    Err(Error::Timeout(timeout))
+                }
+            }
+        })
+    }
+}
+
+async fn write_loop(
+    wr: OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    shared: Arc<Shared>,
+) {
+    let mut wr = BufWriter::with_capacity(64 * 1024, wr);
+    while let Some(frame) = rx.recv().await {
+        let mut result = wr.write_all(&frame).await;
+        // Coalesce whatever else is already queued into the same flush.
+        while result.is_ok() {
+            match rx.try_recv() {
+                Ok(frame) => result = wr.write_all(&frame).await,
+                Err(_) => break,
+            }
+        }
+        if result.is_ok() {
+            result = wr.flush().await;
+        }
+        if let Err(e) = result {
+            shared.close(Error::Io {
+                broker: shared.addr.clone(),
+                source: Arc::new(e),
+            });
+            return;
+        }
+    }
+}
+
+async fn read_loop(rd: OwnedReadHalf, shared: Arc<Shared>) {
+    let mut rd = BufReader::with_capacity(64 * 1024, rd);
+    let why = loop {
+        let len = match rd.read_i32().await {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                break shared.disconnected("closed by broker");
+            }
+            Err(e) => {
+                break Error::Io {
+                    broker: shared.addr.clone(),
+                    source: Arc::new(e),
+                }
+            }
+        };
+        if len < 4 || len as usize > MAX_FRAME {
+            break Error::Protocol(format!("{}: bad response size {len}", shared.addr));
+        }
+        let mut buf = BytesMut::zeroed(len as usize);
+        if let Err(e) = rd.read_exact(&mut buf).await {
+            break Error::Io {
+                broker: shared.addr.clone(),
+                source: Arc::new(e),
+            };
+        }
+        let frame = buf.freeze();
+        let correlation = (&frame[..4]).get_i32();
+        let reply = shared.pending.lock().unwrap().waiting.remove(&correlation);
+        match reply {
+            Some(reply) => {
+                let _ = reply.send(Ok(frame));
+            }
+            // A request that timed out; its answer is no longer wanted.
+            None => tracing::debug!(broker = %shared.addr, correlation, "unexpected response"),
+        }
+    };
+    tracing::debug!(broker = %shared.addr, error = %why, "connection closed");
+    shared.close(why);
+}

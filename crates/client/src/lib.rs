@@ -1,0 +1,46 @@
+//! A native async client for Kafka-compatible brokers (Magnetar, Apache
+//! Kafka, Redpanda, …), built on the `kafka-protocol` crate.
+//!
+//! - [`Client`]: bootstrap, one pipelined [`Connection`] per broker with
+//!   ApiVersions negotiation and reconnect backoff, and a metadata cache.
+//! - [`Producer`]: batching, compression, idempotence, ordered retries and a
+//!   future per record.
+//! - [`Admin`]: topics, configs, partitions, records, groups, coordinators.
+//!
+//! ```no_run
+//! # async fn f() -> client::Result<()> {
+//! use client::{Admin, ClientConfig, NewTopic, Producer, ProducerRecord};
+//! let admin = Admin::connect(ClientConfig::new(["127.0.0.1:9092"])).await?;
+//! admin.create_topics(&[NewTopic::new("events", 3)], false).await?;
+//! let producer = Producer::builder().client(admin.client().clone()).build().await?;
+//! let md = producer.send(ProducerRecord::new("events").key("k").value("v")).await?;
+//! println!("{}@{}", md.partition, md.offset);
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+mod admin;
+mod client;
+mod conn;
+mod error;
+mod metadata;
+mod producer;
+mod versions;
+
+#[cfg(test)]
+mod testing;
+
+pub use crate::admin::*;
+pub use crate::client::{Client, ClientConfig};
+pub use crate::conn::Connection;
+pub use crate::error::{BrokerError, Error, Result};
+pub use crate::metadata::{
+    ClusterMetadata, Node, NodeId, PartitionMetadata, TopicId, TopicMetadata,
+};
+pub use crate::producer::partitioner::{murmur2, partition_for_key};
+pub use crate::producer::{
+    Acks, Compression, DeliveryFuture, Producer, ProducerBuilder, ProducerRecord, RecordMetadata,
+};
+pub use crate::versions::{client_range, ApiVersions};
+pub use kafka_protocol::ResponseError;
