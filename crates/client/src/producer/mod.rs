@@ -6,6 +6,8 @@ mod builder;
 pub(crate) mod partitioner;
 mod record;
 mod sender;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 
