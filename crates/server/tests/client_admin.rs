@@ -164,10 +164,12 @@ async fn topic_lifecycle() {
         .await
         .unwrap();
     for i in 0..10 {
-        let _ = producer.send(
-            ProducerRecord::new("orders")
-                .partition(0)
-                .value(format!("{i}")),
+        drop(
+            producer.send(
+                ProducerRecord::new("orders")
+                    .partition(0)
+                    .value(format!("{i}")),
+            ),
         );
     }
     producer.flush().await.unwrap();

@@ -40,7 +40,7 @@ fn records_with_a_key_go_where_java_puts_them() {
     let acc = acc_with_topic(1 << 20, 6);
     for i in 0..50 {
         let key = format!("key-{i}");
-        let _ = acc.append(ProducerRecord::new("t").key(key.clone()).value("v"));
+        drop(acc.append(ProducerRecord::new("t").key(key.clone()).value("v")));
         let want = partition_for_key(key.as_bytes(), 6) as usize;
         let st = acc.state.lock().unwrap();
         let b = st.topics["t"].parts[want].open.as_ref().unwrap();
@@ -55,10 +55,12 @@ fn records_with_a_key_go_where_java_puts_them() {
 fn batches_split_by_size_and_keep_call_order() {
     let acc = acc_with_topic(1000, 1);
     for i in 0..100 {
-        let _ = acc.append(
-            ProducerRecord::new("t")
-                .partition(0)
-                .value(vec![i as u8; 90]),
+        drop(
+            acc.append(
+                ProducerRecord::new("t")
+                    .partition(0)
+                    .value(vec![i as u8; 90]),
+            ),
         );
     }
     let mut st = acc.state.lock().unwrap();
@@ -96,7 +98,7 @@ fn keyless_records_stick_to_a_partition_until_its_batch_fills() {
     let acc = acc_with_topic(500, 8);
     let mut partitions = Vec::new();
     for _ in 0..40 {
-        let _ = acc.append(ProducerRecord::new("t").value(vec![0u8; 80]));
+        drop(acc.append(ProducerRecord::new("t").value(vec![0u8; 80])));
         let st = acc.state.lock().unwrap();
         let tq = &st.topics["t"];
         let p = (0..8)
@@ -183,12 +185,14 @@ fn encoding_makes_one_batch_with_sequences() {
     ] {
         let acc = acc_with_topic(1 << 20, 1);
         for i in 0..50 {
-            let _ = acc.append(
-                ProducerRecord::new("t")
-                    .partition(0)
-                    .key(format!("k{i}"))
-                    .value(Bytes::from(vec![i as u8; 100]))
-                    .header("h", "x"),
+            drop(
+                acc.append(
+                    ProducerRecord::new("t")
+                        .partition(0)
+                        .key(format!("k{i}"))
+                        .value(Bytes::from(vec![i as u8; 100]))
+                        .header("h", "x"),
+                ),
             );
         }
         let mut st = acc.state.lock().unwrap();
