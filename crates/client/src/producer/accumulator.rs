@@ -568,18 +568,19 @@ impl Accumulator {
     pub(crate) fn expire(&mut self, now: Instant, timeout: Duration) -> (usize, bool) {
         let mut n = 0;
         let mut gap = false;
-        let names: Vec<String> = self.topics.keys().cloned().collect();
-        for t in names {
-            let tq = self.topics.get_mut(&t).expect("listed");
+        let e = Error::Timeout(timeout);
+        for tq in self.topics.values_mut() {
             if tq
                 .waiting_since
                 .is_some_and(|s| now.duration_since(s) >= timeout)
             {
-                let e = Error::Timeout(timeout);
-                n += self.fail_waiting(&t, &e);
+                n += tq.waiting.len();
+                for w in tq.waiting.drain(..) {
+                    w.slot.set(Err(e.clone()));
+                }
+                tq.waiting_since = None;
                 continue;
             }
-            let tq = self.topics.get_mut(&t).expect("listed");
             for pq in &mut tq.parts {
                 if pq.in_flight > 0 {
                     continue;
@@ -592,14 +593,17 @@ impl Accumulator {
                     let mut b = pq.ready.pop_front().expect("front");
                     gap |= b.sequence.is_some();
                     n += b.len();
-                    b.completion.complete(Err(Error::Timeout(timeout)));
+                    b.completion.complete(Err(e.clone()));
                 }
-                if pq.open.as_ref().is_some_and(|b| {
-                    now.duration_since(b.created) >= timeout && pq.ready.is_empty()
-                }) {
+                if pq.ready.is_empty()
+                    && pq
+                        .open
+                        .as_ref()
+                        .is_some_and(|b| now.duration_since(b.created) >= timeout)
+                {
                     let mut b = pq.open.take().expect("open");
                     n += b.len();
-                    b.completion.complete(Err(Error::Timeout(timeout)));
+                    b.completion.complete(Err(e.clone()));
                 }
             }
         }

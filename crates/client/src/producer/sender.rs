@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -49,6 +49,7 @@ pub(crate) fn spawn(
         tasks: JoinSet::new(),
         next_metadata: Instant::now(),
         next_init: Instant::now(),
+        next_expire: Instant::now(),
     };
     SenderHandle(tokio::spawn(sender.run()).abort_handle())
 }
@@ -83,6 +84,7 @@ struct Sender {
     tasks: JoinSet<Event>,
     next_metadata: Instant,
     next_init: Instant,
+    next_expire: Instant,
 }
 
 impl Sender {
@@ -223,8 +225,15 @@ impl Sender {
     }
 
     fn expire(&mut self) {
+        // A scan of every partition: often enough for a timeout counted in
+        // seconds, rarely enough to cost nothing per record.
+        let now = Instant::now();
+        if now < self.next_expire {
+            return;
+        }
+        self.next_expire = now + Duration::from_millis(100);
         let mut acc = self.acc.state.lock().unwrap();
-        let (n, gap) = acc.expire(Instant::now(), self.config.delivery_timeout);
+        let (n, gap) = acc.expire(now, self.config.delivery_timeout);
         if n > 0 {
             self.acc.records_done(&mut acc, n);
         }

@@ -262,3 +262,60 @@ fn compression_names_parse() {
     }
     assert!("brotli".parse::<Compression>().is_err());
 }
+
+#[tokio::test]
+async fn apis_the_broker_lacks_are_not_supported_errors() {
+    use crate::testing::{FakeBroker, FakeSpec};
+    let fake = FakeBroker::start(FakeSpec::new(3, 12, 6).topic("t", 2)).await;
+    // Default idempotence gives way quietly; Produce itself is missing.
+    let p = super::Producer::builder()
+        .bootstrap(&fake.addr)
+        .build()
+        .await
+        .unwrap();
+    let err = p
+        .send(ProducerRecord::new("t").value("v"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotSupported(_)), "{err}");
+    // Explicit idempotence without InitProducerId fails every record.
+    let p = super::Producer::builder()
+        .bootstrap(&fake.addr)
+        .idempotence(true)
+        .build()
+        .await
+        .unwrap();
+    let err = p
+        .send(ProducerRecord::new("t").value("v"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotSupported(_)), "{err}");
+    let err = p
+        .send(ProducerRecord::new("t").value("v"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotSupported(_)), "{err}");
+}
+
+#[tokio::test]
+async fn records_for_a_topic_that_never_appears_time_out() {
+    use crate::testing::{FakeBroker, FakeSpec};
+    let mut spec = FakeSpec::new(3, 12, 6);
+    spec.auto_create = false;
+    let fake = FakeBroker::start(spec).await;
+    let p = super::Producer::builder()
+        .bootstrap(&fake.addr)
+        .delivery_timeout(Duration::from_millis(300))
+        .retry_backoff(Duration::from_millis(20))
+        .build()
+        .await
+        .unwrap();
+    let start = Instant::now();
+    let err = p
+        .send(ProducerRecord::new("ghost").value("v"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout(_)), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+    p.flush().await.unwrap();
+}
