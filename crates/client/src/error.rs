@@ -119,6 +119,11 @@ pub enum Error {
 }
 
 /// `Result` with this crate's [`Error`].
+///
+/// ```
+/// fn parse(s: &str) -> client::Result<client::Compression> { s.parse() }
+/// assert!(parse("gzip").is_ok());
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {

@@ -82,6 +82,11 @@ impl ApiVersions {
 /// The versions this client can speak for `key`: whatever `kafka-protocol`
 /// encodes, capped where this crate's request-building code has not been
 /// written for newer versions.
+///
+/// ```
+/// use kafka_protocol::messages::ApiKey;
+/// assert_eq!(client::client_range(ApiKey::Produce).max, 12);
+/// ```
 pub fn client_range(key: ApiKey) -> VersionRange {
     let all = key.valid_versions();
     let cap = match key {

@@ -23,6 +23,15 @@ use crate::error::{Error, Result};
 use crate::metadata::{Node, NodeId};
 
 /// Results of a batched admin call, one per item asked, in the order asked.
+///
+/// ```no_run
+/// # async fn f(admin: client::Admin) -> client::Result<()> {
+/// let results: client::PerItem<String, ()> = admin.delete_topics(&["a", "b"]).await?;
+/// for (topic, r) in results {
+///     if let Err(e) = r { eprintln!("{topic}: {e}"); }
+/// }
+/// # Ok(()) }
+/// ```
 pub type PerItem<K, T> = Vec<(K, Result<T>)>;
 
 /// What DescribeCluster (or Metadata, on older brokers) says about the
