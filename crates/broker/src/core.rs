@@ -2,7 +2,7 @@
 //! partition lookup, producer ids and background maintenance.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use model::{PartitionId, ProducerId, Timestamp, TopicId, TopicName, TopicPartition};
 use parking_lot::{Mutex, RwLock};
@@ -10,6 +10,8 @@ use storage::LogManager;
 use tracing::{info, warn};
 
 use crate::config::{BrokerConfig, ConfigSource, TopicConfig, TopicKind};
+use crate::group::coordinator::GroupCoordinator;
+use crate::group::store::{GroupLog, OFFSETS_TOPIC};
 use crate::metadata_store::{MetadataStore, TopicRecord};
 use crate::topic::{Partition, Topic};
 use crate::Error;
@@ -63,6 +65,7 @@ pub struct Broker {
     store: Mutex<MetadataStore>,
     producer_ids: Mutex<ProducerIds>,
     cluster_id: String,
+    groups: OnceLock<GroupCoordinator>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -120,7 +123,8 @@ impl Broker {
         let limit = store.data.producer_id_limit;
         let cluster_id = store.data.cluster_id.clone();
         info!(topics = table.by_name.len(), %cluster_id, "broker state loaded");
-        Ok(Arc::new(Broker {
+        let coordinator_config = crate::group::coordinator_config(&config);
+        let broker = Broker {
             config: RwLock::new(config),
             endpoint,
             logs,
@@ -128,7 +132,47 @@ impl Broker {
             store: Mutex::new(store),
             producer_ids: Mutex::new(ProducerIds { next: limit, limit }),
             cluster_id,
-        }))
+            groups: OnceLock::new(),
+        };
+        let offsets = broker.offsets_partition()?;
+        let coordinator = GroupCoordinator::open(GroupLog::new(offsets), coordinator_config)?;
+        let _ = broker.groups.set(coordinator);
+        Ok(Arc::new(broker))
+    }
+
+    /// The group coordinator.
+    pub fn groups(&self) -> &GroupCoordinator {
+        // Set in `open` before the broker is handed out.
+        self.groups
+            .get()
+            .expect("group coordinator initialized in Broker::open")
+    }
+
+    /// The internal offsets topic's partition, created on first start.
+    fn offsets_partition(&self) -> Result<Arc<Partition>, Error> {
+        let name = TopicName::new(OFFSETS_TOPIC)?;
+        let topic = match self.topic(OFFSETS_TOPIC) {
+            Some(t) => t,
+            None => {
+                // Never expire by time or size: the coordinator compacts it.
+                let mut config = TopicConfig::default();
+                config.set("retention.ms", "-1")?;
+                config.set("retention.bytes", "-1")?;
+                config.set("segment.bytes", "16777216")?;
+                config.set("cleanup.policy", "compact")?;
+                self.create_topic(
+                    NewTopic {
+                        name,
+                        partitions: Some(1),
+                        replication_factor: None,
+                        kind: TopicKind::Partitioned,
+                        config,
+                    },
+                    false,
+                )?
+            }
+        };
+        topic.partition(PartitionId(0)).cloned()
     }
 
     /// A snapshot of the current configuration.
@@ -290,6 +334,11 @@ impl Broker {
     /// Deletes a topic: the metadata write commits it, then its logs are
     /// staged for removal. Its id is never reused.
     pub fn delete_topic(&self, name: &str) -> Result<TopicId, Error> {
+        if name == OFFSETS_TOPIC {
+            return Err(Error::InvalidRequest(format!(
+                "{OFFSETS_TOPIC} is internal and cannot be deleted"
+            )));
+        }
         let mut store = self.store.lock();
         let topic = self
             .topic(name)

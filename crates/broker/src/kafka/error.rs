@@ -44,3 +44,55 @@ pub fn code_and_message(r: &Result<(), Error>) -> (i16, Option<String>) {
         Err(e) => (response_error(e).code(), Some(e.to_string())),
     }
 }
+
+/// The Kafka error for a classic group state-machine error.
+pub fn classic_error(e: &crate::group::classic::GroupError) -> ResponseError {
+    use crate::group::classic::GroupError as G;
+    use ResponseError as R;
+    match e {
+        G::UnknownMemberId => R::UnknownMemberId,
+        G::IllegalGeneration => R::IllegalGeneration,
+        G::RebalanceInProgress => R::RebalanceInProgress,
+        G::InconsistentGroupProtocol => R::InconsistentGroupProtocol,
+        G::FencedInstanceId => R::FencedInstanceId,
+        G::MemberIdRequired(_) => R::MemberIdRequired,
+        G::InvalidSessionTimeout => R::InvalidSessionTimeout,
+        G::GroupMaxSizeReached => R::GroupMaxSizeReached,
+        G::CoordinatorNotAvailable => R::CoordinatorNotAvailable,
+    }
+}
+
+/// The Kafka error for a consumer-protocol state-machine error.
+pub fn consumer_error(e: &crate::group::consumer::ConsumerError) -> ResponseError {
+    use crate::group::consumer::ConsumerError as C;
+    use ResponseError as R;
+    match e {
+        C::FencedMemberEpoch(_) => R::FencedMemberEpoch,
+        C::UnknownMemberId(_) => R::UnknownMemberId,
+        C::StaleMemberEpoch(_) => R::StaleMemberEpoch,
+        C::UnreleasedInstanceId(_) => R::UnreleasedInstanceId,
+        C::UnsupportedAssignor(_) => R::UnsupportedAssignor,
+        C::GroupMaxSizeReached => R::GroupMaxSizeReached,
+        C::InvalidRequest(_) => R::InvalidRequest,
+        C::InvalidRegex(..) => R::InvalidRegularExpression,
+    }
+}
+
+/// The Kafka error for a coordinator error.
+pub fn coordinator_error(e: &crate::group::coordinator::CoordinatorError) -> ResponseError {
+    use crate::group::coordinator::{CoordinatorError as E, ProtocolMismatch};
+    use ResponseError as R;
+    match e {
+        E::Classic(g) => classic_error(g),
+        E::Consumer(c) => consumer_error(c),
+        // As Kafka: a classic request for a consumer-protocol group is an
+        // inconsistent protocol; a consumer heartbeat for a classic group
+        // finds no consumer group of that id.
+        E::WrongProtocol(_, ProtocolMismatch::ClassicOnConsumer) => R::InconsistentGroupProtocol,
+        E::WrongProtocol(_, ProtocolMismatch::ConsumerOnClassic) => R::GroupIdNotFound,
+        E::GroupNotFound(_) => R::GroupIdNotFound,
+        E::NonEmptyGroup(_) => R::NonEmptyGroup,
+        E::SubscribedToTopic(_) => R::GroupSubscribedToTopic,
+        E::Storage(e) => response_error(e),
+    }
+}

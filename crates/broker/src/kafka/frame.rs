@@ -160,6 +160,7 @@ pub fn parse_request(mut frame: Bytes) -> Result<Parsed, RequestError> {
             api_version: version,
             correlation_id: header.correlation_id,
             client_id: header.client_id.map(|s| s.to_string()),
+            client_host: String::new(),
         },
         body,
     })

@@ -21,8 +21,13 @@ pub fn handle(broker: &Arc<Broker>, req: InitProducerIdRequest) -> InitProducerI
     let resp = InitProducerIdResponse::default()
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
-    if req.transactional_id.is_some() {
-        return resp.with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code());
+    match req.transactional_id.as_ref().map(|t| t.is_empty()) {
+        None => {}
+        // As Kafka: an empty transactional id is a malformed request.
+        Some(true) => return resp.with_error_code(ResponseError::InvalidRequest.code()),
+        Some(false) => {
+            return resp.with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code())
+        }
     }
     match broker.next_producer_id() {
         Ok(id) => resp

@@ -21,7 +21,7 @@ use super::Versions;
 use crate::{Broker, Error, Topic};
 
 /// Implemented versions.
-pub const VERSIONS: Versions = Versions::new(0, 12);
+pub const VERSIONS: Versions = Versions::new(0, 13);
 
 /// Authorized-operations bitfields (no ACLs: everything is allowed).
 const TOPIC_OPERATIONS: i32 =

@@ -12,23 +12,35 @@ use crate::Broker;
 
 mod alter_configs;
 mod api_versions;
+mod consumer_group_describe;
+mod consumer_group_heartbeat;
 mod create_partitions;
 mod create_topics;
+mod delete_groups;
 mod delete_records;
 mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
+mod describe_groups;
 pub mod error;
 mod fetch;
 mod find_coordinator;
 pub mod frame;
+mod heartbeat;
 mod incremental_alter_configs;
 mod init_producer_id;
+mod join_group;
+mod leave_group;
+mod list_groups;
 mod list_offsets;
 mod metadata;
+mod offset_commit;
+mod offset_delete;
+mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
 pub mod server;
+mod sync_group;
 #[cfg(test)]
 mod tests;
 
@@ -62,7 +74,15 @@ pub const SUPPORTED_APIS: &[(ApiKey, Versions)] = &[
     (ApiKey::Fetch, fetch::VERSIONS),
     (ApiKey::ListOffsets, list_offsets::VERSIONS),
     (ApiKey::Metadata, metadata::VERSIONS),
+    (ApiKey::OffsetCommit, offset_commit::VERSIONS),
+    (ApiKey::OffsetFetch, offset_fetch::VERSIONS),
     (ApiKey::FindCoordinator, find_coordinator::VERSIONS),
+    (ApiKey::JoinGroup, join_group::VERSIONS),
+    (ApiKey::Heartbeat, heartbeat::VERSIONS),
+    (ApiKey::LeaveGroup, leave_group::VERSIONS),
+    (ApiKey::SyncGroup, sync_group::VERSIONS),
+    (ApiKey::DescribeGroups, describe_groups::VERSIONS),
+    (ApiKey::ListGroups, list_groups::VERSIONS),
     (ApiKey::ApiVersions, api_versions::VERSIONS),
     (ApiKey::CreateTopics, create_topics::VERSIONS),
     (ApiKey::DeleteTopics, delete_topics::VERSIONS),
@@ -79,7 +99,17 @@ pub const SUPPORTED_APIS: &[(ApiKey, Versions)] = &[
         ApiKey::IncrementalAlterConfigs,
         incremental_alter_configs::VERSIONS,
     ),
+    (ApiKey::DeleteGroups, delete_groups::VERSIONS),
+    (ApiKey::OffsetDelete, offset_delete::VERSIONS),
     (ApiKey::DescribeCluster, describe_cluster::VERSIONS),
+    (
+        ApiKey::ConsumerGroupHeartbeat,
+        consumer_group_heartbeat::VERSIONS,
+    ),
+    (
+        ApiKey::ConsumerGroupDescribe,
+        consumer_group_describe::VERSIONS,
+    ),
 ];
 
 /// The versions of `key` this broker implements, if any.
@@ -101,6 +131,8 @@ pub struct RequestContext {
     pub correlation_id: i32,
     /// The client's self-reported id.
     pub client_id: Option<String>,
+    /// The client's address as Kafka reports it (`/ip`).
+    pub client_host: String,
 }
 
 /// What to do after a request.
@@ -127,6 +159,36 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: Request
             None => return Outcome::NoReply,
         },
         RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, v, r).await),
+        RequestKind::JoinGroup(r) => {
+            ResponseKind::JoinGroup(join_group::handle(broker, ctx, r).await)
+        }
+        RequestKind::SyncGroup(r) => {
+            ResponseKind::SyncGroup(sync_group::handle(broker, ctx, r).await)
+        }
+        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, r)),
+        RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(leave_group::handle(broker, v, r)),
+        RequestKind::OffsetCommit(r) => {
+            ResponseKind::OffsetCommit(offset_commit::handle(broker, v, r))
+        }
+        RequestKind::OffsetFetch(r) => {
+            ResponseKind::OffsetFetch(offset_fetch::handle(broker, v, r))
+        }
+        RequestKind::OffsetDelete(r) => {
+            ResponseKind::OffsetDelete(offset_delete::handle(broker, r))
+        }
+        RequestKind::DeleteGroups(r) => {
+            ResponseKind::DeleteGroups(delete_groups::handle(broker, r))
+        }
+        RequestKind::ListGroups(r) => ResponseKind::ListGroups(list_groups::handle(broker, v, r)),
+        RequestKind::DescribeGroups(r) => {
+            ResponseKind::DescribeGroups(describe_groups::handle(broker, v, r))
+        }
+        RequestKind::ConsumerGroupHeartbeat(r) => {
+            ResponseKind::ConsumerGroupHeartbeat(consumer_group_heartbeat::handle(broker, ctx, r))
+        }
+        RequestKind::ConsumerGroupDescribe(r) => {
+            ResponseKind::ConsumerGroupDescribe(consumer_group_describe::handle(broker, v, r))
+        }
         RequestKind::FindCoordinator(r) => {
             ResponseKind::FindCoordinator(find_coordinator::handle(broker, v, r))
         }

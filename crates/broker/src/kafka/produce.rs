@@ -28,7 +28,7 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> Option
     let mut responses = Vec::with_capacity(req.topic_data.len());
     let request_error = if !matches!(acks, -1..=1) {
         Some(ResponseError::InvalidRequiredAcks)
-    } else if req.transactional_id.is_some() {
+    } else if req.transactional_id.as_ref().is_some_and(|t| !t.is_empty()) {
         // Transactions are not implemented; refuse rather than pretend.
         Some(ResponseError::TransactionalIdAuthorizationFailed)
     } else {
@@ -81,6 +81,12 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> Option
 }
 
 fn append(topic: &Topic, pd: PartitionProduceData) -> Result<PartitionProduceResponse, Error> {
+    if topic.name.is_internal() {
+        return Err(Error::InvalidTopic(model::Error::InvalidTopicName {
+            name: topic.name.to_string(),
+            reason: "internal topics are written by the broker only",
+        }));
+    }
     let partition = topic.partition(PartitionId(pd.index))?;
     let records = pd
         .records

@@ -111,7 +111,8 @@ async fn connection(
             }
         };
         let out = match frame::parse_request(frame) {
-            Ok(Parsed::Request { ctx, body }) => {
+            Ok(Parsed::Request { mut ctx, body }) => {
+                ctx.client_host = format!("/{}", peer.ip());
                 let api = ctx.api_key;
                 match handle(&broker, &ctx, body).await {
                     Outcome::Reply(resp) => match frame::encode_response(&ctx, &resp) {

@@ -31,7 +31,10 @@ use crate::config::BrokerConfig;
 use crate::{Broker, Endpoint};
 
 fn broker(dir: &std::path::Path) -> Arc<Broker> {
-    let config = BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap());
+    let mut config = BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap());
+    config
+        .apply_assignment("group.initial.rebalance.delay.ms=0")
+        .unwrap();
     Broker::open(
         config,
         Endpoint {
@@ -149,7 +152,9 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
                 .with_partitions(vec![DeleteRecordsPartition::default().with_offset(0)]),
         ]))
         }
-        ApiKey::InitProducerId => RequestKind::InitProducerId(InitProducerIdRequest::default()),
+        ApiKey::InitProducerId => RequestKind::InitProducerId(
+            InitProducerIdRequest::default().with_transactional_id(None),
+        ),
         ApiKey::OffsetForLeaderEpoch => RequestKind::OffsetForLeaderEpoch(
             OffsetForLeaderEpochRequest::default().with_topics(vec![
                 OffsetForLeaderTopic::default()
@@ -200,14 +205,105 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
             ]),
         ),
         ApiKey::DescribeCluster => RequestKind::DescribeCluster(DescribeClusterRequest::default()),
+        ApiKey::JoinGroup => RequestKind::JoinGroup(
+            JoinGroupRequest::default()
+                .with_group_id(GroupId(StrBytes::from_string(format!("join-{version}"))))
+                .with_session_timeout_ms(10_000)
+                .with_rebalance_timeout_ms(10_000)
+                .with_protocol_type(StrBytes::from_static_str("consumer"))
+                .with_protocols(vec![join_group_request::JoinGroupRequestProtocol::default(
+                )
+                .with_name(StrBytes::from_static_str("range"))
+                .with_metadata(Bytes::from_static(b"meta"))]),
+        ),
+        ApiKey::SyncGroup => RequestKind::SyncGroup(
+            SyncGroupRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("join-0")))
+                .with_member_id(StrBytes::from_static_str("nobody")),
+        ),
+        ApiKey::Heartbeat => RequestKind::Heartbeat(
+            HeartbeatRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("join-0")))
+                .with_member_id(StrBytes::from_static_str("nobody")),
+        ),
+        ApiKey::LeaveGroup => RequestKind::LeaveGroup(
+            LeaveGroupRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("join-0")))
+                .with_member_id(StrBytes::from_static_str("nobody"))
+                .with_members(vec![leave_group_request::MemberIdentity::default()
+                    .with_member_id(StrBytes::from_static_str("nobody"))]),
+        ),
+        ApiKey::OffsetCommit => RequestKind::OffsetCommit(
+            OffsetCommitRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("offsets")))
+                .with_generation_id_or_member_epoch(-1)
+                .with_topics(vec![
+                    offset_commit_request::OffsetCommitRequestTopic::default()
+                        .with_name(t())
+                        .with_partitions(vec![
+                            offset_commit_request::OffsetCommitRequestPartition::default()
+                                .with_committed_offset(1),
+                        ]),
+                ]),
+        ),
+        ApiKey::OffsetFetch => RequestKind::OffsetFetch(
+            OffsetFetchRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("offsets")))
+                .with_topics(Some(vec![
+                    offset_fetch_request::OffsetFetchRequestTopic::default()
+                        .with_name(t())
+                        .with_partition_indexes(vec![0, 1]),
+                ]))
+                .with_groups(vec![
+                    offset_fetch_request::OffsetFetchRequestGroup::default()
+                        .with_group_id(GroupId(StrBytes::from_static_str("offsets")))
+                        .with_topics(None),
+                ]),
+        ),
+        ApiKey::DescribeGroups => {
+            RequestKind::DescribeGroups(DescribeGroupsRequest::default().with_groups(vec![
+                GroupId(StrBytes::from_static_str("join-0")),
+                GroupId(StrBytes::from_static_str("missing")),
+            ]))
+        }
+        ApiKey::ListGroups => RequestKind::ListGroups(ListGroupsRequest::default()),
+        ApiKey::DeleteGroups => RequestKind::DeleteGroups(
+            DeleteGroupsRequest::default()
+                .with_groups_names(vec![GroupId(StrBytes::from_static_str("missing"))]),
+        ),
+        ApiKey::OffsetDelete => RequestKind::OffsetDelete(
+            OffsetDeleteRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("offsets")))
+                .with_topics(vec![
+                    offset_delete_request::OffsetDeleteRequestTopic::default()
+                        .with_name(t())
+                        .with_partitions(vec![
+                            offset_delete_request::OffsetDeleteRequestPartition::default(),
+                        ]),
+                ]),
+        ),
+        ApiKey::ConsumerGroupHeartbeat => RequestKind::ConsumerGroupHeartbeat(
+            ConsumerGroupHeartbeatRequest::default()
+                .with_group_id(GroupId(StrBytes::from_string(format!("cg-{version}"))))
+                .with_member_id(StrBytes::from_static_str("member-1"))
+                .with_rebalance_timeout_ms(5000)
+                .with_subscribed_topic_names(Some(vec![t()])),
+        ),
+        ApiKey::ConsumerGroupDescribe => RequestKind::ConsumerGroupDescribe(
+            ConsumerGroupDescribeRequest::default().with_group_ids(vec![
+                GroupId(StrBytes::from_static_str("cg-0")),
+                GroupId(StrBytes::from_static_str("join-0")),
+            ]),
+        ),
         other => panic!("no test request for {other:?}"),
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn every_supported_version_encodes_and_decodes() {
     let dir = tempfile::tempdir().unwrap();
     let b = broker(dir.path());
+    let timers = crate::group::coordinator::spawn_timers(b.clone());
     let topic = b
         .lookup_topic(&model::TopicName::new("t").unwrap(), true)
         .unwrap();
@@ -219,6 +315,7 @@ async fn every_supported_version_encodes_and_decodes() {
                 api_version: version,
                 correlation_id: 1,
                 client_id: None,
+                client_host: "/127.0.0.1".into(),
             };
             let resp = match handle(&b, &ctx, request(*key, version, topic.id.0)).await {
                 Outcome::Reply(r) => r,
@@ -237,6 +334,7 @@ async fn every_supported_version_encodes_and_decodes() {
             checked += 1;
         }
     }
+    timers.abort();
     let expected: i16 = SUPPORTED_APIS.iter().map(|(_, v)| v.max - v.min + 1).sum();
     assert_eq!(checked, expected);
 }

@@ -324,6 +324,16 @@ impl RawConn {
 
 /// Builds a v2 record batch with kafka-protocol's encoder.
 pub fn record_batch(values: &[&[u8]]) -> Bytes {
+    idempotent_batch(values, -1, -1, -1)
+}
+
+/// Builds a v2 batch from an idempotent producer (`producer_id` -1 = none).
+pub fn idempotent_batch(
+    values: &[&[u8]],
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+) -> Bytes {
     use kafka_protocol::records::{
         Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
     };
@@ -339,11 +349,16 @@ pub fn record_batch(values: &[&[u8]]) -> Bytes {
             control: false,
             delete_horizon: false,
             partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
+            producer_id,
+            producer_epoch,
             timestamp_type: TimestampType::Creation,
             offset: i as i64,
-            sequence: i as i32,
+            // offset - sequence stays constant, so the encoder makes one batch.
+            sequence: if base_sequence < 0 {
+                i as i32
+            } else {
+                base_sequence + i as i32
+            },
             timestamp: now,
             key: None,
             value: Some(Bytes::copy_from_slice(v)),

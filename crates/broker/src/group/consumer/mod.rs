@@ -435,7 +435,7 @@ impl ConsumerGroup {
         topics
             .iter()
             .filter(|t| {
-                names.iter().any(|n| *n == t.name)
+                names.contains(&t.name)
                     || re
                         .as_ref()
                         .is_some_and(|re| !t.name.starts_with("__") && re.is_match(&t.name))

@@ -1,0 +1,812 @@
+//! The group coordinator: owns every group (classic and consumer protocol)
+//! and every committed offset, drives the state machines' timers, keeps
+//! pending JoinGroup/SyncGroup requests until the state machine answers
+//! them, and writes every change to the group log before acknowledging it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{oneshot, Notify};
+
+use super::classic::{
+    self, ClassicConfig, ClassicGroup, Effect, GroupError, JoinRequest, JoinResult, RequestId,
+    SyncRequest, SyncResult,
+};
+use super::consumer::{
+    ConsumerConfig, ConsumerError, ConsumerGroup, Heartbeat, HeartbeatReply, TopicInfo,
+};
+use super::store::{CommittedOffset, GroupLog, RecordKey};
+use crate::{now_ms, Error};
+
+/// Settings of the coordinator, from broker configuration.
+#[derive(Debug, Clone)]
+pub struct CoordinatorConfig {
+    /// Classic groups.
+    pub classic: ClassicConfig,
+    /// Consumer-protocol groups.
+    pub consumer: ConsumerConfig,
+    /// Offsets of a group without members expire this long after commit.
+    pub offsets_retention_ms: i64,
+}
+
+/// A group of either protocol. Both share one namespace of group ids.
+#[derive(Debug)]
+pub enum Group {
+    /// JoinGroup/SyncGroup protocol.
+    Classic(Box<ClassicGroup>),
+    /// ConsumerGroupHeartbeat protocol (KIP-848).
+    Consumer(ConsumerGroup),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum GroupRecord {
+    Classic(classic::GroupSnapshot),
+    Consumer(ConsumerGroup),
+}
+
+enum Pending {
+    Join(oneshot::Sender<Result<JoinResult, GroupError>>),
+    Sync(oneshot::Sender<Result<SyncResult, GroupError>>),
+}
+
+/// Why a group operation was refused, beyond the state machines' own errors.
+#[derive(Debug, thiserror::Error)]
+pub enum CoordinatorError {
+    /// The classic state machine refused.
+    #[error(transparent)]
+    Classic(#[from] GroupError),
+    /// The consumer-protocol state machine refused.
+    #[error(transparent)]
+    Consumer(#[from] ConsumerError),
+    /// The group id is used by the other protocol.
+    #[error("group {0} uses the other group protocol")]
+    WrongProtocol(String, ProtocolMismatch),
+    /// No such group.
+    #[error("group {0} does not exist")]
+    GroupNotFound(String),
+    /// The group still has members.
+    #[error("group {0} is not empty")]
+    NonEmptyGroup(String),
+    /// The group still consumes the topic whose offsets were to be deleted.
+    #[error("group {0} is subscribed to the topic")]
+    SubscribedToTopic(String),
+    /// The group log could not be written.
+    #[error(transparent)]
+    Storage(#[from] Error),
+}
+
+/// Which way round a protocol mismatch is (Kafka answers them differently).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtocolMismatch {
+    /// A classic request for a consumer-protocol group.
+    ClassicOnConsumer,
+    /// A consumer-protocol heartbeat for a classic group.
+    ConsumerOnClassic,
+}
+
+#[derive(Default)]
+struct Inner {
+    groups: HashMap<String, Group>,
+    offsets: HashMap<String, HashMap<(String, i32), CommittedOffset>>,
+    pending: HashMap<RequestId, Pending>,
+    next_request: RequestId,
+    // Last persisted record of each group, to skip writing unchanged state.
+    persisted: HashMap<String, Vec<u8>>,
+}
+
+/// The coordinator of every group on this broker.
+pub struct GroupCoordinator {
+    inner: Mutex<Inner>,
+    log: GroupLog,
+    config: CoordinatorConfig,
+    wake: Notify,
+}
+
+impl std::fmt::Debug for GroupCoordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCoordinator").finish_non_exhaustive()
+    }
+}
+
+/// One entry of ListGroups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupListing {
+    /// Group id.
+    pub group_id: String,
+    /// "consumer", or the classic group's protocol type.
+    pub protocol_type: String,
+    /// Kafka state name.
+    pub state: String,
+    /// "classic" or "consumer".
+    pub group_type: &'static str,
+}
+
+impl GroupCoordinator {
+    /// Replays the group log into memory.
+    pub fn open(log: GroupLog, config: CoordinatorConfig) -> Result<GroupCoordinator, Error> {
+        let mut inner = Inner::default();
+        let mut group_records: HashMap<String, Bytes> = HashMap::new();
+        let records = log.replay()?;
+        let count = records.len();
+        for r in records {
+            match (r.key, r.value) {
+                (
+                    RecordKey::Offset {
+                        group,
+                        topic,
+                        partition,
+                    },
+                    Some(v),
+                ) => {
+                    if let Ok(o) = serde_json::from_slice::<CommittedOffset>(&v) {
+                        inner
+                            .offsets
+                            .entry(group)
+                            .or_default()
+                            .insert((topic, partition), o);
+                    }
+                }
+                (
+                    RecordKey::Offset {
+                        group,
+                        topic,
+                        partition,
+                    },
+                    None,
+                ) => {
+                    if let Some(g) = inner.offsets.get_mut(&group) {
+                        g.remove(&(topic, partition));
+                        if g.is_empty() {
+                            inner.offsets.remove(&group);
+                        }
+                    }
+                }
+                (RecordKey::Group { group }, Some(v)) => {
+                    group_records.insert(group, v);
+                }
+                (RecordKey::Group { group }, None) => {
+                    group_records.remove(&group);
+                }
+            }
+        }
+        let now = now_ms().0;
+        for (id, bytes) in group_records {
+            match serde_json::from_slice::<GroupRecord>(&bytes) {
+                Ok(GroupRecord::Classic(s)) => {
+                    inner.groups.insert(
+                        id.clone(),
+                        Group::Classic(Box::new(ClassicGroup::restore(
+                            s,
+                            config.classic.clone(),
+                            now,
+                        ))),
+                    );
+                }
+                Ok(GroupRecord::Consumer(g)) => {
+                    inner.groups.insert(
+                        id.clone(),
+                        Group::Consumer(g.restored(&config.consumer, now)),
+                    );
+                }
+                Err(e) => tracing::warn!(group = %id, "skipping unreadable group record: {e}"),
+            }
+            inner.persisted.insert(id, bytes.to_vec());
+        }
+        tracing::info!(
+            records = count,
+            groups = inner.groups.len(),
+            "group log replayed"
+        );
+        Ok(GroupCoordinator {
+            inner: Mutex::new(inner),
+            log,
+            config,
+            wake: Notify::new(),
+        })
+    }
+
+    /// The coordinator's settings.
+    pub fn config(&self) -> &CoordinatorConfig {
+        &self.config
+    }
+
+    /// JoinGroup: waits until the rebalance it joins completes.
+    pub async fn join(
+        &self,
+        group_id: &str,
+        mut req: JoinRequest,
+    ) -> Result<JoinResult, CoordinatorError> {
+        let rx = {
+            let mut inner = self.inner.lock();
+            let id = inner.next_id();
+            req.request = id;
+            let (tx, rx) = oneshot::channel();
+            inner.pending.insert(id, Pending::Join(tx));
+            let config = self.config.classic.clone();
+            let group = match inner.groups.entry(group_id.to_string()).or_insert_with(|| {
+                Group::Classic(Box::new(ClassicGroup::new(group_id.to_string(), config)))
+            }) {
+                Group::Classic(g) => g,
+                Group::Consumer(g) if g.is_empty() => {
+                    // An empty consumer-protocol group may be taken over.
+                    let fresh =
+                        ClassicGroup::new(group_id.to_string(), self.config.classic.clone());
+                    inner
+                        .groups
+                        .insert(group_id.to_string(), Group::Classic(Box::new(fresh)));
+                    match inner.groups.get_mut(group_id) {
+                        Some(Group::Classic(g)) => g,
+                        _ => unreachable!("just inserted"),
+                    }
+                }
+                Group::Consumer(_) => {
+                    inner.pending.remove(&id);
+                    return Err(CoordinatorError::WrongProtocol(
+                        group_id.to_string(),
+                        ProtocolMismatch::ClassicOnConsumer,
+                    ));
+                }
+            };
+            let effects = group.join(req, now_ms().0);
+            self.apply(&mut inner, group_id, effects)?;
+            rx
+        };
+        self.wake.notify_one();
+        rx.await
+            .unwrap_or(Err(GroupError::CoordinatorNotAvailable))
+            .map_err(Into::into)
+    }
+
+    /// SyncGroup: waits for the leader's assignment.
+    pub async fn sync(
+        &self,
+        group_id: &str,
+        mut req: SyncRequest,
+    ) -> Result<SyncResult, CoordinatorError> {
+        let rx = {
+            let mut inner = self.inner.lock();
+            let id = inner.next_id();
+            req.request = id;
+            let (tx, rx) = oneshot::channel();
+            let group = match inner.groups.get_mut(group_id) {
+                Some(Group::Classic(g)) => g,
+                Some(Group::Consumer(_)) => {
+                    return Err(CoordinatorError::WrongProtocol(
+                        group_id.to_string(),
+                        ProtocolMismatch::ClassicOnConsumer,
+                    ))
+                }
+                None => return Err(GroupError::UnknownMemberId.into()),
+            };
+            let effects = group.sync(req, now_ms().0);
+            inner.pending.insert(id, Pending::Sync(tx));
+            self.apply(&mut inner, group_id, effects)?;
+            rx
+        };
+        self.wake.notify_one();
+        rx.await
+            .unwrap_or(Err(GroupError::CoordinatorNotAvailable))
+            .map_err(Into::into)
+    }
+
+    /// Heartbeat (classic).
+    pub fn heartbeat(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+    ) -> Result<(), CoordinatorError> {
+        let mut inner = self.inner.lock();
+        match inner.groups.get_mut(group_id) {
+            Some(Group::Classic(g)) => {
+                Ok(g.heartbeat(member_id, instance_id, generation, now_ms().0)?)
+            }
+            Some(Group::Consumer(_)) => Err(CoordinatorError::WrongProtocol(
+                group_id.to_string(),
+                ProtocolMismatch::ClassicOnConsumer,
+            )),
+            None => Err(GroupError::UnknownMemberId.into()),
+        }
+    }
+
+    /// LeaveGroup: per-member results.
+    pub fn leave(
+        &self,
+        group_id: &str,
+        members: &[(String, Option<String>)],
+    ) -> Result<Vec<Result<String, GroupError>>, CoordinatorError> {
+        let mut inner = self.inner.lock();
+        let (results, effects) = match inner.groups.get_mut(group_id) {
+            Some(Group::Classic(g)) => g.leave(members, now_ms().0),
+            Some(Group::Consumer(_)) => {
+                return Err(CoordinatorError::WrongProtocol(
+                    group_id.to_string(),
+                    ProtocolMismatch::ClassicOnConsumer,
+                ))
+            }
+            None => return Err(GroupError::UnknownMemberId.into()),
+        };
+        self.apply(&mut inner, group_id, effects)?;
+        drop(inner);
+        self.wake.notify_one();
+        Ok(results)
+    }
+
+    /// ConsumerGroupHeartbeat (KIP-848).
+    pub fn consumer_heartbeat(
+        &self,
+        group_id: &str,
+        hb: Heartbeat,
+        topics: &[TopicInfo],
+    ) -> Result<HeartbeatReply, CoordinatorError> {
+        let mut inner = self.inner.lock();
+        let group = match inner.groups.get_mut(group_id) {
+            Some(Group::Consumer(g)) => g,
+            Some(Group::Classic(g)) if g.is_empty() => {
+                inner.groups.insert(
+                    group_id.to_string(),
+                    Group::Consumer(ConsumerGroup::new(group_id.to_string())),
+                );
+                match inner.groups.get_mut(group_id) {
+                    Some(Group::Consumer(g)) => g,
+                    _ => unreachable!("just inserted"),
+                }
+            }
+            Some(Group::Classic(_)) => {
+                return Err(CoordinatorError::WrongProtocol(
+                    group_id.to_string(),
+                    ProtocolMismatch::ConsumerOnClassic,
+                ))
+            }
+            None => {
+                if hb.member_epoch != 0 {
+                    return Err(ConsumerError::UnknownMemberId(hb.member_id.clone()).into());
+                }
+                inner.groups.insert(
+                    group_id.to_string(),
+                    Group::Consumer(ConsumerGroup::new(group_id.to_string())),
+                );
+                match inner.groups.get_mut(group_id) {
+                    Some(Group::Consumer(g)) => g,
+                    _ => unreachable!("just inserted"),
+                }
+            }
+        };
+        let reply = group.heartbeat(hb, topics, &self.config.consumer, now_ms().0)?;
+        self.persist_group(&mut inner, group_id)?;
+        drop(inner);
+        self.wake.notify_one();
+        Ok(reply)
+    }
+
+    /// Commits offsets after checking the committer's membership. A
+    /// generation/epoch of -1 with an empty member id is a "simple" commit,
+    /// allowed only for groups nobody is consuming in.
+    pub fn commit_offsets(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation_or_epoch: i32,
+        offsets: Vec<(String, i32, CommittedOffset)>,
+    ) -> Result<(), CoordinatorError> {
+        let mut inner = self.inner.lock();
+        match inner.groups.get_mut(group_id) {
+            Some(Group::Classic(g)) => {
+                g.validate_offset_commit(member_id, instance_id, generation_or_epoch)?;
+                // Kafka counts an accepted commit as a sign of life.
+                g.record_offset_commit(member_id, now_ms().0);
+            }
+            Some(Group::Consumer(g)) => g.validate_offset_commit(member_id, generation_or_epoch)?,
+            None if generation_or_epoch < 0 => {}
+            None => return Err(GroupError::IllegalGeneration.into()),
+        }
+        let records: Vec<(RecordKey, Option<Vec<u8>>)> = offsets
+            .iter()
+            .map(|(t, p, o)| {
+                (
+                    RecordKey::Offset {
+                        group: group_id.to_string(),
+                        topic: t.clone(),
+                        partition: *p,
+                    },
+                    serde_json::to_vec(o).ok(),
+                )
+            })
+            .collect();
+        self.log.append(&records)?;
+        let entry = inner.offsets.entry(group_id.to_string()).or_default();
+        for (t, p, o) in offsets {
+            entry.insert((t, p), o);
+        }
+        Ok(())
+    }
+
+    /// Committed offsets of a group: the given partitions, or all of them.
+    pub fn fetch_offsets(
+        &self,
+        group_id: &str,
+        partitions: Option<&[(String, i32)]>,
+    ) -> Vec<(String, i32, Option<CommittedOffset>)> {
+        let inner = self.inner.lock();
+        let committed = inner.offsets.get(group_id);
+        match partitions {
+            Some(list) => list
+                .iter()
+                .map(|(t, p)| {
+                    (
+                        t.clone(),
+                        *p,
+                        committed.and_then(|c| c.get(&(t.clone(), *p)).cloned()),
+                    )
+                })
+                .collect(),
+            None => {
+                let mut all: Vec<_> = committed
+                    .map(|c| {
+                        c.iter()
+                            .map(|((t, p), o)| (t.clone(), *p, Some(o.clone())))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                all.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+                all
+            }
+        }
+    }
+
+    /// OffsetFetch v9 member check for consumer-protocol groups.
+    pub fn validate_fetch_member(
+        &self,
+        group_id: &str,
+        member_id: Option<&str>,
+        epoch: i32,
+    ) -> Result<(), CoordinatorError> {
+        let Some(member) = member_id else {
+            return Ok(());
+        };
+        let inner = self.inner.lock();
+        match inner.groups.get(group_id) {
+            Some(Group::Consumer(g)) => Ok(g.validate_offset_commit(member, epoch)?),
+            _ => Ok(()),
+        }
+    }
+
+    /// Deletes committed offsets, except for topics the group (if it has
+    /// members) is still subscribed to.
+    pub fn delete_offsets(
+        &self,
+        group_id: &str,
+        partitions: &[(String, i32)],
+        subscribed: &[String],
+    ) -> Result<Vec<Result<(), CoordinatorError>>, CoordinatorError> {
+        let mut inner = self.inner.lock();
+        let active = match inner.groups.get(group_id) {
+            Some(Group::Classic(g)) => !g.is_empty(),
+            Some(Group::Consumer(g)) => !g.is_empty(),
+            None => false,
+        };
+        let subscribed: &[String] = if active { subscribed } else { &[] };
+        if !inner.groups.contains_key(group_id) && !inner.offsets.contains_key(group_id) {
+            return Err(CoordinatorError::GroupNotFound(group_id.to_string()));
+        }
+        let mut results = Vec::with_capacity(partitions.len());
+        let mut tombstones = Vec::new();
+        for (t, p) in partitions {
+            if subscribed.contains(t) {
+                results.push(Err(CoordinatorError::SubscribedToTopic(
+                    group_id.to_string(),
+                )));
+            } else {
+                tombstones.push((
+                    RecordKey::Offset {
+                        group: group_id.to_string(),
+                        topic: t.clone(),
+                        partition: *p,
+                    },
+                    None,
+                ));
+                results.push(Ok(()));
+            }
+        }
+        self.log.append(&tombstones)?;
+        if let Some(c) = inner.offsets.get_mut(group_id) {
+            for (k, _) in &tombstones {
+                if let RecordKey::Offset {
+                    topic, partition, ..
+                } = k
+                {
+                    c.remove(&(topic.clone(), *partition));
+                }
+            }
+        }
+        Ok(results)
+    }
+
+    /// Deletes empty groups and their offsets.
+    pub fn delete_group(&self, group_id: &str) -> Result<(), CoordinatorError> {
+        let mut inner = self.inner.lock();
+        let exists = inner.groups.contains_key(group_id) || inner.offsets.contains_key(group_id);
+        if !exists {
+            return Err(CoordinatorError::GroupNotFound(group_id.to_string()));
+        }
+        let empty = match inner.groups.get(group_id) {
+            Some(Group::Classic(g)) => g.is_empty(),
+            Some(Group::Consumer(g)) => g.is_empty(),
+            None => true,
+        };
+        if !empty {
+            return Err(CoordinatorError::NonEmptyGroup(group_id.to_string()));
+        }
+        let mut records: Vec<(RecordKey, Option<Vec<u8>>)> = inner
+            .offsets
+            .get(group_id)
+            .map(|c| {
+                c.keys()
+                    .map(|(t, p)| {
+                        (
+                            RecordKey::Offset {
+                                group: group_id.to_string(),
+                                topic: t.clone(),
+                                partition: *p,
+                            },
+                            None,
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        records.push((
+            RecordKey::Group {
+                group: group_id.to_string(),
+            },
+            None,
+        ));
+        self.log.append(&records)?;
+        inner.offsets.remove(group_id);
+        inner.groups.remove(group_id);
+        inner.persisted.remove(group_id);
+        Ok(())
+    }
+
+    /// Every group, for ListGroups.
+    pub fn list(&self) -> Vec<GroupListing> {
+        let inner = self.inner.lock();
+        let mut out: Vec<GroupListing> = inner
+            .groups
+            .iter()
+            .map(|(id, g)| match g {
+                Group::Classic(g) => GroupListing {
+                    group_id: id.clone(),
+                    protocol_type: g.protocol_type().unwrap_or_default(),
+                    state: g.state().to_string(),
+                    group_type: "classic",
+                },
+                Group::Consumer(g) => GroupListing {
+                    group_id: id.clone(),
+                    protocol_type: "consumer".into(),
+                    state: g.state().to_string(),
+                    group_type: "consumer",
+                },
+            })
+            .collect();
+        // Groups known only by their committed offsets are listed as Empty.
+        for id in inner.offsets.keys() {
+            if !inner.groups.contains_key(id) {
+                out.push(GroupListing {
+                    group_id: id.clone(),
+                    protocol_type: String::new(),
+                    state: "Empty".into(),
+                    group_type: "classic",
+                });
+            }
+        }
+        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        out
+    }
+
+    /// Whether the group has committed offsets (it may have no members).
+    pub fn has_offsets(&self, group_id: &str) -> bool {
+        self.inner.lock().offsets.contains_key(group_id)
+    }
+
+    /// Runs `f` on a group, if it exists.
+    pub fn with_group<T>(&self, group_id: &str, f: impl FnOnce(&Group) -> T) -> Option<T> {
+        self.inner.lock().groups.get(group_id).map(f)
+    }
+
+    /// Fires due timers; returns the next deadline.
+    pub fn tick(&self, topics: &[TopicInfo]) -> Option<i64> {
+        let now = now_ms().0;
+        let mut inner = self.inner.lock();
+        let ids: Vec<String> = inner.groups.keys().cloned().collect();
+        let mut next: Option<i64> = None;
+        for id in ids {
+            let mut effects = Vec::new();
+            let mut consumer_changed = false;
+            match inner.groups.get_mut(&id) {
+                Some(Group::Classic(g)) if g.next_deadline().is_some_and(|d| d <= now) => {
+                    effects = g.tick(now);
+                }
+                Some(Group::Classic(_)) => {}
+                Some(Group::Consumer(g)) => {
+                    consumer_changed = g.tick(topics, &self.config.consumer, now);
+                }
+                None => {}
+            }
+            if let Err(e) = self.apply(&mut inner, &id, effects) {
+                tracing::warn!(group = %id, "could not persist group state: {e}");
+            }
+            if consumer_changed {
+                if let Err(e) = self.persist_group(&mut inner, &id) {
+                    tracing::warn!(group = %id, "could not persist group state: {e}");
+                }
+            }
+            let d = match inner.groups.get(&id) {
+                Some(Group::Classic(g)) => g.next_deadline(),
+                Some(Group::Consumer(g)) => g.next_deadline(),
+                None => None,
+            };
+            next = match (next, d) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        next
+    }
+
+    /// Waits until a tick is due or something changed.
+    pub async fn wait_for_work(&self, next_deadline: Option<i64>) {
+        let sleep_ms = next_deadline
+            .map(|d| (d - now_ms().0).clamp(1, 1000))
+            .unwrap_or(1000);
+        tokio::select! {
+            _ = self.wake.notified() => {}
+            _ = tokio::time::sleep(Duration::from_millis(sleep_ms as u64)) => {}
+        }
+    }
+
+    /// Removes offsets of memberless groups older than the retention, and
+    /// compacts the group log when it has grown well past its live size.
+    pub fn expire_and_compact(&self, now: i64) -> Result<usize, Error> {
+        let mut inner = self.inner.lock();
+        let mut tombstones = Vec::new();
+        for (group, offsets) in &inner.offsets {
+            let active = match inner.groups.get(group) {
+                Some(Group::Classic(g)) => !g.is_empty(),
+                Some(Group::Consumer(g)) => !g.is_empty(),
+                None => false,
+            };
+            if active {
+                continue;
+            }
+            for ((t, p), o) in offsets {
+                if o.commit_timestamp + self.config.offsets_retention_ms < now {
+                    tombstones.push((
+                        RecordKey::Offset {
+                            group: group.clone(),
+                            topic: t.clone(),
+                            partition: *p,
+                        },
+                        None,
+                    ));
+                }
+            }
+        }
+        let expired = tombstones.len();
+        self.log.append(&tombstones)?;
+        for (k, _) in &tombstones {
+            if let RecordKey::Offset {
+                group,
+                topic,
+                partition,
+            } = k
+            {
+                if let Some(c) = inner.offsets.get_mut(group) {
+                    c.remove(&(topic.clone(), *partition));
+                    if c.is_empty() {
+                        inner.offsets.remove(group);
+                    }
+                }
+            }
+        }
+        let live = self.live_records(&inner);
+        let live_bytes: usize = live
+            .iter()
+            .map(|(_, v)| v.as_ref().map_or(0, Vec::len) + 64)
+            .sum();
+        if self.log.size_bytes() as usize > (16 << 20).max(live_bytes * 4) {
+            self.log.snapshot(&live)?;
+            tracing::info!(records = live.len(), "compacted the group log");
+        }
+        Ok(expired)
+    }
+
+    fn live_records(&self, inner: &Inner) -> Vec<(RecordKey, Option<Vec<u8>>)> {
+        let mut out = Vec::new();
+        for (g, bytes) in &inner.persisted {
+            out.push((RecordKey::Group { group: g.clone() }, Some(bytes.clone())));
+        }
+        for (group, offsets) in &inner.offsets {
+            for ((t, p), o) in offsets {
+                out.push((
+                    RecordKey::Offset {
+                        group: group.clone(),
+                        topic: t.clone(),
+                        partition: *p,
+                    },
+                    serde_json::to_vec(o).ok(),
+                ));
+            }
+        }
+        out
+    }
+
+    /// Delivers effects to waiting requests and persists group changes.
+    fn apply(&self, inner: &mut Inner, group_id: &str, effects: Vec<Effect>) -> Result<(), Error> {
+        let mut persist = false;
+        for e in effects {
+            match e {
+                Effect::JoinDone { request, result } => {
+                    if let Some(Pending::Join(tx)) = inner.pending.remove(&request) {
+                        let _ = tx.send(result);
+                    }
+                }
+                Effect::SyncDone { request, result } => {
+                    if let Some(Pending::Sync(tx)) = inner.pending.remove(&request) {
+                        let _ = tx.send(result);
+                    }
+                }
+                Effect::Persist => persist = true,
+            }
+        }
+        if persist {
+            self.persist_group(inner, group_id)?;
+        }
+        Ok(())
+    }
+
+    fn persist_group(&self, inner: &mut Inner, group_id: &str) -> Result<(), Error> {
+        let record = match inner.groups.get(group_id) {
+            Some(Group::Classic(g)) => GroupRecord::Classic(g.snapshot()),
+            Some(Group::Consumer(g)) => GroupRecord::Consumer(g.clone()),
+            None => return Ok(()),
+        };
+        let bytes = serde_json::to_vec(&record).unwrap_or_default();
+        if inner.persisted.get(group_id) == Some(&bytes) {
+            return Ok(());
+        }
+        self.log.append(&[(
+            RecordKey::Group {
+                group: group_id.to_string(),
+            },
+            Some(bytes.clone()),
+        )])?;
+        inner.persisted.insert(group_id.to_string(), bytes);
+        Ok(())
+    }
+}
+
+impl Inner {
+    fn next_id(&mut self) -> RequestId {
+        self.next_request += 1;
+        self.next_request
+    }
+}
+
+/// Runs the coordinator's timers until the task is aborted.
+pub fn spawn_timers(broker: Arc<crate::Broker>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let topics = super::topic_infos(&broker);
+            let next = broker.groups().tick(&topics);
+            broker.groups().wait_for_work(next).await;
+        }
+    })
+}

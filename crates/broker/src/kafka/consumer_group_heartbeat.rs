@@ -1,0 +1,88 @@
+//! ConsumerGroupHeartbeat (key 68): the consumer group protocol (KIP-848),
+//! with server-side assignment and server-side regex subscriptions.
+
+use std::sync::Arc;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::consumer_group_heartbeat_response::{
+    Assignment as WireAssignment, TopicPartitions,
+};
+use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
+use kafka_protocol::protocol::StrBytes;
+use model::TopicId;
+
+use super::error::coordinator_error;
+use super::{RequestContext, Versions};
+use crate::group::consumer::{Assignment, Heartbeat};
+use crate::group::topic_infos;
+use crate::Broker;
+
+/// Implemented versions.
+pub const VERSIONS: Versions = Versions::new(0, 1);
+
+/// Answers ConsumerGroupHeartbeat.
+pub fn handle(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    req: ConsumerGroupHeartbeatRequest,
+) -> ConsumerGroupHeartbeatResponse {
+    let invalid = |msg: &str| {
+        ConsumerGroupHeartbeatResponse::default()
+            .with_error_code(ResponseError::InvalidRequest.code())
+            .with_error_message(Some(StrBytes::from_string(msg.to_string())))
+    };
+    if req.group_id.is_empty() {
+        return invalid("the group id is empty");
+    }
+    if ctx.api_version >= 1 && req.member_id.is_empty() {
+        return invalid("the member id is empty (ConsumerGroupHeartbeat v1 clients choose it)");
+    }
+    let hb = Heartbeat {
+        member_id: req.member_id.to_string(),
+        member_epoch: req.member_epoch,
+        instance_id: req.instance_id.as_ref().map(|s| s.to_string()),
+        rack_id: req.rack_id.as_ref().map(|s| s.to_string()),
+        rebalance_timeout_ms: req.rebalance_timeout_ms,
+        subscribed_topic_names: req
+            .subscribed_topic_names
+            .as_ref()
+            .map(|ts| ts.iter().map(|t| t.to_string()).collect()),
+        subscribed_topic_regex: req.subscribed_topic_regex.as_ref().map(|s| s.to_string()),
+        server_assignor: req.server_assignor.as_ref().map(|s| s.to_string()),
+        owned: req.topic_partitions.as_ref().map(|tps| {
+            let mut a = Assignment::new();
+            for tp in tps {
+                a.entry(TopicId(tp.topic_id))
+                    .or_default()
+                    .extend(tp.partitions.iter().copied());
+            }
+            a
+        }),
+        client_id: ctx.client_id.clone().unwrap_or_default(),
+        client_host: ctx.client_host.clone(),
+    };
+    let topics = topic_infos(broker);
+    match broker
+        .groups()
+        .consumer_heartbeat(req.group_id.as_str(), hb, &topics)
+    {
+        Ok(r) => ConsumerGroupHeartbeatResponse::default()
+            .with_member_id(Some(StrBytes::from_string(r.member_id)))
+            .with_member_epoch(r.member_epoch)
+            .with_heartbeat_interval_ms(r.heartbeat_interval_ms)
+            .with_assignment(r.assignment.map(|a| {
+                WireAssignment::default().with_topic_partitions(
+                    a.into_iter()
+                        .map(|(id, ps)| {
+                            TopicPartitions::default()
+                                .with_topic_id(id.0)
+                                .with_partitions(ps.into_iter().collect())
+                        })
+                        .collect(),
+                )
+            })),
+        Err(e) => ConsumerGroupHeartbeatResponse::default()
+            .with_error_code(coordinator_error(&e).code())
+            .with_error_message(Some(StrBytes::from_string(e.to_string()))),
+    }
+}

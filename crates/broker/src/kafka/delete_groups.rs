@@ -1,0 +1,37 @@
+//! DeleteGroups (key 42): remove empty groups and their offsets.
+
+use std::sync::Arc;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
+
+use super::error::coordinator_error;
+use super::Versions;
+use crate::Broker;
+
+/// Implemented versions.
+pub const VERSIONS: Versions = Versions::new(0, 2);
+
+/// Answers DeleteGroups.
+pub fn handle(broker: &Arc<Broker>, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
+    let results = req
+        .groups_names
+        .into_iter()
+        .map(|g| {
+            let code = if g.is_empty() {
+                ResponseError::InvalidGroupId.code()
+            } else {
+                broker
+                    .groups()
+                    .delete_group(g.as_str())
+                    .err()
+                    .map_or(0, |e| coordinator_error(&e).code())
+            };
+            DeletableGroupResult::default()
+                .with_group_id(g)
+                .with_error_code(code)
+        })
+        .collect();
+    DeleteGroupsResponse::default().with_results(results)
+}

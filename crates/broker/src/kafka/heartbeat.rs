@@ -1,0 +1,31 @@
+//! Heartbeat (key 12): keeps a classic member's session alive and tells it
+//! when to rejoin.
+
+use std::sync::Arc;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
+
+use super::error::coordinator_error;
+use super::Versions;
+use crate::Broker;
+
+/// Implemented versions.
+pub const VERSIONS: Versions = Versions::new(0, 4);
+
+/// Answers Heartbeat.
+pub fn handle(broker: &Arc<Broker>, req: HeartbeatRequest) -> HeartbeatResponse {
+    if req.group_id.is_empty() {
+        return HeartbeatResponse::default().with_error_code(ResponseError::InvalidGroupId.code());
+    }
+    let result = broker.groups().heartbeat(
+        req.group_id.as_str(),
+        req.member_id.as_str(),
+        req.group_instance_id.as_ref().map(|s| s.as_str()),
+        req.generation_id,
+    );
+    match result {
+        Ok(()) => HeartbeatResponse::default(),
+        Err(e) => HeartbeatResponse::default().with_error_code(coordinator_error(&e).code()),
+    }
+}

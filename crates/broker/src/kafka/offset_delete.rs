@@ -1,0 +1,104 @@
+//! OffsetDelete (key 47): remove committed offsets of topics a group no
+//! longer consumes.
+
+use std::sync::Arc;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::{
+    ConsumerProtocolSubscription, OffsetDeleteRequest, OffsetDeleteResponse,
+};
+use kafka_protocol::protocol::Decodable;
+
+use super::error::coordinator_error;
+use super::Versions;
+use crate::group::coordinator::Group;
+use crate::Broker;
+
+/// Implemented versions.
+pub const VERSIONS: Versions = Versions::new(0, 0);
+
+/// Topics a group's members subscribe to, read from the classic consumer
+/// protocol's member metadata or the consumer protocol's subscriptions.
+pub fn subscribed_topics(g: &Group) -> Vec<String> {
+    match g {
+        Group::Classic(g) => {
+            if g.protocol_type().as_deref() != Some("consumer") {
+                return Vec::new();
+            }
+            g.protocol_metadata()
+                .into_iter()
+                .filter_map(|m| {
+                    let mut meta = m;
+                    if meta.len() < 2 {
+                        return None;
+                    }
+                    let version = i16::from_be_bytes([meta[0], meta[1]]);
+                    bytes::Buf::advance(&mut meta, 2);
+                    ConsumerProtocolSubscription::decode(&mut meta, version).ok()
+                })
+                .flat_map(|s| s.topics.into_iter().map(|t| t.to_string()))
+                .collect()
+        }
+        Group::Consumer(g) => g
+            .members()
+            .into_iter()
+            .flat_map(|m| m.subscribed_topic_names)
+            .collect(),
+    }
+}
+
+/// Answers OffsetDelete.
+pub fn handle(broker: &Arc<Broker>, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
+    if req.group_id.is_empty() {
+        return OffsetDeleteResponse::default()
+            .with_error_code(ResponseError::InvalidGroupId.code());
+    }
+    let subscribed = broker
+        .groups()
+        .with_group(req.group_id.as_str(), subscribed_topics)
+        .unwrap_or_default();
+    let wanted: Vec<(String, i32)> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(move |p| (t.name.to_string(), p.partition_index))
+        })
+        .collect();
+    match broker
+        .groups()
+        .delete_offsets(req.group_id.as_str(), &wanted, &subscribed)
+    {
+        Ok(results) => {
+            let mut results = results.into_iter();
+            let topics = req
+                .topics
+                .into_iter()
+                .map(|t| {
+                    let partitions = t
+                        .partitions
+                        .iter()
+                        .map(|p| {
+                            let code = match results.next() {
+                                Some(Err(e)) => coordinator_error(&e).code(),
+                                _ => 0,
+                            };
+                            OffsetDeleteResponsePartition::default()
+                                .with_partition_index(p.partition_index)
+                                .with_error_code(code)
+                        })
+                        .collect();
+                    OffsetDeleteResponseTopic::default()
+                        .with_name(t.name)
+                        .with_partitions(partitions)
+                })
+                .collect();
+            OffsetDeleteResponse::default().with_topics(topics)
+        }
+        Err(e) => OffsetDeleteResponse::default().with_error_code(coordinator_error(&e).code()),
+    }
+}

@@ -1,0 +1,304 @@
+//! Consumer groups with real clients against the real broker: librdkafka
+//! (classic and KIP-848 protocols) and kafka-python sharing partitions,
+//! taking over from members that leave or are killed, regex subscriptions
+//! that discover new topics, and offsets that survive a broker SIGKILL.
+
+mod common;
+mod groups;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{eventually, BrokerProcess};
+use groups::{
+    classic_config, consumer_protocol_config, create_topics, delete_topic, produce, GroupConsumer,
+};
+use rdkafka::consumer::{CommitMode, Consumer};
+use rdkafka::{Offset, TopicPartitionList};
+
+fn python_script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/python")
+        .join(name)
+}
+
+/// True when the consumers' assignments are disjoint and cover `total`.
+fn covers(consumers: &[&GroupConsumer], total: usize) -> bool {
+    let mut seen = BTreeSet::new();
+    for c in consumers {
+        for tp in c.assignment() {
+            if !seen.insert(tp) {
+                return false;
+            }
+        }
+    }
+    seen.len() == total
+}
+
+fn broker_for_groups() -> BrokerProcess {
+    BrokerProcess::start(&[
+        "group.initial.rebalance.delay.ms=200",
+        "group.min.session.timeout.ms=1000",
+        "group.consumer.heartbeat.interval.ms=300",
+        "group.consumer.session.timeout.ms=6000",
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn members_share_partitions_and_take_over_after_leave_and_kill() {
+    let broker = broker_for_groups();
+    let b = broker.bootstrap();
+    create_topics(&b, &[("six", 6)]).await;
+    let c1 = GroupConsumer::start(classic_config(&b, "g6"), &["six"]);
+    let c2 = GroupConsumer::start(classic_config(&b, "g6"), &["six"]);
+    let c3 = GroupConsumer::start(classic_config(&b, "g6"), &["six"]);
+    eventually(
+        Duration::from_secs(30),
+        "three members with two partitions each",
+        || {
+            let ok = covers(&[&c1, &c2, &c3], 6)
+                && [&c1, &c2, &c3].iter().all(|c| c.assignment().len() == 2);
+            async move { ok.then_some(()) }
+        },
+    )
+    .await;
+
+    let values: Vec<String> = (0..60).map(|i| format!("m{i}")).collect();
+    produce(&b, "six", &values).await;
+    eventually(
+        Duration::from_secs(30),
+        "every message consumed once",
+        || {
+            let mut all: Vec<String> = [&c1, &c2, &c3].iter().flat_map(|c| c.values()).collect();
+            all.sort();
+            let mut want = values.clone();
+            want.sort();
+            async move { (all == want).then_some(()) }
+        },
+    )
+    .await;
+
+    // A member leaves: the other two take over everything.
+    c3.close().await;
+    eventually(
+        Duration::from_secs(20),
+        "two members cover six partitions",
+        || {
+            let ok = covers(&[&c1, &c2], 6);
+            async move { ok.then_some(()) }
+        },
+    )
+    .await;
+
+    // A kafka-python member joins, then is killed without leaving: its
+    // session (3 s) expires and the rest take over.
+    let mut py = Command::new("python3")
+        .arg(python_script("kafka_python_group.py"))
+        .args(["member", &b, "g6", "six"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 with kafka-python");
+    let stdout = py.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("kafka-python member output");
+        if line == "ASSIGNED 2" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "kafka-python never got two partitions"
+        );
+    }
+    eventually(
+        Duration::from_secs(20),
+        "librdkafka members hold the other four",
+        || {
+            let n = c1.assignment().len() + c2.assignment().len();
+            async move { (n == 4).then_some(()) }
+        },
+    )
+    .await;
+    py.kill().unwrap();
+    let _ = py.wait();
+    eventually(
+        Duration::from_secs(20),
+        "take-over after the killed member's session expires",
+        || {
+            let ok = covers(&[&c1, &c2], 6);
+            async move { ok.then_some(()) }
+        },
+    )
+    .await;
+    c1.close().await;
+    c2.close().await;
+}
+
+async fn regex_discovery(config: rdkafka::ClientConfig, b: &str) {
+    create_topics(b, &[("orders-eu", 2), ("payments", 1)]).await;
+    let c = GroupConsumer::start(config, &["^orders-.*"]);
+    eventually(Duration::from_secs(30), "orders-eu assigned", || {
+        let a = c.assignment();
+        async move { (a.len() == 2 && a.iter().all(|(t, _)| t == "orders-eu")).then_some(()) }
+    })
+    .await;
+
+    // A topic created after subscribing is discovered and consumed.
+    create_topics(b, &[("orders-us", 3)]).await;
+    let values: Vec<String> = (0..30).map(|i| format!("us-{i}")).collect();
+    produce(b, "orders-us", &values).await;
+    produce(b, "payments", &["not-for-us".to_string()]).await;
+    eventually(Duration::from_secs(30), "orders-us consumed", || {
+        let got: BTreeSet<String> = c.values().into_iter().collect();
+        let ok = values.iter().all(|v| got.contains(v));
+        async move { ok.then_some(()) }
+    })
+    .await;
+    assert!(
+        !c.values().contains(&"not-for-us".to_string()),
+        "payments does not match"
+    );
+    assert!(
+        c.events()
+            .iter()
+            .any(|e| e.starts_with("assign:") && e.contains("orders-us-")),
+        "the rebalance callback saw the new topic: {:?}",
+        c.events()
+    );
+
+    // A deleted topic's partitions are revoked.
+    delete_topic(b, "orders-eu").await;
+    eventually(Duration::from_secs(30), "orders-eu revoked", || {
+        let a = c.assignment();
+        async move { (a.len() == 3 && a.iter().all(|(t, _)| t == "orders-us")).then_some(()) }
+    })
+    .await;
+    assert!(
+        c.events()
+            .iter()
+            .any(|e| e.starts_with("revoke:") && e.contains("orders-eu-")),
+        "the callback saw the revocation: {:?}",
+        c.events()
+    );
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn classic_regex_subscription_discovers_new_topics() {
+    let broker = broker_for_groups();
+    regex_discovery(
+        classic_config(&broker.bootstrap(), "regex-classic"),
+        &broker.bootstrap(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn consumer_protocol_regex_subscription_discovers_new_topics() {
+    let broker = broker_for_groups();
+    regex_discovery(
+        consumer_protocol_config(&broker.bootstrap(), "regex-848"),
+        &broker.bootstrap(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn committed_offsets_survive_a_broker_sigkill() {
+    let mut broker = broker_for_groups();
+    let b = broker.bootstrap();
+    create_topics(&b, &[("ledger", 1)]).await;
+    let values: Vec<String> = (0..20).map(|i| format!("entry-{i}")).collect();
+    produce(&b, "ledger", &values).await;
+    for (protocol, config) in [
+        ("classic", classic_config(&b, "ledger-classic")),
+        ("consumer", consumer_protocol_config(&b, "ledger-848")),
+    ] {
+        let c = GroupConsumer::start(config, &["ledger"]);
+        eventually(Duration::from_secs(30), "ledger assigned", || {
+            let n = c.assignment().len();
+            async move { (n == 1).then_some(()) }
+        })
+        .await;
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset("ledger", 0, Offset::Offset(7))
+            .unwrap();
+        c.consumer
+            .commit(&tpl, CommitMode::Sync)
+            .unwrap_or_else(|e| panic!("{protocol}: commit: {e}"));
+        c.close().await;
+    }
+
+    broker.kill();
+    broker.restart();
+    let b = broker.bootstrap();
+    for (protocol, config) in [
+        ("classic", classic_config(&b, "ledger-classic")),
+        ("consumer", consumer_protocol_config(&b, "ledger-848")),
+    ] {
+        let c = GroupConsumer::start(config, &["ledger"]);
+        let first = eventually(Duration::from_secs(30), "messages after restart", || {
+            let m = c.messages.lock().unwrap().first().cloned();
+            async move { m }
+        })
+        .await;
+        assert_eq!(
+            first.2, 7,
+            "{protocol}: resumes exactly at the committed offset"
+        );
+        assert_eq!(first.3, "entry-7");
+        c.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kafka_python_group_consumer_commits_and_resumes() {
+    let broker = broker_for_groups();
+    let b = broker.bootstrap();
+    create_topics(&b, &[("py-group", 2)]).await;
+    let first: Vec<String> = (0..10).map(|i| format!("a{i}")).collect();
+    produce(&b, "py-group", &first).await;
+    let run = |count: usize| {
+        let out = Command::new("python3")
+            .arg(python_script("kafka_python_group.py"))
+            .args(["consume", &b, "py-g", "py-group", &count.to_string()])
+            .output()
+            .expect("python3");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut got: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("VALUE ").map(str::to_string))
+            .collect();
+        got.sort();
+        got
+    };
+    let mut want = first.clone();
+    want.sort();
+    assert_eq!(run(10), want);
+    let second: Vec<String> = (0..5).map(|i| format!("b{i}")).collect();
+    produce(&b, "py-group", &second).await;
+    let mut want = second.clone();
+    want.sort();
+    assert_eq!(
+        run(5),
+        want,
+        "the second run starts after the committed offsets"
+    );
+}
