@@ -149,7 +149,7 @@ async fn members_share_partitions_and_take_over_after_leave_and_kill() {
 async fn regex_discovery(config: rdkafka::ClientConfig, b: &str) {
     create_topics(b, &[("orders-eu", 2), ("payments", 1)]).await;
     let c = GroupConsumer::start(config, &["^orders-.*"]);
-    eventually(Duration::from_secs(30), "orders-eu assigned", || {
+    eventually(Duration::from_secs(10), "orders-eu assigned", || {
         let a = c.assignment();
         async move { (a.len() == 2 && a.iter().all(|(t, _)| t == "orders-eu")).then_some(()) }
     })
@@ -217,6 +217,15 @@ async fn consumer_protocol_regex_subscription_discovers_new_topics() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn committed_offsets_survive_a_broker_sigkill() {
+    committed_offsets_survive_restart(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn committed_offsets_survive_a_clean_restart() {
+    committed_offsets_survive_restart(false).await;
+}
+
+async fn committed_offsets_survive_restart(kill: bool) {
     let mut broker = broker_for_groups();
     let b = broker.bootstrap();
     create_topics(&b, &[("ledger", 1)]).await;
@@ -241,7 +250,11 @@ async fn committed_offsets_survive_a_broker_sigkill() {
         c.close().await;
     }
 
-    broker.kill();
+    if kill {
+        broker.kill();
+    } else {
+        assert_eq!(broker.terminate(), Some(0));
+    }
     broker.restart();
     let b = broker.bootstrap();
     for (protocol, config) in [
@@ -301,4 +314,53 @@ async fn kafka_python_group_consumer_commits_and_resumes() {
         want,
         "the second run starts after the committed offsets"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn static_member_restart_keeps_its_partitions_without_a_rebalance() {
+    let broker = broker_for_groups();
+    let b = broker.bootstrap();
+    create_topics(&b, &[("static", 4)]).await;
+    let with_instance = |id: &str| {
+        let mut c = classic_config(&b, "static-g");
+        c.set("group.instance.id", id)
+            .set("session.timeout.ms", "10000");
+        c
+    };
+    let steady = GroupConsumer::start(with_instance("steady"), &["static"]);
+    let restarting = GroupConsumer::start(with_instance("restarting"), &["static"]);
+    eventually(
+        Duration::from_secs(30),
+        "two static members with two partitions each",
+        || {
+            let ok = covers(&[&steady, &restarting], 4) && steady.assignment().len() == 2;
+            async move { ok.then_some(()) }
+        },
+    )
+    .await;
+    let before = restarting.assignment();
+    let steady_events = steady.events().len();
+    // A static member closes without LeaveGroup (KIP-345) and comes back
+    // with the same instance id inside its session timeout.
+    restarting.close().await;
+    let back = GroupConsumer::start(with_instance("restarting"), &["static"]);
+    eventually(
+        Duration::from_secs(30),
+        "the restarted member gets its partitions back",
+        || {
+            let a = back.assignment();
+            let ok = a == before;
+            async move { ok.then_some(()) }
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(
+        steady.events().len(),
+        steady_events,
+        "the other member was not rebalanced: {:?}",
+        steady.events()
+    );
+    back.close().await;
+    steady.close().await;
 }

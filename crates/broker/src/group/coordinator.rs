@@ -810,3 +810,7 @@ pub fn spawn_timers(broker: Arc<crate::Broker>) -> tokio::task::JoinHandle<()> {
         }
     })
 }
+
+#[cfg(test)]
+#[path = "coordinator_tests.rs"]
+mod tests;

@@ -62,6 +62,7 @@ pub fn handle(
         client_host: ctx.client_host.clone(),
     };
     let topics = topic_infos(broker);
+    tracing::trace!(?req, "consumer group heartbeat");
     match broker
         .groups()
         .consumer_heartbeat(req.group_id.as_str(), hb, &topics)

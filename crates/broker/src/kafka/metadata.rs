@@ -32,6 +32,7 @@ const NOT_REQUESTED: i32 = i32::MIN;
 
 /// Answers Metadata.
 pub fn handle(broker: &Arc<Broker>, version: i16, req: MetadataRequest) -> MetadataResponse {
+    tracing::trace!(?req, "metadata");
     let node = broker.node_id();
     let endpoint = broker.endpoint();
     // Before v4 the request has no flag and Kafka treats it as "allowed".

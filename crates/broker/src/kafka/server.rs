@@ -114,6 +114,7 @@ async fn connection(
             Ok(Parsed::Request { mut ctx, body }) => {
                 ctx.client_host = format!("/{}", peer.ip());
                 let api = ctx.api_key;
+                tracing::trace!(%peer, ?api, version = ctx.api_version, correlation_id = ctx.correlation_id, "request");
                 match handle(&broker, &ctx, body).await {
                     Outcome::Reply(resp) => match frame::encode_response(&ctx, &resp) {
                         Ok(bytes) => Some(bytes),

@@ -69,7 +69,10 @@ impl BrokerProcess {
             .arg(&self.data_dir)
             .arg("--kafka-addr")
             .arg(addr)
-            .env("MAGNETAR_LOG", "info")
+            .env(
+                "MAGNETAR_LOG",
+                std::env::var("MAGNETAR_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         cmd.args(&self.args);
@@ -117,6 +120,11 @@ impl BrokerProcess {
     /// `host:port` for clients.
     pub fn bootstrap(&self) -> String {
         self.addr.to_string()
+    }
+
+    /// Prints the broker's log (for debugging a failing test).
+    pub fn dump_log(&self) {
+        eprintln!("---- broker log ----\n{}\n----", self.log_text());
     }
 
     /// Everything the broker logged so far.
@@ -195,6 +203,16 @@ impl BrokerProcess {
 
 impl Drop for BrokerProcess {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            // The broker's side of a failing test, for the CI log.
+            let log = self.log.lock().map(|l| l.clone()).unwrap_or_default();
+            let tail = &log[log.len().saturating_sub(300)..];
+            eprintln!(
+                "---- broker log (last {} lines) ----\n{}\n----",
+                tail.len(),
+                tail.join("\n")
+            );
+        }
         self.kill();
     }
 }
