@@ -98,7 +98,7 @@ pub struct OffsetAndMetadata {
 }
 
 impl Admin {
-    async fn coordinator_connection(&self, group: &str) -> Result<Connection> {
+    pub(crate) async fn coordinator_connection(&self, group: &str) -> Result<Connection> {
         let node = self.find_coordinator(group).await?;
         self.client.connection_to(&node.addr()).await
     }

@@ -4,6 +4,7 @@
 
 mod configs;
 mod groups;
+mod offsets;
 mod topics;
 
 use std::time::Duration;
@@ -15,6 +16,7 @@ use kafka_protocol::ResponseError;
 
 pub use configs::{AlterConfigOp, ConfigEntry, ConfigResource};
 pub use groups::{GroupDescription, GroupListing, GroupMember, OffsetAndMetadata};
+pub use offsets::{ListedOffset, OffsetSpec};
 pub use topics::{CreatedTopic, NewTopic};
 
 use crate::client::{Client, ClientConfig};
