@@ -1,4 +1,5 @@
-//! The `magnetar` command: runs the broker (`magnetar standalone`).
+//! The `magnetar` command: runs the broker (`magnetar standalone`) and the
+//! client tools (`magnetar topic|produce|group|coordinator ...`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,6 +20,8 @@ struct Cli {
 enum Command {
     /// Run a single-node broker.
     Standalone(StandaloneArgs),
+    #[command(flatten)]
+    Client(cli::Command),
 }
 
 /// Flags of `magnetar standalone`.
@@ -42,5 +45,6 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Standalone(args) => standalone::main(args),
+        Command::Client(command) => cli::run(command),
     }
 }

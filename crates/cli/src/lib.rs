@@ -1,0 +1,105 @@
+//! The `magnetar` command-line tools, as a library the `magnetar` binary
+//! embeds: topic administration, produce, group inspection, coordinator
+//! lookup. They speak the Kafka protocol through the `client` crate, so
+//! they work against any Kafka-compatible broker.
+//!
+//! Output is an aligned table for people or one JSON document for scripts
+//! (`--json`); failures print `magnetar: error: ...` naming the broker and
+//! the cause, and exit with a code from [`error`].
+
+#![warn(missing_docs)]
+
+pub mod error;
+mod group;
+pub mod output;
+mod produce;
+mod topic;
+
+use std::future::Future;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use crate::error::{CliError, Context};
+
+/// Options every client command takes.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Broker(s) to bootstrap from, `host:port[,host:port...]`.
+    #[arg(
+        long,
+        global = true,
+        env = "MAGNETAR_BOOTSTRAP",
+        default_value = "127.0.0.1:9092"
+    )]
+    pub bootstrap: String,
+    /// Print one JSON document instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Seconds to wait for the broker.
+    #[arg(long, global = true, default_value_t = 10)]
+    pub timeout: u64,
+}
+
+impl GlobalArgs {
+    /// The client configuration these options describe.
+    pub fn client_config(&self) -> client::ClientConfig {
+        client::ClientConfig::from_bootstrap_list(&self.bootstrap)
+            .client_id("magnetar-cli")
+            .connect_timeout(Duration::from_secs(self.timeout))
+            .request_timeout(Duration::from_secs(self.timeout))
+    }
+
+    /// An admin client, or an error naming the broker.
+    pub async fn admin(&self) -> Result<client::Admin, CliError> {
+        client::Admin::connect(self.client_config())
+            .await
+            .context("cannot connect", &self.bootstrap)
+    }
+}
+
+/// The client subcommands of `magnetar`.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create, list, describe, alter and delete topics.
+    Topic(topic::TopicArgs),
+    /// Write records read from stdin or a file, one per line.
+    Produce(produce::ProduceArgs),
+    /// List, describe and reset consumer groups.
+    Group(group::GroupArgs),
+    /// Find the coordinators of groups (one batched request where supported).
+    Coordinator(group::CoordinatorArgs),
+}
+
+/// Runs a client subcommand to completion and returns the exit code.
+pub fn run(command: Command) -> ExitCode {
+    match command {
+        Command::Topic(a) => block_on(topic::run(a)),
+        Command::Produce(a) => block_on(produce::run(a)),
+        Command::Group(a) => block_on(group::run(a)),
+        Command::Coordinator(a) => block_on(group::coordinator(a)),
+    }
+}
+
+fn block_on(f: impl Future<Output = Result<(), CliError>>) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return CliError::Io(e).report(),
+    };
+    match rt.block_on(f) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => e.report(),
+    }
+}
+
+/// Parses `KEY=VALUE`.
+pub(crate) fn key_value(s: &str) -> Result<(String, String), CliError> {
+    s.split_once('=')
+        .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+        .filter(|(k, _)| !k.is_empty())
+        .ok_or_else(|| CliError::Usage(format!("expected KEY=VALUE, got {s:?}")))
+}

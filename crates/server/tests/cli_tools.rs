@@ -1,0 +1,289 @@
+//! The `magnetar` client subcommands, run as a user would: output, JSON and
+//! exit codes, against the real broker; what they write is checked with
+//! librdkafka.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use common::{assign_config, BrokerProcess};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Headers;
+use rdkafka::{Message, Offset, TopicPartitionList};
+use serde_json::Value;
+
+fn magnetar(bootstrap: &str, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_magnetar"))
+        .args(args)
+        .env("MAGNETAR_BOOTSTRAP", bootstrap)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(s) = stdin {
+        input.write_all(s.as_bytes()).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {stdout}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_str(ok(out).trim()).expect("one JSON document")
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap()
+}
+
+#[test]
+fn topic_commands_and_exit_codes() {
+    let broker = BrokerProcess::start(&["auto.create.topics.enable=false"]);
+    let b = broker.bootstrap();
+    let out = ok(&magnetar(
+        &b,
+        &[
+            "topic",
+            "create",
+            "orders",
+            "-p",
+            "3",
+            "-c",
+            "retention.ms=60000",
+        ],
+        None,
+    ));
+    assert!(
+        out.starts_with("created topic orders (3 partitions, id "),
+        "{out}"
+    );
+
+    let listed = json(&magnetar(&b, &["topic", "list", "--json"], None));
+    assert_eq!(listed["topics"][0]["topic"], "orders");
+    assert_eq!(listed["topics"][0]["partitions"], 3);
+    let table = ok(&magnetar(&b, &["topic", "list"], None));
+    assert!(
+        table.lines().next().unwrap().starts_with("TOPIC"),
+        "{table}"
+    );
+    assert!(table.contains("orders  3"), "aligned columns: {table}");
+
+    let described = json(&magnetar(
+        &b,
+        &["topic", "describe", "orders", "--json"],
+        None,
+    ));
+    assert_eq!(described["configs"]["retention.ms"], "60000");
+    assert_eq!(described["partitions"].as_array().unwrap().len(), 3);
+
+    ok(&magnetar(
+        &b,
+        &[
+            "topic",
+            "alter",
+            "orders",
+            "--set",
+            "retention.ms=1000",
+            "--partitions",
+            "5",
+        ],
+        None,
+    ));
+    let described = json(&magnetar(
+        &b,
+        &["topic", "describe", "orders", "--json"],
+        None,
+    ));
+    assert_eq!(described["configs"]["retention.ms"], "1000");
+    assert_eq!(described["partitions"].as_array().unwrap().len(), 5);
+
+    // Lookups never create unless asked *and* allowed.
+    let found = json(&magnetar(
+        &b,
+        &["topic", "partitions", "orders", "--json"],
+        None,
+    ));
+    assert_eq!(found["partitions"], serde_json::json!([0, 1, 2, 3, 4]));
+    let missing = magnetar(&b, &["topic", "partitions", "ghost"], None);
+    assert_eq!(code(&missing), 3, "not found");
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains(&b),
+        "names the broker"
+    );
+    assert_eq!(
+        code(&magnetar(
+            &b,
+            &["topic", "partitions", "ghost", "--create-if-allowed"],
+            None
+        )),
+        3
+    );
+
+    assert_eq!(
+        code(&magnetar(&b, &["topic", "create", "bad name"], None)),
+        1,
+        "broker refused"
+    );
+    assert_eq!(
+        code(&magnetar(&b, &["topic", "alter", "orders"], None)),
+        2,
+        "usage"
+    );
+    assert_eq!(
+        code(&magnetar(&b, &["topic", "delete", "orders", "nope"], None)),
+        3
+    );
+    assert_eq!(
+        code(&magnetar(&b, &["topic", "describe", "orders"], None)),
+        3,
+        "deleted"
+    );
+    assert_eq!(
+        code(&magnetar(
+            "127.0.0.1:1",
+            &["topic", "list", "--timeout", "2"],
+            None
+        )),
+        4,
+        "unreachable"
+    );
+}
+
+#[test]
+fn partitions_lookup_creates_only_when_the_broker_allows() {
+    let broker = BrokerProcess::start(&["auto.create.topics.enable=true", "num.partitions=2"]);
+    let b = broker.bootstrap();
+    assert_eq!(
+        code(&magnetar(&b, &["topic", "partitions", "lazy"], None)),
+        3
+    );
+    let created = json(&magnetar(
+        &b,
+        &[
+            "topic",
+            "partitions",
+            "lazy",
+            "--create-if-allowed",
+            "--json",
+        ],
+        None,
+    ));
+    assert_eq!(created["partitions"], serde_json::json!([0, 1]));
+}
+
+#[test]
+fn produce_keys_headers_and_group_offsets() {
+    let broker = BrokerProcess::start(&[]);
+    let b = broker.bootstrap();
+    ok(&magnetar(
+        &b,
+        &["topic", "create", "events", "-p", "1"],
+        None,
+    ));
+    let out = ok(&magnetar(
+        &b,
+        &[
+            "produce",
+            "events",
+            "--key-sep",
+            ":",
+            "-H",
+            "source=cli",
+            "--compression",
+            "zstd",
+            "--print-offsets",
+        ],
+        Some("alpha:one\nbeta:two\nno-key-here\n"),
+    ));
+    assert_eq!(out, "0\t0\n0\t1\n0\t2\n");
+
+    let c: BaseConsumer = assign_config(&b).create().unwrap();
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset("events", 0, Offset::Beginning)
+        .unwrap();
+    c.assign(&tpl).unwrap();
+    let mut got = Vec::new();
+    while got.len() < 3 {
+        if let Some(m) = c.poll(Duration::from_millis(200)) {
+            let m = m.unwrap();
+            let h = m.headers().unwrap().get(0);
+            assert_eq!((h.key, h.value), ("source", Some(&b"cli"[..])));
+            got.push((
+                m.key().map(|k| String::from_utf8_lossy(k).into_owned()),
+                String::from_utf8_lossy(m.payload().unwrap()).into_owned(),
+            ));
+        }
+    }
+    assert_eq!(
+        got,
+        vec![
+            (Some("alpha".into()), "one".into()),
+            (Some("beta".into()), "two".into()),
+            (None, "no-key-here".into())
+        ]
+    );
+    assert_eq!(
+        code(&magnetar(
+            &b,
+            &["produce", "events", "--acks", "2"],
+            Some("x\n")
+        )),
+        2
+    );
+    assert_eq!(
+        code(&magnetar(&b, &["produce", "nowhere"], Some("x\n"))),
+        3,
+        "never creates"
+    );
+
+    // Group offsets: reset, inspect with lag, coordinator lookup.
+    let reset = json(&magnetar(
+        &b,
+        &[
+            "group", "reset", "billing", "--topic", "events", "--to", "1", "--json",
+        ],
+        None,
+    ));
+    assert_eq!(reset["offsets"][0]["offset"], 1);
+    let offsets = json(&magnetar(
+        &b,
+        &["group", "offsets", "billing", "--json"],
+        None,
+    ));
+    assert_eq!(offsets["offsets"][0]["lag"], 2);
+    let latest = json(&magnetar(
+        &b,
+        &[
+            "group", "reset", "billing", "--topic", "events", "--to", "latest", "--json",
+        ],
+        None,
+    ));
+    assert_eq!(latest["offsets"][0]["offset"], 3);
+    let listed = json(&magnetar(&b, &["group", "list", "--json"], None));
+    assert_eq!(listed["groups"][0]["group"], "billing");
+    let coords = json(&magnetar(
+        &b,
+        &["coordinator", "billing", "other", "--json"],
+        None,
+    ));
+    assert_eq!(coords["coordinators"].as_array().unwrap().len(), 2);
+    assert_eq!(coords["coordinators"][1]["port"], broker.addr.port());
+    assert_eq!(
+        code(&magnetar(&b, &["group", "describe", "never-seen"], None)),
+        3
+    );
+}
