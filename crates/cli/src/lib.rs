@@ -9,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+mod bench;
 pub mod error;
 mod group;
 pub mod output;
@@ -70,6 +71,8 @@ pub enum Command {
     Group(group::GroupArgs),
     /// Find the coordinators of groups (one batched request where supported).
     Coordinator(group::CoordinatorArgs),
+    /// Generate load and report throughput and latency (any Kafka-compatible broker).
+    Bench(bench::BenchArgs),
 }
 
 /// Runs a client subcommand to completion and returns the exit code.
@@ -79,6 +82,7 @@ pub fn run(command: Command) -> ExitCode {
         Command::Produce(a) => block_on(produce::run(a)),
         Command::Group(a) => block_on(group::run(a)),
         Command::Coordinator(a) => block_on(group::coordinator(a)),
+        Command::Bench(a) => block_on(bench::run(a)),
     }
 }
 

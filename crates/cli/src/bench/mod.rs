@@ -1,0 +1,142 @@
+//! `magnetar bench`: an OpenMessaging-style load generator that works against
+//! any Kafka-compatible broker, so results can be compared side by side.
+//!
+//! Every payload starts with its send time (µs since the Unix epoch), so a
+//! consumer can measure end-to-end latency without clock sync beyond the one
+//! machine running the benchmark.
+
+mod produce;
+mod report;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::{Args, Subcommand};
+use client::{Admin, NewTopic};
+
+use crate::error::{CliError, Context};
+use crate::GlobalArgs;
+
+pub use report::Report;
+
+/// `magnetar bench` arguments.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    mode: BenchMode,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchMode {
+    /// Producers only: throughput and acknowledgement latency.
+    Produce(Workload),
+}
+
+/// The workload, shared by every mode.
+#[derive(Debug, Clone, Args)]
+pub struct Workload {
+    /// Number of topics (named PREFIX-0, PREFIX-1, ...; created if missing).
+    #[arg(long, default_value_t = 1)]
+    pub topics: usize,
+    /// Partitions per topic (when created).
+    #[arg(long, default_value_t = 8)]
+    pub partitions: i32,
+    /// Payload size in bytes (at least 8: the send time is embedded).
+    #[arg(long, default_value_t = 1024)]
+    pub message_size: usize,
+    /// Target messages per second over all producers; 0 = as fast as possible.
+    #[arg(long, default_value_t = 0)]
+    pub rate: u64,
+    /// Producer instances.
+    #[arg(long, default_value_t = 1)]
+    pub producers: usize,
+    /// Consumer instances (consume and e2e modes).
+    #[arg(long, default_value_t = 1)]
+    pub consumers: usize,
+    /// How long to run, in seconds.
+    #[arg(long, default_value_t = 10)]
+    pub duration: u64,
+    /// 0, 1 or all.
+    #[arg(long, default_value = "all")]
+    pub acks: String,
+    /// none, gzip, snappy, lz4 or zstd.
+    #[arg(long, default_value = "none")]
+    pub compression: String,
+    /// Producer linger, in milliseconds.
+    #[arg(long, default_value_t = 1)]
+    pub linger_ms: u64,
+    /// Topic name prefix.
+    #[arg(long, default_value = "bench")]
+    pub topic_prefix: String,
+    /// Hide the progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+impl Workload {
+    /// The topic names.
+    pub fn topic_names(&self) -> Vec<String> {
+        (0..self.topics)
+            .map(|i| format!("{}-{i}", self.topic_prefix))
+            .collect()
+    }
+
+    fn validate(&self) -> Result<(), CliError> {
+        if self.message_size < 8 {
+            return Err(CliError::Usage(
+                "--message-size must be at least 8 bytes".into(),
+            ));
+        }
+        if self.topics == 0 || self.producers == 0 || self.duration == 0 {
+            return Err(CliError::Usage(
+                "--topics, --producers and --duration must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Creates missing topics.
+    async fn ensure_topics(&self, admin: &Admin) -> Result<(), CliError> {
+        let b = self.global.bootstrap.as_str();
+        let names = self.topic_names();
+        let new: Vec<NewTopic> = names
+            .iter()
+            .map(|n| NewTopic::new(n, self.partitions))
+            .collect();
+        let res = admin
+            .create_topics(&new, false)
+            .await
+            .context("cannot create bench topics", b)?;
+        for (name, r) in res {
+            match r {
+                Ok(_) => {}
+                Err(e) if e.kafka_error() == Some(client::ResponseError::TopicAlreadyExists) => {}
+                Err(e) => return Err(e).context(format!("cannot create {name}"), b),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Microseconds since the Unix epoch.
+pub fn now_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_micros() as u64
+}
+
+/// Runs `magnetar bench`.
+pub async fn run(args: BenchArgs) -> Result<(), CliError> {
+    match args.mode {
+        BenchMode::Produce(w) => {
+            w.validate()?;
+            let admin = w.global.admin().await?;
+            w.ensure_topics(&admin).await?;
+            let report = produce::run(&w, admin.client().clone()).await?;
+            report.print(w.global.json);
+            Ok(())
+        }
+    }
+}
