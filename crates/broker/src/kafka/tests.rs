@@ -338,3 +338,22 @@ async fn every_supported_version_encodes_and_decodes() {
     let expected: i16 = SUPPORTED_APIS.iter().map(|(_, v)| v.max - v.min + 1).sum();
     assert_eq!(checked, expected);
 }
+
+/// The README's API table is a contract: it must list exactly what
+/// ApiVersions advertises.
+#[test]
+fn readme_lists_every_advertised_api_and_version_range() {
+    let readme = include_str!("../../../../README.md");
+    for (key, v) in SUPPORTED_APIS {
+        let row = format!("| {key:?} | {}–{} |", v.min, v.max);
+        assert!(readme.contains(&row), "README lacks the row {row}");
+    }
+    let rows = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("## Kafka APIs"))
+        .skip_while(|l| !l.starts_with("| API |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .count();
+    assert_eq!(rows, SUPPORTED_APIS.len(), "no extra rows either");
+}
