@@ -142,6 +142,41 @@ async fn members_share_partitions_and_take_over_after_leave_and_kill() {
         },
     )
     .await;
+
+    // The same with a librdkafka member in another process (kcat's balanced
+    // consumer), killed with SIGKILL.
+    let mut kcat = Command::new("kcat")
+        .args([
+            "-b",
+            &b,
+            "-G",
+            "g6",
+            "-X",
+            "session.timeout.ms=3000",
+            "-X",
+            "heartbeat.interval.ms=300",
+            "six",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kcat");
+    eventually(Duration::from_secs(30), "kcat takes two partitions", || {
+        let n = c1.assignment().len() + c2.assignment().len();
+        async move { (n == 4).then_some(()) }
+    })
+    .await;
+    kcat.kill().unwrap();
+    let _ = kcat.wait();
+    eventually(
+        Duration::from_secs(20),
+        "take-over after kcat's session expires",
+        || {
+            let ok = covers(&[&c1, &c2], 6);
+            async move { ok.then_some(()) }
+        },
+    )
+    .await;
     c1.close().await;
     c2.close().await;
 }
