@@ -2,7 +2,7 @@
 //! reconnect backoff, and the metadata cache.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -106,10 +106,38 @@ struct SlotState {
     next_attempt: Option<Instant>,
 }
 
+/// Which of a broker's connections a request travels on.
+///
+/// A broker answers one connection's requests in order, so a slow request
+/// (a long-polling Fetch, a JoinGroup held until the group settles) delays
+/// everything queued behind it. Consumers therefore use lanes of their own:
+/// one for the group coordinator, one for fetching. [`Lane::SHARED`] is the
+/// pool everything else (metadata, produce, admin) uses.
+///
+/// ```no_run
+/// # async fn f(client: client::Client) -> client::Result<()> {
+/// let lane = client.new_lane();
+/// let conn = client.connection_to_lane("127.0.0.1:9092", lane).await?;
+/// assert!(!conn.is_closed());
+/// client.release_lane(lane); // closes the lane's connections
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Lane(u64);
+
+impl Lane {
+    /// The shared connections.
+    pub const SHARED: Lane = Lane(0);
+}
+
+type SlotKey = (String, Lane);
+
 struct Inner {
     config: ClientConfig,
     settings: ConnSettings,
-    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    slots: Mutex<HashMap<SlotKey, Arc<Slot>>>,
+    /// The last lane handed out by [`Client::new_lane`].
+    lanes: AtomicU64,
     metadata: RwLock<Arc<ClusterMetadata>>,
     /// Rotates the broker tried first by [`Client::any_connection`].
     next_any: AtomicUsize,
@@ -159,6 +187,7 @@ impl Client {
                 config,
                 settings,
                 slots: Mutex::new(HashMap::new()),
+                lanes: AtomicU64::new(0),
                 metadata: RwLock::new(Arc::new(ClusterMetadata::default())),
                 next_any: AtomicUsize::new(0),
             }),
@@ -180,12 +209,49 @@ impl Client {
     /// The connection to `addr`, opening it if needed. After failures,
     /// attempts are spaced by exponential backoff.
     pub async fn connection_to(&self, addr: &str) -> Result<Connection> {
+        self.connection_to_lane(addr, Lane::SHARED).await
+    }
+
+    /// A new lane: connections of their own to every broker, opened on
+    /// first use. Release it with [`Client::release_lane`] when done.
+    pub fn new_lane(&self) -> Lane {
+        Lane(self.inner.lanes.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+
+    /// Closes and forgets every connection of `lane` (never the shared one).
+    pub fn release_lane(&self, lane: Lane) {
+        if lane == Lane::SHARED {
+            return;
+        }
+        let gone: Vec<Arc<Slot>> = {
+            let mut slots = self.inner.slots.lock().unwrap();
+            let keys: Vec<SlotKey> = slots.keys().filter(|k| k.1 == lane).cloned().collect();
+            keys.iter().filter_map(|k| slots.remove(k)).collect()
+        };
+        for slot in gone {
+            if let Ok(st) = slot.state.try_lock() {
+                if let Some(c) = &st.conn {
+                    c.close();
+                }
+            }
+        }
+    }
+
+    /// The connection of `lane` to broker `node` (see [`Client::connection`]).
+    pub async fn connection_on_lane(&self, node: NodeId, lane: Lane) -> Result<Connection> {
+        let addr = self.node_addr(node).await?;
+        self.connection_to_lane(&addr, lane).await
+    }
+
+    /// The connection of `lane` to `addr`, opening it if needed, with the
+    /// same backoff as [`Client::connection_to`].
+    pub async fn connection_to_lane(&self, addr: &str, lane: Lane) -> Result<Connection> {
         let slot = self
             .inner
             .slots
             .lock()
             .unwrap()
-            .entry(addr.to_string())
+            .entry((addr.to_string(), lane))
             .or_default()
             .clone();
         let mut st = slot.state.lock().await;
@@ -223,7 +289,27 @@ impl Client {
     /// (never waits, never dials).
     pub fn cached_connection(&self, node: NodeId) -> Option<Connection> {
         let addr = self.metadata().brokers.get(&node)?.addr();
-        let slot = self.inner.slots.lock().unwrap().get(&addr).cloned()?;
+        let slot = self
+            .inner
+            .slots
+            .lock()
+            .unwrap()
+            .get(&(addr, Lane::SHARED))
+            .cloned()?;
+        let st = slot.state.try_lock().ok()?;
+        st.conn.as_ref().filter(|c| !c.is_closed()).cloned()
+    }
+
+    /// The open connection of `lane` to `addr`, if there is one right now
+    /// (never waits, never dials).
+    pub fn open_connection(&self, addr: &str, lane: Lane) -> Option<Connection> {
+        let slot = self
+            .inner
+            .slots
+            .lock()
+            .unwrap()
+            .get(&(addr.to_string(), lane))
+            .cloned()?;
         let st = slot.state.try_lock().ok()?;
         st.conn.as_ref().filter(|c| !c.is_closed()).cloned()
     }
@@ -231,17 +317,19 @@ impl Client {
     /// The connection to broker `node`; refreshes metadata once if the
     /// node is not known yet.
     pub async fn connection(&self, node: NodeId) -> Result<Connection> {
-        let addr = match self.metadata().brokers.get(&node) {
-            Some(n) => n.addr(),
-            None => {
-                let md = self.refresh_metadata(&[]).await?;
-                md.brokers
-                    .get(&node)
-                    .map(|n| n.addr())
-                    .ok_or_else(|| Error::NotFound(format!("broker {node}")))?
-            }
-        };
+        let addr = self.node_addr(node).await?;
         self.connection_to(&addr).await
+    }
+
+    async fn node_addr(&self, node: NodeId) -> Result<String> {
+        if let Some(n) = self.metadata().brokers.get(&node) {
+            return Ok(n.addr());
+        }
+        let md = self.refresh_metadata(&[]).await?;
+        md.brokers
+            .get(&node)
+            .map(|n| n.addr())
+            .ok_or_else(|| Error::NotFound(format!("broker {node}")))
     }
 
     /// A connection to any broker that answers: known brokers first
@@ -262,7 +350,13 @@ impl Client {
         }
         // An open connection wins over dialling anything.
         for a in &addrs {
-            let slot = self.inner.slots.lock().unwrap().get(a).cloned();
+            let slot = self
+                .inner
+                .slots
+                .lock()
+                .unwrap()
+                .get(&(a.clone(), Lane::SHARED))
+                .cloned();
             if let Some(slot) = slot {
                 if let Ok(st) = slot.state.try_lock() {
                     if let Some(c) = st.conn.as_ref().filter(|c| !c.is_closed()) {

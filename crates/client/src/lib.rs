@@ -24,6 +24,7 @@ mod admin;
 mod client;
 mod conn;
 mod error;
+mod lookup;
 mod metadata;
 mod producer;
 mod versions;
@@ -32,7 +33,7 @@ mod versions;
 mod testing;
 
 pub use crate::admin::*;
-pub use crate::client::{Client, ClientConfig};
+pub use crate::client::{Client, ClientConfig, Lane};
 pub use crate::conn::Connection;
 pub use crate::error::{BrokerError, Error, Result};
 pub use crate::metadata::{
