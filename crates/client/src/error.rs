@@ -113,9 +113,13 @@ pub enum Error {
     /// Bad arguments or configuration.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// The client (producer, connection pool) was shut down.
+    /// The client (producer, consumer, connection pool) was shut down.
     #[error("client closed")]
     Closed,
+    /// A consumer has no position for a partition: nothing committed and
+    /// `auto_offset_reset` is none. Seek to go on.
+    #[error("no committed offset for {0} and auto_offset_reset is none")]
+    NoOffset(crate::message::TopicPartition),
 }
 
 /// `Result` with this crate's [`Error`].
@@ -159,7 +163,8 @@ impl Error {
             | Error::NotSupported(_)
             | Error::Protocol(_)
             | Error::InvalidArgument(_)
-            | Error::Closed => false,
+            | Error::Closed
+            | Error::NoOffset(_) => false,
         }
     }
 

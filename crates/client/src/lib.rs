@@ -5,6 +5,12 @@
 //!   ApiVersions negotiation and reconnect backoff, and a metadata cache.
 //! - [`Producer`]: batching, compression, idempotence, ordered retries and a
 //!   future per record.
+//! - [`Consumer`]: classic consumer groups (interoperating with Java and
+//!   librdkafka members; `range` and `roundrobin` assignors), pattern
+//!   subscriptions that discover new topics, manual assignment, commits,
+//!   and checkpoints for stream processors.
+//! - [`Reader`]: Pulsar's Reader API (no group, no committed state) that
+//!   resumes exactly after the last message it returned.
 //! - [`Admin`]: topics, configs, partitions, records, groups, coordinators.
 //!
 //! ```no_run
@@ -23,10 +29,14 @@
 mod admin;
 mod client;
 mod conn;
+mod consumer;
 mod error;
+mod fetcher;
 mod lookup;
+mod message;
 mod metadata;
 mod producer;
+mod reader;
 mod versions;
 
 #[cfg(test)]
@@ -35,7 +45,11 @@ mod testing;
 pub use crate::admin::*;
 pub use crate::client::{Client, ClientConfig, Lane};
 pub use crate::conn::Connection;
+pub use crate::consumer::{
+    Assignor, AutoOffsetReset, Consumer, ConsumerBuilder, Offsets, RebalanceListener,
+};
 pub use crate::error::{BrokerError, Error, Result};
+pub use crate::message::{Headers, Message, MessageId, TopicPartition};
 pub use crate::metadata::{
     ClusterMetadata, Node, NodeId, PartitionMetadata, TopicId, TopicMetadata,
 };
@@ -43,5 +57,6 @@ pub use crate::producer::partitioner::{murmur2, partition_for_key};
 pub use crate::producer::{
     Acks, Compression, DeliveryFuture, Producer, ProducerBuilder, ProducerRecord, RecordMetadata,
 };
+pub use crate::reader::{Reader, ReaderBuilder, StartPosition};
 pub use crate::versions::{client_range, ApiVersions};
 pub use kafka_protocol::ResponseError;
