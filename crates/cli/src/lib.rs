@@ -1,6 +1,6 @@
 //! The `magnetar` command-line tools, as a library the `magnetar` binary
-//! embeds: topic administration, produce, group inspection, coordinator
-//! lookup. They speak the Kafka protocol through the `client` crate, so
+//! embeds: topic administration, produce, consume (group), read (Reader),
+//! group inspection, coordinator lookup and a load generator. They speak the Kafka protocol through the `client` crate, so
 //! they work against any Kafka-compatible broker.
 //!
 //! Output is an aligned table for people or one JSON document for scripts
@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 mod bench;
+mod consume;
 pub mod error;
 mod group;
 pub mod output;
@@ -67,6 +68,10 @@ pub enum Command {
     Topic(topic::TopicArgs),
     /// Write records read from stdin or a file, one per line.
     Produce(produce::ProduceArgs),
+    /// Consume a topic or a regex pattern as a member of a group.
+    Consume(consume::ConsumeArgs),
+    /// Read a topic from a position without a group (a Reader).
+    Read(consume::ReadArgs),
     /// List, describe and reset consumer groups.
     Group(group::GroupArgs),
     /// Find the coordinators of groups (one batched request where supported).
@@ -80,6 +85,8 @@ pub fn run(command: Command) -> ExitCode {
     match command {
         Command::Topic(a) => block_on(topic::run(a)),
         Command::Produce(a) => block_on(produce::run(a)),
+        Command::Consume(a) => block_on(consume::consume(a)),
+        Command::Read(a) => block_on(consume::read(a)),
         Command::Group(a) => block_on(group::run(a)),
         Command::Coordinator(a) => block_on(group::coordinator(a)),
         Command::Bench(a) => block_on(bench::run(a)),

@@ -287,3 +287,150 @@ fn produce_keys_headers_and_group_offsets() {
         3
     );
 }
+
+#[test]
+fn consume_and_read_commands() {
+    let broker = BrokerProcess::start(&["group.initial.rebalance.delay.ms=100"]);
+    let b = broker.bootstrap();
+    ok(&magnetar(&b, &["topic", "create", "feed", "-p", "2"], None));
+    ok(&magnetar(
+        &b,
+        &["produce", "feed", "--key-sep", ":"],
+        Some("a:1\nb:2\nc:3\nd:4\n"),
+    ));
+
+    // A reader stops at the end unless --follow.
+    let mut all: Vec<String> = ok(&magnetar(&b, &["read", "feed"], None))
+        .lines()
+        .map(str::to_string)
+        .collect();
+    all.sort();
+    assert_eq!(all, vec!["1", "2", "3", "4"]);
+    let one = ok(&magnetar(
+        &b,
+        &[
+            "read",
+            "feed",
+            "--partition",
+            "0",
+            "--from",
+            "1",
+            "--format",
+            "json",
+            "-n",
+            "1",
+        ],
+        None,
+    ));
+    let v: Value = serde_json::from_str(one.trim()).unwrap();
+    assert_eq!(
+        (v["partition"].as_i64(), v["offset"].as_i64()),
+        (Some(0), Some(1))
+    );
+    let after = ok(&magnetar(
+        &b,
+        &[
+            "read",
+            "feed",
+            "--partition",
+            "0",
+            "--from",
+            "0:1",
+            "--exclusive",
+        ],
+        None,
+    ));
+    assert_eq!(
+        after.lines().count(),
+        ok(&magnetar(&b, &["read", "feed", "--partition", "0"], None))
+            .lines()
+            .count()
+            - 2
+    );
+    assert_eq!(
+        ok(&magnetar(
+            &b,
+            &[
+                "read",
+                "feed",
+                "--from",
+                "latest",
+                "--follow",
+                "--idle-exit",
+                "1"
+            ],
+            None
+        )),
+        ""
+    );
+    assert_eq!(
+        code(&magnetar(
+            &b,
+            &["read", "feed", "--from", "yesterday"],
+            None
+        )),
+        2
+    );
+
+    // A group consumer commits what it printed; a second run has nothing new.
+    let out = ok(&magnetar(
+        &b,
+        &[
+            "consume",
+            "feed",
+            "--group",
+            "cg",
+            "--from",
+            "earliest",
+            "-n",
+            "4",
+            "--print-key",
+        ],
+        None,
+    ));
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort();
+    assert_eq!(lines, vec!["a\t1", "b\t2", "c\t3", "d\t4"]);
+    let lag = json(&magnetar(&b, &["group", "offsets", "cg", "--json"], None));
+    assert!(
+        lag["offsets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| o["lag"] == 0),
+        "{lag}"
+    );
+    assert_eq!(
+        ok(&magnetar(
+            &b,
+            &["consume", "feed", "--group", "cg", "--idle-exit", "2"],
+            None
+        )),
+        ""
+    );
+
+    // Pattern subscription.
+    let out = ok(&magnetar(
+        &b,
+        &[
+            "consume",
+            "--pattern",
+            "fe.*",
+            "--group",
+            "pg",
+            "--from",
+            "earliest",
+            "-n",
+            "4",
+            "--format",
+            "json",
+        ],
+        None,
+    ));
+    assert_eq!(out.lines().count(), 4);
+    assert_eq!(
+        code(&magnetar(&b, &["consume", "missing-topic"], None)),
+        3,
+        "never creates"
+    );
+}
