@@ -179,7 +179,7 @@ pub async fn consume(args: ConsumeArgs) -> Result<(), CliError> {
             })?,
         (None, None) => return Err(CliError::Usage("give a topic or --pattern".into())),
     }
-    let mut source = Source::Consumer(consumer);
+    let mut source = Source::Consumer(Box::new(consumer));
     let result = pump(&args.print, &mut source).await;
     let Source::Consumer(mut consumer) = source else {
         unreachable!("built as a consumer above")
@@ -239,7 +239,7 @@ fn parse_position(from: &str, partition: Option<i32>) -> Result<StartPosition, C
 
 /// Where messages come from.
 enum Source {
-    Consumer(Consumer),
+    Consumer(Box<Consumer>),
     Reader { reader: Reader, follow: bool },
 }
 
