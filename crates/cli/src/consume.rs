@@ -211,7 +211,7 @@ pub async fn read(args: ReadArgs) -> Result<(), CliError> {
         .await
         .context(format!("cannot read {}", args.topic), b)?;
     let mut source = Source::Reader {
-        reader,
+        reader: Box::new(reader),
         follow: args.follow,
     };
     pump(&args.print, &mut source)
@@ -240,7 +240,7 @@ fn parse_position(from: &str, partition: Option<i32>) -> Result<StartPosition, C
 /// Where messages come from.
 enum Source {
     Consumer(Box<Consumer>),
-    Reader { reader: Reader, follow: bool },
+    Reader { reader: Box<Reader>, follow: bool },
 }
 
 /// What one poll found.
