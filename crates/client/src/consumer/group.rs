@@ -555,8 +555,13 @@ async fn heartbeat_loop(
         .await;
         if let Err(e) = r {
             tracing::debug!(group = %cfg.group_id, error = %e, "heartbeat");
-            // The answer may be about a generation we have since left.
-            if shared.member.lock().unwrap().generation == generation {
+            // The answer may be about a generation we have since left, or
+            // the consumer may be rejoining already.
+            let current = {
+                let m = shared.member.lock().unwrap();
+                m.stable && m.generation == generation
+            };
+            if current {
                 shared.on_error(&e);
             }
         }

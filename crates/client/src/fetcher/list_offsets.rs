@@ -39,17 +39,22 @@ pub(crate) async fn list_offsets(
         }
     }
     let mut out: Vec<Option<Result<i64>>> = Vec::with_capacity(queries.len());
-    let mut by_leader: HashMap<NodeId, Vec<usize>> = HashMap::new();
+    // A request names each partition once (Kafka refuses duplicates), so
+    // the second lookup of a partition goes in a second request.
+    let mut by_leader: HashMap<(NodeId, usize), Vec<usize>> = HashMap::new();
+    let mut seen: HashMap<(&str, i32), usize> = HashMap::new();
     for (i, (t, p, _)) in queries.iter().enumerate() {
         match md.leader(t, *p) {
             Some(n) => {
-                by_leader.entry(n).or_default().push(i);
+                let round = seen.entry((&**t, *p)).or_insert(0);
+                by_leader.entry((n, *round)).or_default().push(i);
+                *round += 1;
                 out.push(None);
             }
             None => out.push(Some(Err(no_leader(t, *p)))),
         }
     }
-    let requests = by_leader.into_iter().map(|(node, idx)| async move {
+    let requests = by_leader.into_iter().map(|((node, _), idx)| async move {
         let r = ask(client, lane, node, queries, &idx).await;
         (idx, r)
     });

@@ -110,6 +110,11 @@ struct Part {
     /// handled once they are handed out.
     out_of_range: bool,
     queued: bool,
+    /// The last answer held only part of a batch: a batch larger than the
+    /// broker would send for a partition that was not first in the
+    /// request. It goes first next time (brokers always send the first
+    /// partition's first batch whole).
+    starved: bool,
 }
 
 struct Done {
@@ -202,6 +207,7 @@ impl Fetcher {
             failures: 0,
             out_of_range: false,
             queued: false,
+            starved: false,
         });
     }
 
@@ -489,7 +495,8 @@ impl Fetcher {
                 None => self.stale_metadata = true,
             }
         }
-        for (node, idx) in per_node {
+        for (node, mut idx) in per_node {
+            idx.sort_by_key(|&i| !self.parts[i].starved);
             let id = self.next_id();
             let mut wanted: Vec<(Arc<str>, i32, i64, i32)> = Vec::with_capacity(idx.len());
             for i in idx {
@@ -580,6 +587,7 @@ impl Fetcher {
         p.high_watermark = high_watermark;
         p.failures = 0;
         let was_empty = p.buffer.is_empty();
+        let had_records = !records.is_empty();
         match decode::absorb(
             &p.topic,
             p.tp.partition,
@@ -588,6 +596,7 @@ impl Fetcher {
             &mut p.buffer,
         ) {
             Ok((next, used)) => {
+                p.starved = had_records && used == 0;
                 p.fetch_offset = next;
                 p.buffered_bytes += used;
                 if was_empty && !p.buffer.is_empty() && !p.queued {
