@@ -434,3 +434,80 @@ fn consume_and_read_commands() {
         "never creates"
     );
 }
+
+#[test]
+fn bench_modes_report_throughput_and_latency() {
+    let broker = BrokerProcess::start(&["group.initial.rebalance.delay.ms=0"]);
+    let b = broker.bootstrap();
+    let produced = json(&magnetar(
+        &b,
+        &[
+            "bench",
+            "produce",
+            "--duration",
+            "1",
+            "--message-size",
+            "100",
+            "--partitions",
+            "2",
+            "--json",
+        ],
+        None,
+    ));
+    assert!(produced["messages"].as_u64().unwrap() > 0, "{produced}");
+    assert_eq!(produced["errors"], 0);
+    assert!(produced["latency_ms"]["p99"].as_f64().unwrap() > 0.0);
+
+    let consumed = json(&magnetar(
+        &b,
+        &[
+            "bench",
+            "consume",
+            "--duration",
+            "2",
+            "--partitions",
+            "2",
+            "--json",
+        ],
+        None,
+    ));
+    assert_eq!(
+        consumed["messages"], produced["messages"],
+        "the consumers read the whole backlog"
+    );
+
+    let both = json(&magnetar(
+        &b,
+        &[
+            "bench",
+            "e2e",
+            "--duration",
+            "2",
+            "--rate",
+            "500",
+            "--partitions",
+            "2",
+            "--topic-prefix",
+            "e2e",
+            "--json",
+        ],
+        None,
+    ));
+    assert!(
+        both["produce"]["messages"].as_u64().unwrap() >= 800,
+        "{both}"
+    );
+    assert_eq!(
+        both["e2e"]["messages"], both["produce"]["messages"],
+        "every message arrived"
+    );
+    assert!(both["e2e"]["latency_ms"]["p50"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        code(&magnetar(
+            &b,
+            &["bench", "produce", "--message-size", "4"],
+            None
+        )),
+        2
+    );
+}

@@ -5,6 +5,7 @@
 //! consumer can measure end-to-end latency without clock sync beyond the one
 //! machine running the benchmark.
 
+mod consume;
 mod produce;
 mod report;
 
@@ -29,6 +30,10 @@ pub struct BenchArgs {
 enum BenchMode {
     /// Producers only: throughput and acknowledgement latency.
     Produce(Workload),
+    /// Consumers only, reading what the topics hold: throughput.
+    Consume(Workload),
+    /// Producers and consumers together: throughput and end-to-end latency.
+    E2e(Workload),
 }
 
 /// The workload, shared by every mode.
@@ -136,6 +141,76 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
             w.ensure_topics(&admin).await?;
             let report = produce::run(&w, admin.client().clone()).await?;
             report.print(w.global.json);
+            Ok(())
+        }
+        BenchMode::Consume(w) => {
+            w.validate()?;
+            let admin = w.global.admin().await?;
+            w.ensure_topics(&admin).await?;
+            let group = format!("magnetar-bench-{}", now_micros());
+            let consumers = consume::start(
+                &w,
+                admin.client(),
+                client::AutoOffsetReset::Earliest,
+                &group,
+                false,
+            )
+            .await?;
+            let progress = produce::progress_bar(&w, consumers.done.clone());
+            let started = std::time::Instant::now();
+            tokio::time::sleep(Duration::from_secs(w.duration)).await;
+            let report = consumers.finish(started).await?;
+            if let Some(p) = progress {
+                p.finish_and_clear();
+            }
+            report.print(w.global.json);
+            Ok(())
+        }
+        BenchMode::E2e(w) => {
+            w.validate()?;
+            let admin = w.global.admin().await?;
+            w.ensure_topics(&admin).await?;
+            let names = w.topic_names();
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let described = admin
+                .describe_topics(&refs)
+                .await
+                .context("cannot describe bench topics", &w.global.bootstrap)?;
+            let partitions: u64 = described
+                .iter()
+                .filter_map(|(_, r)| r.as_ref().ok())
+                .map(|t| t.partitions.len() as u64)
+                .sum();
+            let group = format!("magnetar-bench-{}", now_micros());
+            let consumers = consume::start(
+                &w,
+                admin.client(),
+                client::AutoOffsetReset::Latest,
+                &group,
+                true,
+            )
+            .await?;
+            consumers.ready(partitions).await?;
+            let produced = produce::run(&w, admin.client().clone()).await?;
+            // Let the last messages arrive.
+            let drain_until = std::time::Instant::now() + Duration::from_secs(5);
+            while consumers.done.load(std::sync::atomic::Ordering::Relaxed) < produced.messages
+                && std::time::Instant::now() < drain_until
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            let mut e2e = consumers
+                .finish(std::time::Instant::now() - produced.elapsed)
+                .await?;
+            e2e.elapsed = produced.elapsed;
+            if w.global.json {
+                crate::output::print_json(
+                    &serde_json::json!({"produce": produced.to_json(), "e2e": e2e.to_json()}),
+                );
+            } else {
+                produced.print(false);
+                e2e.print(false);
+            }
             Ok(())
         }
     }

@@ -59,23 +59,28 @@ impl Report {
         self.latency.value_at_quantile(q) as f64 / 1000.0
     }
 
-    /// Prints the report (a table-like summary, or JSON).
+    /// The report as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "mode": self.mode,
+            "messages": self.messages,
+            "bytes": self.bytes,
+            "errors": self.errors,
+            "seconds": self.elapsed.as_secs_f64(),
+            "msg_per_sec": self.per_sec(self.messages),
+            "mb_per_sec": self.per_sec(self.bytes) / (1024.0 * 1024.0),
+            "latency_ms": {
+                "p50": self.ms(0.5), "p99": self.ms(0.99), "p99_9": self.ms(0.999),
+                "max": self.latency.max() as f64 / 1000.0,
+            },
+        })
+    }
+
+    /// Prints the report (a summary, or JSON).
     pub fn print(&self, json_out: bool) {
         let mb = self.per_sec(self.bytes) / (1024.0 * 1024.0);
         if json_out {
-            print_json(&json!({
-                "mode": self.mode,
-                "messages": self.messages,
-                "bytes": self.bytes,
-                "errors": self.errors,
-                "seconds": self.elapsed.as_secs_f64(),
-                "msg_per_sec": self.per_sec(self.messages),
-                "mb_per_sec": mb,
-                "latency_ms": {
-                    "p50": self.ms(0.5), "p99": self.ms(0.99), "p99_9": self.ms(0.999),
-                    "max": self.latency.max() as f64 / 1000.0,
-                },
-            }));
+            print_json(&self.to_json());
         } else {
             println!(
                 "{}: {} messages in {:.1} s, {:.0} msg/s, {:.2} MB/s, {} errors",
@@ -86,6 +91,10 @@ impl Report {
                 mb,
                 self.errors
             );
+            if self.mode == "consume" {
+                // Reading a backlog has no meaningful latency.
+                return;
+            }
             println!(
                 "latency ms: p50 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}",
                 self.ms(0.5),

@@ -1,0 +1,140 @@
+//! The consuming side of a benchmark: group consumers that count messages
+//! and measure end-to-end latency from the send time in each payload.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use client::{AutoOffsetReset, Client, Consumer};
+
+use super::{now_micros, Report, Workload};
+use crate::error::{CliError, Context};
+
+/// Running consumers.
+pub struct Consumers {
+    tasks: Vec<tokio::task::JoinHandle<client::Result<Report>>>,
+    stop: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Messages consumed so far, for the progress bar.
+    pub done: Arc<AtomicU64>,
+    /// Partitions each consumer holds.
+    assigned: Arc<Vec<AtomicU64>>,
+}
+
+/// Starts `w.consumers` group consumers on the bench topics.
+pub async fn start(
+    w: &Workload,
+    client: &Client,
+    from: AutoOffsetReset,
+    group: &str,
+    measure_latency: bool,
+) -> Result<Consumers, CliError> {
+    let b = w.global.bootstrap.as_str();
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let done = Arc::new(AtomicU64::new(0));
+    let assigned: Arc<Vec<AtomicU64>> =
+        Arc::new((0..w.consumers).map(|_| AtomicU64::new(0)).collect());
+    let not_before = now_micros();
+    let topics = w.topic_names();
+    let mut tasks = Vec::new();
+    for i in 0..w.consumers {
+        let mut c = Consumer::builder()
+            .client(client.clone())
+            .group_id(group)
+            .auto_offset_reset(from)
+            .enable_auto_commit(false)
+            .fetch_max_wait(Duration::from_millis(100))
+            .build()
+            .await
+            .context("cannot start a consumer", b)?;
+        let refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+        c.subscribe(&refs).context("cannot subscribe", b)?;
+        let mut stop = rx.clone();
+        let done = done.clone();
+        let assigned = assigned.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut report = Report::new(if measure_latency { "e2e" } else { "consume" });
+            loop {
+                tokio::select! {
+                    _ = stop.changed() => break,
+                    m = c.poll(Duration::from_millis(200)) => {
+                        assigned[i].store(c.assignment().len() as u64, Ordering::Relaxed);
+                        if let Some(m) = m? {
+                            let value = m.value().unwrap_or_default();
+                            let sent = if value.len() >= 8 {
+                                u64::from_be_bytes(value[..8].try_into().unwrap_or([0; 8]))
+                            } else {
+                                0
+                            };
+                            // End-to-end runs count only this run's messages.
+                            if measure_latency && sent < not_before {
+                                continue;
+                            }
+                            let latency = if measure_latency { now_micros().saturating_sub(sent) } else { 0 };
+                            report.record(value.len(), latency);
+                            done.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+            let _ = c.close().await;
+            Ok(report)
+        }));
+    }
+    Ok(Consumers {
+        tasks,
+        stop: Arc::new(tx),
+        done,
+        assigned,
+    })
+}
+
+impl Consumers {
+    /// Waits (up to 60 s) until the group has assigned all `partitions`.
+    pub async fn ready(&self, partitions: u64) -> Result<(), CliError> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let held: u64 = self
+                .assigned
+                .iter()
+                .map(|a| a.load(Ordering::Relaxed))
+                .sum();
+            if held >= partitions {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(CliError::Usage(format!(
+                    "the consumers hold {held} of {partitions} partitions after 60 s"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Stops the consumers and merges their reports.
+    pub async fn finish(self, started: Instant) -> Result<Report, CliError> {
+        let _ = self.stop.send(true);
+        let mut total: Option<Report> = None;
+        for t in self.tasks {
+            let r = t
+                .await
+                .map_err(|e| CliError::Usage(format!("consumer task failed: {e}")))?
+                .map_err(|e| CliError::Client {
+                    context: "consuming failed".into(),
+                    broker: String::new(),
+                    source: e,
+                })?;
+            match &mut total {
+                None => total = Some(r),
+                Some(t) => {
+                    t.messages += r.messages;
+                    t.bytes += r.bytes;
+                    t.errors += r.errors;
+                    let _ = t.latency.add(&r.latency);
+                }
+            }
+        }
+        let mut report = total.unwrap_or_else(|| Report::new("consume"));
+        report.elapsed = started.elapsed();
+        Ok(report)
+    }
+}
