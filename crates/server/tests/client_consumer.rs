@@ -72,9 +72,12 @@ async fn members_share_a_topic_and_take_over_after_leave_and_kill() {
             .all(|g| mine.contains(&(g.0.clone(), g.1))));
     }
 
-    // One leaves: the other two take over at once.
+    // One leaves: the group forgets it at once (no session expiry), and
+    // the other two take over.
     let mut m = m;
     m.pop().unwrap().close().await;
+    let described = admin.describe_groups(&["g6"]).await.unwrap();
+    assert_eq!(described[0].1.as_ref().unwrap().members.len(), 2);
     eventually(WAIT, "two members cover six partitions", || {
         let a: Vec<_> = m.iter().map(Member::assignment).collect();
         let ok = covers(&a, 6) && a.iter().all(|x| x.len() == 3);
@@ -435,6 +438,19 @@ async fn manual_assignment_and_seeks() {
     }
     assert_eq!(got, (0..10).map(|o| (0, o)).collect::<Vec<_>>());
 
+    // The same through the stream interface.
+    c.seek(&tp1, 8).unwrap();
+    {
+        use futures::StreamExt;
+        let firsts: Vec<i64> = c
+            .stream()
+            .take(2)
+            .map(|m| m.unwrap().offset())
+            .collect()
+            .await;
+        assert_eq!(firsts, [8, 9]);
+    }
+
     // Every field of a message arrives.
     let tp0 = TopicPartition::new("man", 0);
     p.send(
@@ -478,4 +494,57 @@ async fn manual_assignment_and_seeks() {
     }
     c.seek(&tp1, 9).unwrap();
     assert_eq!(c.recv().await.unwrap().offset(), 9);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn auto_commit_commits_before_partitions_are_revoked() {
+    let broker = broker();
+    let b = broker.bootstrap();
+    let admin = admin(&b).await;
+    create(&admin, "rev", 2).await;
+    let p = producer(&admin).await;
+    let old = values("old", 20);
+    produce_spread(&p, "rev", 2, &old).await;
+    // The interval is far away: only revocation (and close) commit.
+    let auto = |b: &str| {
+        builder(b, "grev")
+            .enable_auto_commit(true)
+            .auto_commit_interval(Duration::from_secs(3600))
+    };
+    let a = Member::subscribed(auto(&b).build().await.unwrap(), &["rev"]);
+    eventually(WAIT, "the first member reads everything", || {
+        let ok = sorted(a.values()) == sorted(old.clone());
+        async move { ok.then_some(()) }
+    })
+    .await;
+    assert!(admin.list_group_offsets("grev").await.unwrap().is_empty());
+
+    // A second member joins: the first revokes (committing 10 and 10),
+    // and whoever gets a partition goes on from there.
+    let bm = Member::subscribed(auto(&b).build().await.unwrap(), &["rev"]);
+    eventually(WAIT, "one partition each", || {
+        let ok = covers(&[a.assignment(), bm.assignment()], 2) && a.assignment().len() == 1;
+        async move { ok.then_some(()) }
+    })
+    .await;
+    let committed: Vec<i64> = admin
+        .list_group_offsets("grev")
+        .await
+        .unwrap()
+        .iter()
+        .map(|o| o.offset)
+        .collect();
+    assert_eq!(committed, [10, 10]);
+    assert!(a.events().contains(&"revoke:rev-0,rev-1".to_string()));
+    let new = values("new", 4);
+    produce_spread(&p, "rev", 2, &new).await;
+    eventually(WAIT, "only the new messages after the rebalance", || {
+        let ok = sorted(a.values().into_iter().chain(bm.values()).collect())
+            == sorted(old.iter().chain(&new).cloned().collect());
+        async move { ok.then_some(()) }
+    })
+    .await;
+    assert!(bm.values().iter().all(|v| v.starts_with("new")));
+    a.close().await;
+    bm.close().await;
 }
