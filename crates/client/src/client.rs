@@ -1,7 +1,7 @@
 //! The cluster handle: bootstrap, one pooled connection per broker with
 //! reconnect backoff, and the metadata cache.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -138,6 +138,8 @@ struct Inner {
     slots: Mutex<HashMap<SlotKey, Arc<Slot>>>,
     /// The last lane handed out by [`Client::new_lane`].
     lanes: AtomicU64,
+    /// Lanes handed out and not released yet.
+    live_lanes: Mutex<HashSet<Lane>>,
     metadata: RwLock<Arc<ClusterMetadata>>,
     /// Rotates the broker tried first by [`Client::any_connection`].
     next_any: AtomicUsize,
@@ -188,6 +190,7 @@ impl Client {
                 settings,
                 slots: Mutex::new(HashMap::new()),
                 lanes: AtomicU64::new(0),
+                live_lanes: Mutex::new(HashSet::new()),
                 metadata: RwLock::new(Arc::new(ClusterMetadata::default())),
                 next_any: AtomicUsize::new(0),
             }),
@@ -215,7 +218,9 @@ impl Client {
     /// A new lane: connections of their own to every broker, opened on
     /// first use. Release it with [`Client::release_lane`] when done.
     pub fn new_lane(&self) -> Lane {
-        Lane(self.inner.lanes.fetch_add(1, Ordering::Relaxed) + 1)
+        let lane = Lane(self.inner.lanes.fetch_add(1, Ordering::Relaxed) + 1);
+        self.inner.live_lanes.lock().unwrap().insert(lane);
+        lane
     }
 
     /// Closes and forgets every connection of `lane` (never the shared one).
@@ -223,6 +228,7 @@ impl Client {
         if lane == Lane::SHARED {
             return;
         }
+        self.inner.live_lanes.lock().unwrap().remove(&lane);
         let gone: Vec<Arc<Slot>> = {
             let mut slots = self.inner.slots.lock().unwrap();
             let keys: Vec<SlotKey> = slots.keys().filter(|k| k.1 == lane).cloned().collect();
@@ -244,8 +250,12 @@ impl Client {
     }
 
     /// The connection of `lane` to `addr`, opening it if needed, with the
-    /// same backoff as [`Client::connection_to`].
+    /// same backoff as [`Client::connection_to`]. A released lane is
+    /// [`Error::Closed`].
     pub async fn connection_to_lane(&self, addr: &str, lane: Lane) -> Result<Connection> {
+        if lane != Lane::SHARED && !self.inner.live_lanes.lock().unwrap().contains(&lane) {
+            return Err(Error::Closed);
+        }
         let slot = self
             .inner
             .slots
@@ -610,6 +620,33 @@ mod net_tests {
         let _fake = FakeBroker::start_on(&addr, FakeSpec::new(3, 12, 6).topic("t", 4)).await;
         let md = client.refresh_metadata(&["t"]).await.unwrap();
         assert_eq!(md.topics["t"].partitions.len(), 4);
+    }
+
+    #[tokio::test]
+    async fn lanes_have_connections_of_their_own() {
+        let fake = FakeBroker::start(FakeSpec::new(3, 12, 6)).await;
+        let client = Client::connect(cfg(&fake.addr)).await.unwrap();
+        let shared = client.connection_to(&fake.addr).await.unwrap();
+        let lane = client.new_lane();
+        let other = client.new_lane();
+        assert_ne!(lane, other);
+        let a = client.connection_to_lane(&fake.addr, lane).await.unwrap();
+        let again = client.connection_to_lane(&fake.addr, lane).await.unwrap();
+        let b = client.connection_to_lane(&fake.addr, other).await.unwrap();
+        // One ApiVersions handshake per connection: shared, lane, other.
+        assert_eq!(fake.versions_used(ApiKey::ApiVersions).len(), 6);
+        assert!(client.open_connection(&fake.addr, lane).is_some());
+        client.release_lane(lane);
+        assert!(a.is_closed() && again.is_closed());
+        assert!(!b.is_closed() && !shared.is_closed());
+        let err = client
+            .connection_to_lane(&fake.addr, lane)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Closed), "{err}");
+        assert!(client.open_connection(&fake.addr, lane).is_none());
+        client.release_lane(Lane::SHARED);
+        assert!(!shared.is_closed());
     }
 
     #[tokio::test]

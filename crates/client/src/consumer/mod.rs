@@ -87,6 +87,11 @@ enum Subscription {
 /// use another connection, and the next Fetch is in flight while you
 /// process the last one.
 ///
+/// [`Consumer::close`] commits (with auto-commit) and leaves the group at
+/// once; a consumer dropped without it just stops heartbeating, like a
+/// crashed one, and the group reassigns its partitions when its session
+/// expires.
+///
 /// A message is consumed when `recv` returns it: the partition's position
 /// moves past it, and that position is what [`Consumer::commit`] and
 /// [`Consumer::checkpoint`] record. `recv` is cancel-safe: dropping its
