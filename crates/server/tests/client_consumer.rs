@@ -548,3 +548,42 @@ async fn auto_commit_commits_before_partitions_are_revoked() {
     a.close().await;
     bm.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_group_member_carries_on_after_a_broker_restart() {
+    let mut broker = broker();
+    let b = broker.bootstrap();
+    let admin = admin(&b).await;
+    create(&admin, "restart", 2).await;
+    let p = producer(&admin).await;
+    let before = values("before", 10);
+    produce_spread(&p, "restart", 2, &before).await;
+    let m = Member::subscribed(
+        builder(&b, "grestart")
+            .retry_backoff(Duration::from_millis(50))
+            .build()
+            .await
+            .unwrap(),
+        &["restart"],
+    );
+    eventually(WAIT, "the first batch", || {
+        let ok = sorted(m.values()) == sorted(before.clone());
+        async move { ok.then_some(()) }
+    })
+    .await;
+    m.commit().await.unwrap();
+
+    broker.kill();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    broker.restart();
+    let after = values("after", 10);
+    produce_spread(&p, "restart", 2, &after).await;
+    eventually(WAIT, "the second batch, nothing twice", || {
+        let ok = sorted(m.values()) == sorted(before.iter().chain(&after).cloned().collect());
+        async move { ok.then_some(()) }
+    })
+    .await;
+    assert_eq!(m.assignment().len(), 2);
+    assert!(m.errors().is_empty(), "{:?}", m.errors());
+    m.close().await;
+}
