@@ -411,6 +411,9 @@ async fn manual_assignment_and_seeks() {
         c.subscribe(&["man"]),
         Err(Error::InvalidArgument(_))
     ));
+    // Nothing to read yet.
+    let e = c.poll(Duration::from_millis(10)).await.unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     c.assign(std::slice::from_ref(&tp1)).await.unwrap();
     assert_eq!(c.assignment(), std::slice::from_ref(&tp1));
     let m = c.recv().await.unwrap();

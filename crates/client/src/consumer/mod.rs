@@ -438,7 +438,7 @@ impl Consumer {
     /// Commits the positions of every assigned partition now and returns a
     /// future of the answer; the commit completes whether or not the
     /// future is awaited. Commits reach the coordinator in call order.
-    pub fn commit_async(&mut self) -> impl Future<Output = Result<()>> + Send + 'static {
+    pub fn commit_async(&self) -> impl Future<Output = Result<()>> + Send + 'static {
         let offsets: Vec<(TopicPartition, i64)> = self
             .fetcher
             .positions()
@@ -471,9 +471,13 @@ impl Consumer {
 
     /// The committed offsets of `partitions` (those without one are
     /// absent).
-    pub async fn committed(&self, partitions: &[TopicPartition]) -> Result<Offsets> {
-        let group = self.group_for("committed")?;
-        Ok(group.committed(partitions).await?.into_iter().collect())
+    pub fn committed<'a>(
+        &'a self,
+        partitions: &'a [TopicPartition],
+    ) -> impl Future<Output = Result<Offsets>> + Send + 'a {
+        // Borrows only the group, so the future is Send.
+        let group = self.group_for("committed");
+        async move { Ok(group?.committed(partitions).await?.into_iter().collect()) }
     }
 
     /// The next message, waiting as long as it takes. Rebalances,
@@ -516,6 +520,11 @@ impl Consumer {
 
     async fn poll_until(&mut self, deadline: Option<Instant>) -> Result<Option<Message>> {
         self.check_open()?;
+        if matches!(self.sub, Subscription::None) {
+            return Err(Error::InvalidArgument(
+                "not subscribed to any topic nor assigned any partition".into(),
+            ));
+        }
         loop {
             self.maintain().await?;
             if let Some(e) = self.fetcher.take_error() {
@@ -622,5 +631,32 @@ impl Consumer {
         self.group = None;
         self.client.release_lane(self.fetch_lane);
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every future of the consumer and the reader can move to another
+    /// task (a compile-time check).
+    #[allow(dead_code)]
+    fn futures_are_send(c: &mut Consumer, r: &mut crate::Reader) {
+        fn send<T: Send>(_: T) {}
+        send(c.recv());
+        send(c.poll(Duration::ZERO));
+        send(c.stream());
+        send(c.commit());
+        send(c.commit_async());
+        send(c.commit_offsets(&Offsets::new()));
+        send(c.committed(&[]));
+        send(c.assign(&[]));
+        send(c.unsubscribe());
+        send(c.close());
+        send(r.read_next());
+        send(r.read_next_timeout(Duration::ZERO));
+        send(r.has_message_available());
+        send(crate::Reader::builder("t").build());
+        send(Consumer::builder().build());
     }
 }

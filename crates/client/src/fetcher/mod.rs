@@ -629,18 +629,22 @@ impl Fetcher {
     }
 
     /// The (earliest, end) offsets of every partition, in the order of
-    /// [`Fetcher::partitions`].
-    pub async fn bounds(&self) -> Vec<Result<(i64, i64)>> {
+    /// [`Fetcher::partitions`]. The future borrows nothing (it is `Send`).
+    pub fn bounds(&self) -> impl Future<Output = Vec<Result<(i64, i64)>>> + Send + 'static {
         let queries: Vec<_> = self
             .parts
             .iter()
             .flat_map(|p| [EARLIEST, LATEST].map(|spec| (p.topic.clone(), p.tp.partition, spec)))
             .collect();
-        let answers = list_offsets::list_offsets(&self.client, self.lane, &queries).await;
-        answers
-            .chunks(2)
-            .map(|c| Ok((c[0].clone()?, c[1].clone()?)))
-            .collect()
+        let client = self.client.clone();
+        let lane = self.lane;
+        async move {
+            let answers = list_offsets::list_offsets(&client, lane, &queries).await;
+            answers
+                .chunks(2)
+                .map(|c| Ok((c[0].clone()?, c[1].clone()?)))
+                .collect()
+        }
     }
 }
 
