@@ -38,6 +38,33 @@ pub fn is_this_broker(broker: &Broker, name: &str) -> bool {
     name.is_empty() || name == broker.node_id().to_string()
 }
 
+/// A configurable resource named by a config request.
+pub enum Resource<'a> {
+    /// A topic, by name.
+    Topic(&'a str),
+    /// This broker.
+    ThisBroker,
+}
+
+/// Resolves a request's resource type and name, or the error Kafka gives.
+pub fn resource<'a>(
+    broker: &Broker,
+    resource_type: i8,
+    name: &'a str,
+) -> Result<Resource<'a>, crate::Error> {
+    match resource_type {
+        RESOURCE_TOPIC => Ok(Resource::Topic(name)),
+        RESOURCE_BROKER if is_this_broker(broker, name) => Ok(Resource::ThisBroker),
+        RESOURCE_BROKER => Err(crate::Error::InvalidRequest(format!(
+            "this is broker {}, not {name}",
+            broker.node_id()
+        ))),
+        other => Err(crate::Error::InvalidRequest(format!(
+            "unsupported resource type {other}"
+        ))),
+    }
+}
+
 /// Answers DescribeConfigs.
 pub fn handle(
     broker: &Arc<Broker>,

@@ -8,8 +8,8 @@ use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsRe
 use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::describe_configs::{is_this_broker, RESOURCE_BROKER, RESOURCE_TOPIC};
-use super::error::response_error;
+use super::describe_configs::{resource, Resource};
+use super::error::code_and_message;
 use super::Versions;
 use crate::config::TopicConfig;
 use crate::{Broker, Error};
@@ -34,34 +34,20 @@ pub fn handle(
         .resources
         .into_iter()
         .map(|r| {
-            let result = match r.resource_type {
-                RESOURCE_TOPIC => alter_topic(
-                    broker,
-                    r.resource_name.as_str(),
-                    &r.configs,
-                    req.validate_only,
-                ),
-                RESOURCE_BROKER if is_this_broker(broker, r.resource_name.as_str()) => {
-                    alter_broker(broker, &r.configs, req.validate_only)
-                }
-                RESOURCE_BROKER => Err(Error::InvalidRequest(format!(
-                    "this is broker {}, not {}",
-                    broker.node_id(),
-                    r.resource_name.as_str()
-                ))),
-                other => Err(Error::InvalidRequest(format!(
-                    "unsupported resource type {other}"
-                ))),
-            };
-            let out = AlterConfigsResourceResponse::default()
+            let result = resource(broker, r.resource_type, r.resource_name.as_str()).and_then(
+                |res| match res {
+                    Resource::Topic(name) => {
+                        alter_topic(broker, name, &r.configs, req.validate_only)
+                    }
+                    Resource::ThisBroker => alter_broker(broker, &r.configs, req.validate_only),
+                },
+            );
+            let (code, message) = code_and_message(&result);
+            AlterConfigsResourceResponse::default()
                 .with_resource_type(r.resource_type)
-                .with_resource_name(r.resource_name);
-            match result {
-                Ok(()) => out,
-                Err(e) => out
-                    .with_error_code(response_error(&e).code())
-                    .with_error_message(Some(StrBytes::from_string(e.to_string()))),
-            }
+                .with_resource_name(r.resource_name)
+                .with_error_code(code)
+                .with_error_message(message.map(StrBytes::from_string))
         })
         .collect();
     IncrementalAlterConfigsResponse::default().with_responses(responses)
