@@ -325,8 +325,44 @@ async fn checkpoint_and_restore_across_a_restart_with_a_different_assignment() {
         all.to_string(),
         "flink-0=15 flink-1=15 flink-2=15 flink-3=15"
     );
-    d.close().await;
-    e.close().await;
+
+    // A third instance joins later (restored from the two snapshots): the
+    // eager rebalance revokes everything from the first two, and whatever
+    // they get back continues where they were, not at the (absent)
+    // committed offsets.
+    let mut f = builder(&b, "gf").build().await.unwrap();
+    f.restore(&all);
+    let f = Member::subscribed(f, &["flink"]);
+    eventually(WAIT, "three instances", || {
+        let ok = covers(&[d.assignment(), e.assignment(), f.assignment()], 4)
+            && !f.assignment().is_empty()
+            && !d.assignment().is_empty()
+            && !e.assignment().is_empty();
+        async move { ok.then_some(()) }
+    })
+    .await;
+    let fourth = values("four-", 20);
+    produce_spread(&p, "flink", 4, &fourth).await;
+    let want = sorted(third.iter().chain(&fourth).cloned().collect());
+    eventually(WAIT, "the fourth batch, once", || {
+        let ok = consumed(&[&d, &e, &f]) == want;
+        async move { ok.then_some(()) }
+    })
+    .await;
+    let mut all = Offsets::new();
+    for m in [&d, &e, &f] {
+        let cp = m.checkpoint().await;
+        assert_eq!(cp.len(), 4, "{cp}");
+        all.merge(cp);
+    }
+    assert_eq!(
+        all.to_string(),
+        "flink-0=20 flink-1=20 flink-2=20 flink-3=20"
+    );
+    assert!(admin.list_group_offsets("gf").await.unwrap().is_empty());
+    for m in [d, e, f] {
+        m.close().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

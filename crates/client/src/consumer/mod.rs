@@ -127,6 +127,9 @@ pub struct Consumer {
     assignment: Vec<TopicPartition>,
     /// Restored positions of partitions not (yet) assigned.
     restored: Offsets,
+    /// Positions of partitions revoked without auto-commit, for when they
+    /// come back (eager rebalances revoke everything every time).
+    kept: Offsets,
     /// Partition counts of the group's topics at the last assignment we
     /// computed as leader; a change means a new rebalance.
     group_topics: BTreeMap<String, i32>,
@@ -201,6 +204,7 @@ impl Consumer {
             listener: None,
             assignment: Vec::new(),
             restored: Offsets::new(),
+            kept: Offsets::new(),
             group_topics: BTreeMap::new(),
             leader: false,
             last_auto_commit: Vec::new(),
@@ -399,29 +403,34 @@ impl Consumer {
         }
     }
 
-    /// The positions of the assigned partitions, plus those restored for
-    /// partitions not assigned here (carried, see [`Offsets`]).
+    /// The positions of the assigned partitions, plus (carried, see
+    /// [`Offsets`]) those restored for partitions not assigned here and,
+    /// without auto-commit, those of partitions revoked from this consumer.
     pub fn checkpoint(&self) -> Offsets {
+        let mut carried = Offsets::new();
+        for (tp, off) in self.kept.iter().chain(self.restored.iter()) {
+            if !self.fetcher.contains(tp) {
+                carried.insert_carried(tp.clone(), off);
+            }
+        }
         let mut o = Offsets::new();
         for (tp, off) in self.fetcher.positions() {
             o.insert(tp.clone(), off);
         }
-        for (tp, off) in self.restored.iter() {
-            if !self.fetcher.contains(tp) {
-                o.insert_carried(tp.clone(), off);
-            }
-        }
+        o.merge(carried);
         o
     }
 
     /// Applies a checkpoint: assigned partitions in it move to its
     /// positions now; the others keep their positions here until they are
     /// assigned (then they win over committed offsets), and appear in
-    /// later checkpoints meanwhile. Replaces positions restored earlier.
-    /// With a group whose assignment may change, restore every instance
-    /// from the [`Offsets::merge`] of all instances' checkpoints.
+    /// later checkpoints meanwhile. Replaces positions restored (or kept
+    /// from revoked partitions) earlier. With a group whose assignment may
+    /// change, restore every instance, before any of them consumes, from
+    /// the [`Offsets::merge`] of all instances' checkpoints.
     pub fn restore(&mut self, offsets: &Offsets) {
         self.restored = Offsets::new();
+        self.kept = Offsets::new();
         for (tp, off) in offsets.iter() {
             if !self.fetcher.seek(tp, Pos::At(off)) {
                 self.restored.insert_carried(tp.clone(), off);

@@ -91,12 +91,19 @@ impl Consumer {
         if let Some(l) = &self.listener {
             l.on_partitions_revoked(&self.assignment);
         }
+        if !self.cfg.enable_auto_commit {
+            for (tp, off) in self.fetcher.positions() {
+                self.kept.insert_carried(tp.clone(), off);
+            }
+        }
         self.fetcher.retain(|_| false);
         self.assignment.clear();
     }
 
-    /// Where each newly assigned partition starts: a restored position,
-    /// else its committed offset, else `auto_offset_reset`.
+    /// Where each newly assigned partition starts: a restored position;
+    /// else the later of its committed offset and the position it had when
+    /// it was last revoked from us (without auto-commit); else
+    /// `auto_offset_reset`.
     pub(super) async fn initial_positions(
         &mut self,
         parts: &[TopicPartition],
@@ -129,11 +136,12 @@ impl Consumer {
         Ok(parts
             .iter()
             .map(|tp| {
-                let pos = match self
-                    .restored
-                    .remove(tp)
-                    .or_else(|| committed.get(tp).copied())
-                {
+                let kept = self.kept.remove(tp);
+                let later = match (kept, committed.get(tp).copied()) {
+                    (Some(k), Some(c)) => Some(k.max(c)),
+                    (k, c) => k.or(c),
+                };
+                let pos = match self.restored.remove(tp).or(later) {
                     Some(o) => Pos::At(o),
                     None => Pos::Pending(reset),
                 };
