@@ -292,12 +292,19 @@ async fn checkpoint_and_restore_across_a_restart_with_a_different_assignment() {
     c.close().await;
 
     // Two instances restart from that snapshot: each applies the positions
-    // of the partitions it gets and carries the others'.
+    // of the partitions it gets and carries the others'. From here on they
+    // commit on revocation (and close) only, so a partition that changes
+    // hands later goes on where its last owner stopped.
     let third = values("three-", 20);
     produce_spread(&p, "flink", 4, &third).await;
-    let mut d = builder(&b, "gf").build().await.unwrap();
+    let on_revoke = || {
+        builder(&b, "gf")
+            .enable_auto_commit(true)
+            .auto_commit_interval(Duration::from_secs(3600))
+    };
+    let mut d = on_revoke().build().await.unwrap();
     d.restore(&cpc);
-    let mut e = builder(&b, "gf").build().await.unwrap();
+    let mut e = on_revoke().build().await.unwrap();
     e.restore(&cpc);
     let (d, e) = (
         Member::subscribed(d, &["flink"]),
@@ -327,10 +334,10 @@ async fn checkpoint_and_restore_across_a_restart_with_a_different_assignment() {
     );
 
     // A third instance joins later (restored from the two snapshots): the
-    // eager rebalance revokes everything from the first two, and whatever
-    // they get back continues where they were, not at the (absent)
-    // committed offsets.
-    let mut f = builder(&b, "gf").build().await.unwrap();
+    // eager rebalance revokes everything from the first two, which commit
+    // first; partitions that change hands go on from those commits, not
+    // from the older snapshot the first two still carry.
+    let mut f = on_revoke().build().await.unwrap();
     f.restore(&all);
     let f = Member::subscribed(f, &["flink"]);
     eventually(WAIT, "three instances", || {
@@ -349,20 +356,26 @@ async fn checkpoint_and_restore_across_a_restart_with_a_different_assignment() {
         async move { ok.then_some(()) }
     })
     .await;
+    // Stale carried entries lose to the owners' positions in the merge.
     let mut all = Offsets::new();
     for m in [&d, &e, &f] {
-        let cp = m.checkpoint().await;
-        assert_eq!(cp.len(), 4, "{cp}");
-        all.merge(cp);
+        all.merge(m.checkpoint().await);
     }
     assert_eq!(
         all.to_string(),
         "flink-0=20 flink-1=20 flink-2=20 flink-3=20"
     );
-    assert!(admin.list_group_offsets("gf").await.unwrap().is_empty());
     for m in [d, e, f] {
         m.close().await;
     }
+    let committed: Vec<i64> = admin
+        .list_group_offsets("gf")
+        .await
+        .unwrap()
+        .iter()
+        .map(|o| o.offset)
+        .collect();
+    assert_eq!(committed, [20, 20, 20, 20]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -625,4 +638,54 @@ async fn a_group_member_carries_on_after_a_broker_restart() {
     assert_eq!(m.assignment().len(), 2);
     assert!(m.errors().is_empty(), "{:?}", m.errors());
     m.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_auto_commit_a_partition_that_comes_back_goes_on_where_it_was() {
+    let broker = broker();
+    let b = broker.bootstrap();
+    let admin = admin(&b).await;
+    create(&admin, "keep", 2).await;
+    let p = producer(&admin).await;
+    let old = values("old", 20);
+    produce_spread(&p, "keep", 2, &old).await;
+    let x = Member::subscribed(builder(&b, "gkeep").build().await.unwrap(), &["keep"]);
+    eventually(WAIT, "x reads everything", || {
+        let ok = sorted(x.values()) == sorted(old.clone());
+        async move { ok.then_some(()) }
+    })
+    .await;
+
+    // y joins: the eager rebalance takes both partitions from x and gives
+    // one back, which x continues; y starts its one from the beginning
+    // (nothing was committed).
+    let y = Member::subscribed(builder(&b, "gkeep").build().await.unwrap(), &["keep"]);
+    eventually(WAIT, "one partition each", || {
+        let ok = covers(&[x.assignment(), y.assignment()], 2) && x.assignment().len() == 1;
+        async move { ok.then_some(()) }
+    })
+    .await;
+    let new = values("new", 4);
+    produce_spread(&p, "keep", 2, &new).await;
+    let x_part = x.assignment().into_iter().next().unwrap().1;
+    let y_part = 1 - x_part;
+    eventually(WAIT, "both read the new messages", || {
+        let xs = x.messages().len();
+        let ys = y.messages().len();
+        async move { (xs == 22 && ys == 12).then_some(()) }
+    })
+    .await;
+    let xm = x.messages();
+    let mut seen = BTreeSet::new();
+    assert!(xm.iter().all(|m| seen.insert((m.1, m.2))), "x read twice");
+    assert!(y.messages().iter().all(|m| m.1 == y_part));
+    assert_eq!(y.messages()[0].2, 0);
+    let cp = x.checkpoint().await;
+    let tp = |p: i32| TopicPartition::new("keep", p);
+    assert_eq!(cp.get(&tp(x_part)), Some(12));
+    assert!(!cp.is_carried(&tp(x_part)));
+    assert_eq!(cp.get(&tp(y_part)), Some(10));
+    assert!(cp.is_carried(&tp(y_part)));
+    x.close().await;
+    y.close().await;
 }

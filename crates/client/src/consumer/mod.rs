@@ -125,11 +125,14 @@ pub struct Consumer {
     listener: Option<Box<dyn RebalanceListener>>,
     /// Sorted.
     assignment: Vec<TopicPartition>,
-    /// Restored positions of partitions not (yet) assigned.
-    restored: Offsets,
-    /// Positions of partitions revoked without auto-commit, for when they
-    /// come back (eager rebalances revoke everything every time).
-    kept: Offsets,
+    /// Positions of partitions not assigned here: restored ones not
+    /// applied yet, and (without auto-commit) those of revoked partitions,
+    /// for when they come back (eager rebalances revoke everything).
+    carried: Offsets,
+    /// [`Consumer::restore`] was called and no assignment has applied it
+    /// yet: carried positions win over committed offsets. Afterwards the
+    /// later of the two wins, since another member may have moved on.
+    fresh_restore: bool,
     /// Partition counts of the group's topics at the last assignment we
     /// computed as leader; a change means a new rebalance.
     group_topics: BTreeMap<String, i32>,
@@ -203,8 +206,8 @@ impl Consumer {
             sub: Subscription::None,
             listener: None,
             assignment: Vec::new(),
-            restored: Offsets::new(),
-            kept: Offsets::new(),
+            carried: Offsets::new(),
+            fresh_restore: false,
             group_topics: BTreeMap::new(),
             leader: false,
             last_auto_commit: Vec::new(),
@@ -408,7 +411,7 @@ impl Consumer {
     /// without auto-commit, those of partitions revoked from this consumer.
     pub fn checkpoint(&self) -> Offsets {
         let mut carried = Offsets::new();
-        for (tp, off) in self.kept.iter().chain(self.restored.iter()) {
+        for (tp, off) in self.carried.iter() {
             if !self.fetcher.contains(tp) {
                 carried.insert_carried(tp.clone(), off);
             }
@@ -422,18 +425,23 @@ impl Consumer {
     }
 
     /// Applies a checkpoint: assigned partitions in it move to its
-    /// positions now; the others keep their positions here until they are
-    /// assigned (then they win over committed offsets), and appear in
-    /// later checkpoints meanwhile. Replaces positions restored (or kept
-    /// from revoked partitions) earlier. With a group whose assignment may
-    /// change, restore every instance, before any of them consumes, from
-    /// the [`Offsets::merge`] of all instances' checkpoints.
+    /// positions now; the others keep their positions here and appear in
+    /// later checkpoints meanwhile. At the next assignment they win over
+    /// committed offsets (a restore may rewind); at later ones, the later
+    /// of the two wins, since other members may have moved on and
+    /// committed meanwhile. Replaces positions carried earlier.
+    ///
+    /// With a group whose assignment may change, restore every instance
+    /// from the [`Offsets::merge`] of all instances' checkpoints before any
+    /// of them consumes. Positions only travel between members through
+    /// commits: with auto-commit, revoked partitions are committed, so
+    /// whoever gets them next goes on from there.
     pub fn restore(&mut self, offsets: &Offsets) {
-        self.restored = Offsets::new();
-        self.kept = Offsets::new();
+        self.carried = Offsets::new();
+        self.fresh_restore = true;
         for (tp, off) in offsets.iter() {
             if !self.fetcher.seek(tp, Pos::At(off)) {
-                self.restored.insert_carried(tp.clone(), off);
+                self.carried.insert_carried(tp.clone(), off);
             }
         }
     }

@@ -93,24 +93,25 @@ impl Consumer {
         }
         if !self.cfg.enable_auto_commit {
             for (tp, off) in self.fetcher.positions() {
-                self.kept.insert_carried(tp.clone(), off);
+                self.carried.insert_carried(tp.clone(), off);
             }
         }
         self.fetcher.retain(|_| false);
         self.assignment.clear();
     }
 
-    /// Where each newly assigned partition starts: a restored position;
-    /// else the later of its committed offset and the position it had when
-    /// it was last revoked from us (without auto-commit); else
+    /// Where each newly assigned partition starts: its carried position
+    /// (restored, or kept when it was revoked) right after a restore; else
+    /// the later of that and its committed offset; else
     /// `auto_offset_reset`.
     pub(super) async fn initial_positions(
         &mut self,
         parts: &[TopicPartition],
     ) -> Result<Vec<(TopicPartition, Pos)>> {
+        let fresh = self.fresh_restore;
         let need: Vec<TopicPartition> = parts
             .iter()
-            .filter(|tp| self.restored.get(tp).is_none())
+            .filter(|tp| !fresh || self.carried.get(tp).is_none())
             .cloned()
             .collect();
         let mut committed = HashMap::new();
@@ -128,6 +129,7 @@ impl Consumer {
                 }
             };
         }
+        self.fresh_restore = false;
         let reset = match self.cfg.auto_offset_reset {
             AutoOffsetReset::Earliest => Reset::Earliest,
             AutoOffsetReset::Latest => Reset::Latest,
@@ -136,12 +138,13 @@ impl Consumer {
         Ok(parts
             .iter()
             .map(|tp| {
-                let kept = self.kept.remove(tp);
-                let later = match (kept, committed.get(tp).copied()) {
+                let carried = self.carried.remove(tp);
+                let start = match (carried, committed.get(tp).copied()) {
+                    (Some(k), _) if fresh => Some(k),
                     (Some(k), Some(c)) => Some(k.max(c)),
                     (k, c) => k.or(c),
                 };
-                let pos = match self.restored.remove(tp).or(later) {
+                let pos = match start {
                     Some(o) => Pos::At(o),
                     None => Pos::Pending(reset),
                 };
