@@ -230,7 +230,12 @@ fn consumed(members: &[&Member]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn checkpoint_and_restore_across_a_restart_with_a_different_assignment() {
-    let broker = broker();
+    // Instances restored together must join the same first rebalance
+    // (none may consume alone first); give them a wide window.
+    let broker = BrokerProcess::start(&[
+        "group.initial.rebalance.delay.ms=1500",
+        "group.min.session.timeout.ms=1000",
+    ]);
     let b = broker.bootstrap();
     let admin = admin(&b).await;
     create(&admin, "flink", 4).await;
