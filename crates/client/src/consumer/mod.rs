@@ -508,7 +508,8 @@ impl Consumer {
         }
     }
 
-    /// The next message, or `None` after `timeout`.
+    /// The next message, or `None` after `timeout` (a rebalance under way
+    /// may hold it longer, up to the rebalance timeout).
     pub async fn poll(&mut self, timeout: Duration) -> Result<Option<Message>> {
         self.poll_until(Some(Instant::now() + timeout)).await
     }
