@@ -97,6 +97,16 @@ async fn malformed_frames_close_only_their_connection() {
             b.put_i16(-1);
             b.to_vec()
         }),
+        ("a 2^31-element array in a 14-byte frame", {
+            let mut b = BytesMut::new();
+            b.put_i32(14);
+            b.put_i16(ApiKey::Metadata as i16);
+            b.put_i16(0);
+            b.put_i32(1);
+            b.put_i16(-1);
+            b.put_i32(i32::MAX);
+            b.to_vec()
+        }),
         ("unsupported produce version", {
             let mut b = BytesMut::new();
             b.put_i32(10);

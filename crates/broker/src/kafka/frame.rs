@@ -286,6 +286,68 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn huge_collection_counts_are_malformed_not_fatal() {
+        // Metadata v0 announcing 2^31-1 topics in a 14-byte frame.
+        let mut b = BytesMut::new();
+        b.put_i16(ApiKey::Metadata as i16);
+        b.put_i16(0);
+        b.put_i32(1);
+        b.put_i16(-1);
+        b.put_i32(i32::MAX);
+        assert!(matches!(
+            parse_request(b.freeze()),
+            Err(RequestError::Malformed { .. })
+        ));
+        // Metadata v12 (compact array, varint count 2^32-1) and a compact string that long.
+        let mut b = BytesMut::new();
+        b.put_i16(ApiKey::Metadata as i16);
+        b.put_i16(12);
+        b.put_i32(2);
+        b.put_i16(-1);
+        b.put_u8(0);
+        b.put_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert!(matches!(
+            parse_request(b.freeze()),
+            Err(RequestError::Malformed { .. })
+        ));
+        // A produce request whose record bytes claim 2 GB.
+        let mut b = BytesMut::new();
+        b.put_i16(ApiKey::Produce as i16);
+        b.put_i16(3);
+        b.put_i32(3);
+        b.put_i16(-1);
+        b.put_i16(-1);
+        b.put_i16(1);
+        b.put_i32(1000);
+        b.put_i32(1);
+        b.put_i16(1);
+        b.put_u8(b't');
+        b.put_i32(1);
+        b.put_i32(0);
+        b.put_i32(i32::MAX);
+        assert!(matches!(
+            parse_request(b.freeze()),
+            Err(RequestError::Malformed { .. })
+        ));
+    }
+
+    proptest::proptest! {
+        /// Any bytes after a valid header prefix decode to a request or a
+        /// Malformed error; never a panic or an abort.
+        #[test]
+        fn arbitrary_bodies_never_crash(key in proptest::sample::select(super::super::SUPPORTED_APIS.to_vec()), version_offset in 0i16..20, body in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            let (api, range) = key;
+            let version = range.min + version_offset % (range.max - range.min + 1);
+            let mut b = BytesMut::new();
+            b.put_i16(api as i16);
+            b.put_i16(version);
+            b.put_i32(9);
+            b.put_slice(&body);
+            let _ = parse_request(b.freeze());
+        }
+    }
+
     #[tokio::test]
     async fn frame_limits() {
         let mut neg: &[u8] = &(-1i32).to_be_bytes();
