@@ -16,6 +16,11 @@ use crate::metadata_store::{MetadataStore, TopicRecord};
 use crate::topic::{Partition, Topic};
 use crate::Error;
 
+/// Most partitions one topic may have. Like Kafka's cap on the records one
+/// admin operation may create, it keeps a single request from exhausting
+/// memory or file descriptors.
+pub const MAX_PARTITIONS_PER_TOPIC: i32 = 10_000;
+
 /// How producer ids are reserved: the limit on disk moves ahead in blocks so
 /// ids are never reused across restarts without a write per id.
 const PRODUCER_ID_BLOCK: i64 = 1000;
@@ -275,10 +280,10 @@ impl Broker {
         let config = self.config.read().clone();
         let partitions = match req.partitions {
             None => config.num_partitions(),
-            Some(n) if n >= 1 => n,
+            Some(n) if (1..=MAX_PARTITIONS_PER_TOPIC).contains(&n) => n,
             Some(n) => {
                 return Err(Error::InvalidPartitions(format!(
-                    "{n} partitions requested; must be at least 1"
+                    "{n} partitions requested; must be 1 to {MAX_PARTITIONS_PER_TOPIC}"
                 )))
             }
         };
@@ -334,6 +339,21 @@ impl Broker {
     /// Deletes a topic: the metadata write commits it, then its logs are
     /// staged for removal. Its id is never reused.
     pub fn delete_topic(&self, name: &str) -> Result<TopicId, Error> {
+        self.delete_topic_checked(name, None)
+    }
+
+    /// Deletes the topic with this id (not a newer topic of the same name).
+    pub fn delete_topic_by_id(&self, id: TopicId) -> Result<TopicName, Error> {
+        let topic = self.topic_by_id(id).ok_or(Error::UnknownTopicId(id))?;
+        self.delete_topic_checked(topic.name.as_str(), Some(id))?;
+        Ok(topic.name.clone())
+    }
+
+    fn delete_topic_checked(
+        &self,
+        name: &str,
+        expected_id: Option<TopicId>,
+    ) -> Result<TopicId, Error> {
         if name == OFFSETS_TOPIC {
             return Err(Error::InvalidRequest(format!(
                 "{OFFSETS_TOPIC} is internal and cannot be deleted"
@@ -343,6 +363,10 @@ impl Broker {
         let topic = self
             .topic(name)
             .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
+        if let Some(id) = expected_id.filter(|id| *id != topic.id) {
+            // Deleted and recreated since the id was resolved.
+            return Err(Error::UnknownTopicId(id));
+        }
         store.update(|m| {
             m.topics.remove(name);
         })?;
@@ -352,6 +376,12 @@ impl Broker {
             t.by_id.remove(&topic.id);
         }
         self.remove_logs(&topic.name, 0..topic.partitions.len() as i32);
+        drop(store);
+        if let Some(groups) = self.groups.get() {
+            if let Err(e) = groups.forget_topic(name) {
+                warn!(topic = %name, "could not remove committed offsets of the deleted topic: {e}");
+            }
+        }
         info!(topic = %name, id = %topic.id, "deleted topic");
         Ok(topic.id)
     }
@@ -371,6 +401,16 @@ impl Broker {
         if topic.kind == TopicKind::NonPartitioned {
             return Err(Error::InvalidPartitions(format!(
                 "topic {name} is non-partitioned"
+            )));
+        }
+        if total > MAX_PARTITIONS_PER_TOPIC {
+            return Err(Error::InvalidPartitions(format!(
+                "{total} partitions requested; at most {MAX_PARTITIONS_PER_TOPIC}"
+            )));
+        }
+        if topic.name.is_internal() {
+            return Err(Error::InvalidRequest(format!(
+                "{name} is internal; its partitions are managed by the broker"
             )));
         }
         if total <= current {
@@ -422,10 +462,29 @@ impl Broker {
         config: TopicConfig,
         validate_only: bool,
     ) -> Result<(), Error> {
+        self.update_topic_config(name, validate_only, |_| Ok(config))
+    }
+
+    /// Changes a topic's config overrides with `change`, which sees the
+    /// current overrides; read, change and write happen under one lock, so
+    /// concurrent changes are not lost.
+    pub fn update_topic_config(
+        &self,
+        name: &str,
+        validate_only: bool,
+        change: impl FnOnce(&TopicConfig) -> Result<TopicConfig, Error>,
+    ) -> Result<(), Error> {
         let mut store = self.store.lock();
         let topic = self
             .topic(name)
             .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
+        if topic.name.is_internal() {
+            // Its retention and cleanup are what keep committed offsets.
+            return Err(Error::InvalidRequest(format!(
+                "{name} is internal; its configuration is managed by the broker"
+            )));
+        }
+        let config = change(&topic.config)?;
         if validate_only {
             return Ok(());
         }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 mod topic_name;
 
-pub use topic_name::TopicName;
+pub use topic_name::{is_internal_topic, TopicName, INTERNAL_TOPICS};
 
 /// Errors raised when constructing a domain value from untrusted input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -5,6 +5,19 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Error;
 
+/// The broker's internal topics, as in Kafka (`Topic.INTERNAL_TOPICS`).
+/// Other names starting with `__` are ordinary topics.
+pub const INTERNAL_TOPICS: &[&str] = &[
+    "__consumer_offsets",
+    "__transaction_state",
+    "__share_group_state",
+];
+
+/// Whether `name` is one of [`INTERNAL_TOPICS`].
+pub fn is_internal_topic(name: &str) -> bool {
+    INTERNAL_TOPICS.contains(&name)
+}
+
 /// Longest legal topic name, as in Kafka (leaves room for partition
 /// suffixes in directory names).
 pub const MAX_TOPIC_NAME_LEN: usize = 249;
@@ -48,10 +61,10 @@ impl TopicName {
         &self.0
     }
 
-    /// Whether this is an internal topic (its name starts with `__`), hidden
-    /// from listings unless asked for.
+    /// Whether this is one of the broker's internal topics (Kafka's fixed
+    /// set), which clients hide from listings and cannot write to.
     pub fn is_internal(&self) -> bool {
-        self.0.starts_with("__")
+        is_internal_topic(&self.0)
     }
 }
 
@@ -110,6 +123,9 @@ mod tests {
         }
         assert!(TopicName::new("__consumer_offsets").unwrap().is_internal());
         assert!(!TopicName::new("orders").unwrap().is_internal());
+        assert!(!TopicName::new("__debezium-heartbeat.db")
+            .unwrap()
+            .is_internal());
     }
 
     #[test]

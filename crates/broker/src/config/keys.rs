@@ -156,7 +156,7 @@ pub const BROKER_KEYS: &[ConfigKey] = &[
     ConfigKey {
         name: "num.partitions",
         default: "1",
-        kind: ValueKind::Int { min: 1, max: 100_000 },
+        kind: ValueKind::Int { min: 1, max: 10_000 },
         dynamic: true,
         broker_default: None,
         doc: "Partition count of auto-created partitioned topics and of CreateTopics requests that leave it at -1.",
@@ -200,6 +200,14 @@ pub const BROKER_KEYS: &[ConfigKey] = &[
         dynamic: true,
         broker_default: None,
         doc: "Largest record batch a producer may send (MESSAGE_TOO_LARGE above it).",
+    },
+    ConfigKey {
+        name: "fetch.max.bytes",
+        default: "57671680",
+        kind: ValueKind::Int { min: 1024, max: i32::MAX as i64 },
+        dynamic: true,
+        broker_default: None,
+        doc: "Most bytes one Fetch response carries, whatever the request asks (at least one batch is returned).",
     },
     ConfigKey {
         name: "socket.request.max.bytes",

@@ -189,6 +189,11 @@ impl BrokerConfig {
         self.int("message.max.bytes") as u32
     }
 
+    /// `fetch.max.bytes`.
+    pub fn fetch_max_bytes(&self) -> usize {
+        self.int("fetch.max.bytes") as usize
+    }
+
     /// `socket.request.max.bytes`.
     pub fn socket_request_max_bytes(&self) -> usize {
         self.int("socket.request.max.bytes") as usize

@@ -405,7 +405,8 @@ impl GroupCoordinator {
             }
             Some(Group::Consumer(g)) => g.validate_offset_commit(member_id, generation_or_epoch)?,
             None if generation_or_epoch < 0 => {}
-            None => return Err(GroupError::IllegalGeneration.into()),
+            // The edge answers this by version (ILLEGAL_GENERATION before v9).
+            None => return Err(CoordinatorError::GroupNotFound(group_id.to_string())),
         }
         let records: Vec<(RecordKey, Option<Vec<u8>>)> = offsets
             .iter()
@@ -527,6 +528,37 @@ impl GroupCoordinator {
             }
         }
         Ok(results)
+    }
+
+    /// Removes every group's committed offsets of a deleted topic, as Kafka
+    /// does, so a topic recreated with the same name starts with none.
+    pub fn forget_topic(&self, topic: &str) -> Result<(), Error> {
+        let mut inner = self.inner.lock();
+        let tombstones: Vec<(RecordKey, Option<Vec<u8>>)> = inner
+            .offsets
+            .iter()
+            .flat_map(|(group, offsets)| {
+                offsets
+                    .keys()
+                    .filter(|(t, _)| t == topic)
+                    .map(move |(t, p)| {
+                        (
+                            RecordKey::Offset {
+                                group: group.clone(),
+                                topic: t.clone(),
+                                partition: *p,
+                            },
+                            None,
+                        )
+                    })
+            })
+            .collect();
+        self.log.append(&tombstones)?;
+        for offsets in inner.offsets.values_mut() {
+            offsets.retain(|(t, _), _| t != topic);
+        }
+        inner.offsets.retain(|_, o| !o.is_empty());
+        Ok(())
     }
 
     /// Deletes empty groups and their offsets.
@@ -716,6 +748,31 @@ impl GroupCoordinator {
                 }
             }
         }
+        // Groups left with no members, no offsets and nothing pending (for
+        // instance from a JoinGroup that failed validation) are dropped, as
+        // Kafka's cleanup does.
+        let idle: Vec<String> = inner
+            .groups
+            .iter()
+            .filter(|(id, g)| {
+                !inner.offsets.contains_key(*id)
+                    && match g {
+                        Group::Classic(g) => g.is_empty() && g.next_deadline().is_none(),
+                        Group::Consumer(g) => g.is_empty(),
+                    }
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        let gone: Vec<(RecordKey, Option<Vec<u8>>)> = idle
+            .iter()
+            .filter(|id| inner.persisted.contains_key(*id))
+            .map(|id| (RecordKey::Group { group: id.clone() }, None))
+            .collect();
+        self.log.append(&gone)?;
+        for id in &idle {
+            inner.groups.remove(id);
+            inner.persisted.remove(id);
+        }
         let live = self.live_records(&inner);
         let live_bytes: usize = live
             .iter()
@@ -750,26 +807,46 @@ impl GroupCoordinator {
 
     /// Delivers effects to waiting requests and persists group changes.
     fn apply(&self, inner: &mut Inner, group_id: &str, effects: Vec<Effect>) -> Result<(), Error> {
-        let mut persist = false;
+        // Effects are handled in order: answers that follow a Persist go out
+        // only once the group's state is in the log. If the write fails,
+        // those answers become errors (clients rejoin), as Kafka does.
+        let mut failed: Option<Error> = None;
         for e in effects {
             match e {
+                Effect::Persist => {
+                    if failed.is_none() {
+                        if let Err(err) = self.persist_group(inner, group_id) {
+                            tracing::warn!(group = %group_id, "could not persist group state: {err}");
+                            failed = Some(err);
+                        }
+                    }
+                }
                 Effect::JoinDone { request, result } => {
                     if let Some(Pending::Join(tx)) = inner.pending.remove(&request) {
+                        let result = if failed.is_some() {
+                            Err(GroupError::CoordinatorNotAvailable)
+                        } else {
+                            result
+                        };
                         let _ = tx.send(result);
                     }
                 }
                 Effect::SyncDone { request, result } => {
                     if let Some(Pending::Sync(tx)) = inner.pending.remove(&request) {
+                        let result = if failed.is_some() {
+                            Err(GroupError::CoordinatorNotAvailable)
+                        } else {
+                            result
+                        };
                         let _ = tx.send(result);
                     }
                 }
-                Effect::Persist => persist = true,
             }
         }
-        if persist {
-            self.persist_group(inner, group_id)?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn persist_group(&self, inner: &mut Inner, group_id: &str) -> Result<(), Error> {

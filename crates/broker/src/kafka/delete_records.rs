@@ -10,7 +10,7 @@ use model::{Offset, PartitionId};
 
 use super::error::response_error;
 use super::Versions;
-use crate::Broker;
+use crate::{Broker, Error};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 2);
@@ -21,7 +21,16 @@ pub fn handle(broker: &Arc<Broker>, req: DeleteRecordsRequest) -> DeleteRecordsR
         .topics
         .into_iter()
         .map(|t| {
-            let topic = super::find_topic(broker, t.name.as_str());
+            let topic = super::find_topic(broker, t.name.as_str()).and_then(|topic| {
+                // As Kafka: deleting records of __consumer_offsets would lose every committed offset.
+                if topic.name.is_internal() {
+                    return Err(Error::InvalidTopic(model::Error::InvalidTopicName {
+                        name: topic.name.to_string(),
+                        reason: "cannot delete records of an internal topic",
+                    }));
+                }
+                Ok(topic)
+            });
             let partitions = t
                 .partitions
                 .into_iter()

@@ -44,13 +44,7 @@ pub fn handle(
                     broker.delete_topic(t.name.as_str())?;
                     Ok((t.name.clone(), t.id))
                 }),
-                (None, false) => broker
-                    .topic_by_id(id)
-                    .ok_or(Error::UnknownTopicId(id))
-                    .and_then(|t| {
-                        broker.delete_topic(t.name.as_str())?;
-                        Ok((t.name.clone(), t.id))
-                    }),
+                (None, false) => broker.delete_topic_by_id(id).map(|name| (name, id)),
                 (None, true) => Err(Error::InvalidRequest(
                     "neither topic name nor topic id given".into(),
                 )),

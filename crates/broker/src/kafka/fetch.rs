@@ -68,6 +68,7 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, req: FetchRequest) -> Fe
                 partition: fp.partition,
                 fetch_offset: fp.fetch_offset,
                 max_bytes: fp.partition_max_bytes.max(0) as usize,
+
                 current_leader_epoch: fp.current_leader_epoch,
             });
         }
@@ -90,10 +91,12 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, req: FetchRequest) -> Fe
     let wait = Duration::from_millis(req.max_wait_ms.max(0) as u64).min(MAX_WAIT_CAP);
     let deadline = Instant::now() + wait;
     let min_bytes = req.min_bytes.max(0) as usize;
+    // The broker's fetch.max.bytes caps what a request may ask for (KIP-541).
+    let cap = broker.config().fetch_max_bytes();
     let response_max = if req.max_bytes <= 0 {
-        usize::MAX
+        cap
     } else {
-        req.max_bytes as usize
+        (req.max_bytes as usize).min(cap)
     };
     let read_committed = req.isolation_level == 1;
 

@@ -60,8 +60,18 @@ fn alter_topic(
     validate_only: bool,
 ) -> Result<(), Error> {
     let topic = super::find_topic(broker, name)?;
-    let mut config: TopicConfig = topic.config.clone();
     let broker_config = broker.config();
+    broker.update_topic_config(topic.name.as_str(), validate_only, |current| {
+        apply_ops(current.clone(), ops, &broker_config)
+    })
+}
+
+/// Applies SET/DELETE/APPEND/SUBTRACT operations to a topic's overrides.
+fn apply_ops(
+    mut config: TopicConfig,
+    ops: &[AlterableConfig],
+    broker_config: &crate::config::BrokerConfig,
+) -> Result<TopicConfig, Error> {
     for op in ops {
         let key = op.name.as_str();
         let value = op.value.as_ref().map(|v| v.as_str());
@@ -76,7 +86,7 @@ fn alter_topic(
                     });
                 }
                 let current = config
-                    .effective(&broker_config)
+                    .effective(broker_config)
                     .into_iter()
                     .find(|e| e.name == key)
                     .map(|e| e.value)
@@ -108,7 +118,7 @@ fn alter_topic(
             }
         }
     }
-    broker.set_topic_config(topic.name.as_str(), config, validate_only)
+    Ok(config)
 }
 
 fn alter_broker(

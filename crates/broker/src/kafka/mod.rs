@@ -154,10 +154,7 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: Request
     Outcome::Reply(match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(v, r)),
         RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(broker, v, r)),
-        RequestKind::Produce(r) => match produce::handle(broker, v, r) {
-            Some(r) => ResponseKind::Produce(r),
-            None => return Outcome::NoReply,
-        },
+        RequestKind::Produce(r) => return produce::handle(broker, v, r),
         RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, v, r).await),
         RequestKind::JoinGroup(r) => {
             ResponseKind::JoinGroup(join_group::handle(broker, ctx, r).await)

@@ -12,6 +12,7 @@ use model::PartitionId;
 
 use super::error::coordinator_error;
 use super::Versions;
+use crate::group::coordinator::CoordinatorError;
 use crate::group::store::CommittedOffset;
 use crate::{now_ms, Broker};
 
@@ -81,7 +82,14 @@ pub fn handle(
                 to_commit,
             )
             .err()
-            .map(|e| coordinator_error(&e))
+            .map(|e| match e {
+                // Kafka answers a commit to a group it does not know with
+                // GROUP_ID_NOT_FOUND from v9, ILLEGAL_GENERATION before.
+                CoordinatorError::GroupNotFound(_) if version < 9 => {
+                    ResponseError::IllegalGeneration
+                }
+                e => coordinator_error(&e),
+            })
     };
     let mut topics: Vec<OffsetCommitResponseTopic> = req
         .topics

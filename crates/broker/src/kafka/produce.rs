@@ -9,21 +9,23 @@ use bytes::BytesMut;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 use model::{PartitionId, TopicId};
 use storage::AppendOutcome;
 use tracing::warn;
 
 use super::error::response_error;
-use super::Versions;
+use super::{Outcome, Versions};
 use crate::{now_ms, Broker, Error, Topic};
 
 /// Implemented versions (v13 addresses topics by id).
 pub const VERSIONS: Versions = Versions::new(3, 13);
 
-/// Answers Produce; `None` for acks=0, which gets no response.
-pub fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> Option<ProduceResponse> {
+/// Answers Produce. With acks=0 there is no response; if a partition
+/// failed the connection is closed instead, as Kafka does, so the producer
+/// notices and refreshes its metadata rather than writing into the void.
+pub fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> Outcome {
     let acks = req.acks;
     let mut responses = Vec::with_capacity(req.topic_data.len());
     let request_error = if !matches!(acks, -1..=1) {
@@ -77,7 +79,24 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> Option
                 .with_partition_responses(partition_responses),
         );
     }
-    (acks != 0).then(|| ProduceResponse::default().with_responses(responses))
+    if acks != 0 {
+        return Outcome::Reply(ResponseKind::Produce(
+            ProduceResponse::default().with_responses(responses),
+        ));
+    }
+    let failed = responses
+        .iter()
+        .flat_map(|t| t.partition_responses.iter().map(move |p| (t, p)))
+        .find(|(_, p)| p.error_code != 0);
+    match failed {
+        Some((t, p)) => Outcome::Close(format!(
+            "acks=0 produce to {}-{} failed with error {}",
+            t.name.as_str(),
+            p.index,
+            p.error_code
+        )),
+        None => Outcome::NoReply,
+    }
 }
 
 fn append(topic: &Topic, pd: PartitionProduceData) -> Result<PartitionProduceResponse, Error> {

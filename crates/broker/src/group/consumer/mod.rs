@@ -238,6 +238,11 @@ impl ConsumerGroup {
         config: &ConsumerConfig,
         now: i64,
     ) -> Result<HeartbeatReply, ConsumerError> {
+        if hb.member_epoch == -2 {
+            if let Some(reply) = self.static_leave(&hb.member_id, hb.instance_id.as_deref()) {
+                return Ok(reply);
+            }
+        }
         if hb.member_epoch == -1 || hb.member_epoch == -2 {
             return self.leave(&hb.member_id, hb.instance_id.as_deref(), topics, config);
         }
@@ -411,6 +416,15 @@ impl ConsumerGroup {
                 changed = true;
             }
         }
+        if changed {
+            // Keep compiled regexes only for subscriptions still in use.
+            let used: BTreeSet<String> = self
+                .members
+                .values()
+                .filter_map(|m| m.regex.clone())
+                .collect();
+            self.regex_cache.retain(|k, _| used.contains(k));
+        }
         Ok(changed)
     }
 
@@ -436,9 +450,9 @@ impl ConsumerGroup {
             .iter()
             .filter(|t| {
                 names.contains(&t.name)
-                    || re
-                        .as_ref()
-                        .is_some_and(|re| !t.name.starts_with("__") && re.is_match(&t.name))
+                    || re.as_ref().is_some_and(|re| {
+                        !model::is_internal_topic(&t.name) && re.is_match(&t.name)
+                    })
             })
             .map(|t| t.id)
             .collect()
@@ -532,6 +546,31 @@ impl ConsumerGroup {
         }
         let now_assigned = m.assigned.clone();
         send_if_new(m, now_assigned, force)
+    }
+
+    /// A static member leaving temporarily (epoch -2, KIP-848): it keeps
+    /// its partitions and the group is not rebalanced; a member rejoining
+    /// with the same instance id takes its place, and if none does, the
+    /// session timeout removes it. `None` if this is not a static member.
+    fn static_leave(
+        &mut self,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> Option<HeartbeatReply> {
+        let instance = instance_id?;
+        let m = self
+            .members
+            .values_mut()
+            .find(|m| m.id == member_id && m.instance_id.as_deref() == Some(instance))?;
+        m.epoch = -2;
+        m.last_sent = None;
+        m.revocation_deadline = None;
+        Some(HeartbeatReply {
+            member_id: m.id.clone(),
+            member_epoch: -2,
+            heartbeat_interval_ms: 0,
+            assignment: None,
+        })
     }
 
     fn leave(

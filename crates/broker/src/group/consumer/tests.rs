@@ -274,3 +274,69 @@ impl Heartbeat {
         self
     }
 }
+
+#[test]
+fn static_member_leaving_temporarily_keeps_its_partitions() {
+    let c = cfg();
+    let topics = vec![topic(1, "t", 4)];
+    let mut g = ConsumerGroup::new("g".into());
+    let join_static = |id: &str, instance: &str, g: &mut ConsumerGroup, now| {
+        let mut hb = join_regex(id, "t");
+        hb.instance_id = Some(instance.into());
+        g.heartbeat(hb, &topics, &c, now).unwrap()
+    };
+    let a = join_static("a1", "inst-a", &mut g, 0);
+    let b = join_static("b1", "inst-b", &mut g, 0);
+    // Settle: a releases half to b.
+    let keep = g
+        .heartbeat(beat("a1", a.member_epoch, None), &topics, &c, 1)
+        .unwrap()
+        .assignment
+        .unwrap();
+    let a = g
+        .heartbeat(
+            beat("a1", a.member_epoch, Some(keep.clone())),
+            &topics,
+            &c,
+            2,
+        )
+        .unwrap();
+    let b = g
+        .heartbeat(beat("b1", b.member_epoch, None), &topics, &c, 3)
+        .unwrap();
+    let b_parts = b.assignment.unwrap();
+    assert_eq!(count(&b_parts), 2);
+    let epoch = g.epoch();
+
+    // b leaves temporarily: no rebalance, a keeps its two.
+    let mut leave = beat("b1", -2, None);
+    leave.instance_id = Some("inst-b".into());
+    assert_eq!(g.heartbeat(leave, &topics, &c, 4).unwrap().member_epoch, -2);
+    assert_eq!(g.epoch(), epoch, "no new group epoch");
+    assert_eq!(
+        g.heartbeat(beat("a1", a.member_epoch, None), &topics, &c, 5)
+            .unwrap()
+            .assignment,
+        None
+    );
+
+    // b's replacement (new member id, same instance) gets b's partitions back.
+    let back = join_static("b2", "inst-b", &mut g, 6);
+    assert_eq!(back.assignment.unwrap(), b_parts);
+    assert_eq!(g.epoch(), epoch);
+
+    // Without a replacement, the session timeout removes the member.
+    let mut leave = beat("b2", back.member_epoch, None);
+    leave.member_epoch = -2;
+    leave.instance_id = Some("inst-b".into());
+    g.heartbeat(leave, &topics, &c, 7).unwrap();
+    g.heartbeat(
+        beat("a1", a.member_epoch, None),
+        &topics,
+        &c,
+        7 + c.session_timeout_ms / 2,
+    )
+    .unwrap();
+    assert!(g.tick(&topics, &c, 8 + c.session_timeout_ms));
+    assert_eq!(g.members().len(), 1);
+}
