@@ -674,3 +674,47 @@ mod net_tests {
         assert!(err.is_retriable(), "{err}");
     }
 }
+
+/// How a builder gets its [`Client`]: one given to it, or a new pool from
+/// bootstrap servers. Shared by the producer, consumer and reader builders.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClientSource {
+    bootstrap: Vec<String>,
+    client: Option<Client>,
+    client_id: Option<String>,
+}
+
+impl ClientSource {
+    /// Adds `host:port` servers (one, or a comma-separated list).
+    pub(crate) fn add_bootstrap(&mut self, servers: &str) {
+        self.bootstrap.extend(
+            servers
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from),
+        );
+    }
+
+    /// Uses an existing client.
+    pub(crate) fn set_client(&mut self, client: Client) {
+        self.client = Some(client);
+    }
+
+    /// The client id of a new pool.
+    pub(crate) fn set_client_id(&mut self, id: String) {
+        self.client_id = Some(id);
+    }
+
+    /// The given client, or a new one bootstrapped from the servers.
+    pub(crate) async fn connect(self, request_timeout: Duration) -> Result<Client> {
+        if let Some(c) = self.client {
+            return Ok(c);
+        }
+        let mut cc = ClientConfig::new(self.bootstrap).request_timeout(request_timeout);
+        if let Some(id) = self.client_id {
+            cc = cc.client_id(id);
+        }
+        Client::connect(cc).await
+    }
+}

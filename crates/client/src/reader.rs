@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::{Client, ClientConfig, Lane};
+use crate::client::{Client, ClientSource, Lane};
 use crate::error::{Error, Result};
 use crate::fetcher::{FetchSettings, Fetcher, Order, OutOfRange, Pos, Reset};
 use crate::message::{Message, MessageId, TopicPartition};
@@ -57,9 +57,7 @@ pub enum StartPosition {
 #[derive(Debug, Clone)]
 pub struct ReaderBuilder {
     topic: String,
-    bootstrap: Vec<String>,
-    client: Option<Client>,
-    client_id: Option<String>,
+    source: ClientSource,
     start: StartPosition,
     inclusive: bool,
     partition: Option<i32>,
@@ -72,26 +70,20 @@ pub struct ReaderBuilder {
 impl ReaderBuilder {
     /// Bootstrap brokers: one `host:port` or a comma-separated list.
     pub fn bootstrap(mut self, servers: &str) -> Self {
-        self.bootstrap.extend(
-            servers
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(String::from),
-        );
+        self.source.add_bootstrap(servers);
         self
     }
 
     /// Uses an existing [`Client`] (the reader still fetches on a
     /// connection of its own).
     pub fn client(mut self, client: Client) -> Self {
-        self.client = Some(client);
+        self.source.set_client(client);
         self
     }
 
     /// The client id for a new connection pool.
     pub fn client_id(mut self, id: impl Into<String>) -> Self {
-        self.client_id = Some(id.into());
+        self.source.set_client_id(id.into());
         self
     }
 
@@ -143,17 +135,7 @@ impl ReaderBuilder {
     /// Connects (unless a [`Client`] was given) and looks up the topic; a
     /// missing topic or partition is [`Error::NotFound`].
     pub async fn build(self) -> Result<Reader> {
-        let client = match self.client {
-            Some(c) => c,
-            None => {
-                let mut cc = ClientConfig::new(self.bootstrap.iter().cloned())
-                    .request_timeout(self.request_timeout);
-                if let Some(id) = &self.client_id {
-                    cc = cc.client_id(id.clone());
-                }
-                Client::connect(cc).await?
-            }
-        };
+        let client = self.source.connect(self.request_timeout).await?;
         let results = client.fetch_metadata(Some(&[&self.topic]), false).await?;
         let md = match results.into_iter().find(|(n, _)| *n == self.topic) {
             Some((_, Ok(md))) => md,
@@ -277,9 +259,7 @@ impl Reader {
     pub fn builder(topic: impl Into<String>) -> ReaderBuilder {
         ReaderBuilder {
             topic: topic.into(),
-            bootstrap: Vec::new(),
-            client: None,
-            client_id: None,
+            source: ClientSource::default(),
             start: StartPosition::Earliest,
             inclusive: false,
             partition: None,

@@ -227,29 +227,11 @@ impl GroupCoordinator {
             req.request = id;
             let (tx, rx) = oneshot::channel();
             inner.pending.insert(id, Pending::Join(tx));
-            let config = self.config.classic.clone();
-            let group = match inner.groups.entry(group_id.to_string()).or_insert_with(|| {
-                Group::Classic(Box::new(ClassicGroup::new(group_id.to_string(), config)))
-            }) {
-                Group::Classic(g) => g,
-                Group::Consumer(g) if g.is_empty() => {
-                    // An empty consumer-protocol group may be taken over.
-                    let fresh =
-                        ClassicGroup::new(group_id.to_string(), self.config.classic.clone());
-                    inner
-                        .groups
-                        .insert(group_id.to_string(), Group::Classic(Box::new(fresh)));
-                    match inner.groups.get_mut(group_id) {
-                        Some(Group::Classic(g)) => g,
-                        _ => unreachable!("just inserted"),
-                    }
-                }
-                Group::Consumer(_) => {
+            let group = match classic_slot(&mut inner.groups, group_id, &self.config.classic) {
+                Ok(g) => g,
+                Err(e) => {
                     inner.pending.remove(&id);
-                    return Err(CoordinatorError::WrongProtocol(
-                        group_id.to_string(),
-                        ProtocolMismatch::ClassicOnConsumer,
-                    ));
+                    return Err(e);
                 }
             };
             let effects = group.join(req, now_ms().0);
@@ -346,38 +328,10 @@ impl GroupCoordinator {
         topics: &[TopicInfo],
     ) -> Result<HeartbeatReply, CoordinatorError> {
         let mut inner = self.inner.lock();
-        let group = match inner.groups.get_mut(group_id) {
-            Some(Group::Consumer(g)) => g,
-            Some(Group::Classic(g)) if g.is_empty() => {
-                inner.groups.insert(
-                    group_id.to_string(),
-                    Group::Consumer(ConsumerGroup::new(group_id.to_string())),
-                );
-                match inner.groups.get_mut(group_id) {
-                    Some(Group::Consumer(g)) => g,
-                    _ => unreachable!("just inserted"),
-                }
-            }
-            Some(Group::Classic(_)) => {
-                return Err(CoordinatorError::WrongProtocol(
-                    group_id.to_string(),
-                    ProtocolMismatch::ConsumerOnClassic,
-                ))
-            }
-            None => {
-                if hb.member_epoch != 0 {
-                    return Err(ConsumerError::UnknownMemberId(hb.member_id.clone()).into());
-                }
-                inner.groups.insert(
-                    group_id.to_string(),
-                    Group::Consumer(ConsumerGroup::new(group_id.to_string())),
-                );
-                match inner.groups.get_mut(group_id) {
-                    Some(Group::Consumer(g)) => g,
-                    _ => unreachable!("just inserted"),
-                }
-            }
-        };
+        if hb.member_epoch != 0 && !inner.groups.contains_key(group_id) {
+            return Err(ConsumerError::UnknownMemberId(hb.member_id.clone()).into());
+        }
+        let group = consumer_slot(&mut inner.groups, group_id)?;
         let reply = group.heartbeat(hb, topics, &self.config.consumer, now_ms().0)?;
         self.persist_group(&mut inner, group_id)?;
         drop(inner);
@@ -874,6 +828,53 @@ impl Inner {
     fn next_id(&mut self) -> RequestId {
         self.next_request += 1;
         self.next_request
+    }
+}
+
+/// The classic group `group_id`, created if missing; an empty
+/// consumer-protocol group of that id is replaced (a group id belongs to one
+/// protocol at a time, but an empty group may switch).
+fn classic_slot<'a>(
+    groups: &'a mut HashMap<String, Group>,
+    group_id: &str,
+    config: &ClassicConfig,
+) -> Result<&'a mut ClassicGroup, CoordinatorError> {
+    let fresh = || {
+        Group::Classic(Box::new(ClassicGroup::new(
+            group_id.to_string(),
+            config.clone(),
+        )))
+    };
+    let slot = groups.entry(group_id.to_string()).or_insert_with(fresh);
+    if matches!(slot, Group::Consumer(g) if g.is_empty()) {
+        *slot = fresh();
+    }
+    match slot {
+        Group::Classic(g) => Ok(g),
+        Group::Consumer(_) => Err(CoordinatorError::WrongProtocol(
+            group_id.to_string(),
+            ProtocolMismatch::ClassicOnConsumer,
+        )),
+    }
+}
+
+/// The consumer-protocol group `group_id`, created if missing; an empty
+/// classic group of that id is replaced.
+fn consumer_slot<'a>(
+    groups: &'a mut HashMap<String, Group>,
+    group_id: &str,
+) -> Result<&'a mut ConsumerGroup, CoordinatorError> {
+    let fresh = || Group::Consumer(ConsumerGroup::new(group_id.to_string()));
+    let slot = groups.entry(group_id.to_string()).or_insert_with(fresh);
+    if matches!(slot, Group::Classic(g) if g.is_empty()) {
+        *slot = fresh();
+    }
+    match slot {
+        Group::Consumer(g) => Ok(g),
+        Group::Classic(_) => Err(CoordinatorError::WrongProtocol(
+            group_id.to_string(),
+            ProtocolMismatch::ConsumerOnClassic,
+        )),
     }
 }
 

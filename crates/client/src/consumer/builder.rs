@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::assignor::Assignor;
 use super::Consumer;
-use crate::client::{Client, ClientConfig};
+use crate::client::{Client, ClientSource};
 use crate::error::{Error, Result};
 
 /// Where a consumer starts in a partition that has no committed offset (or
@@ -86,18 +86,14 @@ pub(crate) struct ConsumerConfig {
 /// ```
 #[derive(Debug, Clone)]
 pub struct ConsumerBuilder {
-    bootstrap: Vec<String>,
-    client: Option<Client>,
-    client_id: Option<String>,
+    source: ClientSource,
     cfg: ConsumerConfig,
 }
 
 impl Default for ConsumerBuilder {
     fn default() -> Self {
         ConsumerBuilder {
-            bootstrap: Vec::new(),
-            client: None,
-            client_id: None,
+            source: ClientSource::default(),
             cfg: ConsumerConfig {
                 group_id: None,
                 session_timeout: Duration::from_secs(45),
@@ -123,13 +119,7 @@ impl ConsumerBuilder {
     /// Bootstrap brokers: one `host:port` or a comma-separated list; may be
     /// called repeatedly.
     pub fn bootstrap(mut self, servers: &str) -> Self {
-        self.bootstrap.extend(
-            servers
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(String::from),
-        );
+        self.source.add_bootstrap(servers);
         self
     }
 
@@ -137,13 +127,13 @@ impl ConsumerBuilder {
     /// connections; the consumer still opens its own coordinator and fetch
     /// connections) instead of bootstrapping a new one.
     pub fn client(mut self, client: Client) -> Self {
-        self.client = Some(client);
+        self.source.set_client(client);
         self
     }
 
     /// The client id for a new connection pool.
     pub fn client_id(mut self, id: impl Into<String>) -> Self {
-        self.client_id = Some(id.into());
+        self.source.set_client_id(id.into());
         self
     }
 
@@ -263,17 +253,7 @@ impl ConsumerBuilder {
     /// Tokio runtime.
     pub async fn build(self) -> Result<Consumer> {
         let cfg = self.config()?;
-        let client = match self.client {
-            Some(c) => c,
-            None => {
-                let mut cc = ClientConfig::new(self.bootstrap.iter().cloned())
-                    .request_timeout(cfg.request_timeout);
-                if let Some(id) = &self.client_id {
-                    cc = cc.client_id(id.clone());
-                }
-                Client::connect(cc).await?
-            }
-        };
+        let client = self.source.connect(cfg.request_timeout).await?;
         Ok(Consumer::new(client, cfg))
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::accumulator::SharedAccumulator;
 use super::{sender, Acks, Compression, Producer, ProducerShared};
-use crate::client::{Client, ClientConfig};
+use crate::client::{Client, ClientSource};
 use crate::error::{Error, Result};
 
 /// The settings a running producer uses.
@@ -46,9 +46,7 @@ pub(crate) struct ProducerConfig {
 /// ```
 #[derive(Debug, Clone)]
 pub struct ProducerBuilder {
-    bootstrap: Vec<String>,
-    client: Option<Client>,
-    client_id: Option<String>,
+    source: ClientSource,
     linger: Duration,
     batch_size: usize,
     compression: Compression,
@@ -65,9 +63,7 @@ pub struct ProducerBuilder {
 impl Default for ProducerBuilder {
     fn default() -> Self {
         ProducerBuilder {
-            bootstrap: Vec::new(),
-            client: None,
-            client_id: None,
+            source: ClientSource::default(),
             linger: Duration::from_millis(5),
             batch_size: 16 * 1024,
             compression: Compression::None,
@@ -87,26 +83,20 @@ impl ProducerBuilder {
     /// Bootstrap brokers: one `host:port` or a comma-separated list; may be
     /// called repeatedly.
     pub fn bootstrap(mut self, servers: &str) -> Self {
-        self.bootstrap.extend(
-            servers
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(String::from),
-        );
+        self.source.add_bootstrap(servers);
         self
     }
 
     /// Uses an existing [`Client`] (shares its connections) instead of
     /// bootstrapping a new one.
     pub fn client(mut self, client: Client) -> Self {
-        self.client = Some(client);
+        self.source.set_client(client);
         self
     }
 
     /// The client id for a new connection pool.
     pub fn client_id(mut self, id: impl Into<String>) -> Self {
-        self.client_id = Some(id.into());
+        self.source.set_client_id(id.into());
         self
     }
 
@@ -213,17 +203,7 @@ impl ProducerBuilder {
     /// Must be called inside a Tokio runtime.
     pub async fn build(self) -> Result<Producer> {
         let config = Arc::new(self.config()?);
-        let client = match self.client {
-            Some(c) => c,
-            None => {
-                let mut cfg = ClientConfig::new(self.bootstrap.iter().cloned())
-                    .request_timeout(self.request_timeout);
-                if let Some(id) = &self.client_id {
-                    cfg = cfg.client_id(id.clone());
-                }
-                Client::connect(cfg).await?
-            }
-        };
+        let client = self.source.connect(self.request_timeout).await?;
         let acc = Arc::new(SharedAccumulator::new(config.clone()));
         let handle = sender::spawn(acc.clone(), client.clone(), config);
         Ok(Producer {
