@@ -4,51 +4,14 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use common::cli::{code, json, magnetar, ok};
 use common::{assign_config, BrokerProcess};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Headers;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use serde_json::Value;
-
-fn magnetar(bootstrap: &str, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_magnetar"))
-        .args(args)
-        .env("MAGNETAR_BOOTSTRAP", bootstrap)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(s) = stdin {
-        input.write_all(s.as_bytes()).unwrap();
-    }
-    drop(input);
-    child.wait_with_output().unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout: {stdout}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_str(ok(out).trim()).expect("one JSON document")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().unwrap()
-}
 
 #[test]
 fn topic_commands_and_exit_codes() {
@@ -244,11 +207,15 @@ fn produce_keys_headers_and_group_offsets() {
         )),
         2
     );
-    assert_eq!(
-        code(&magnetar(&b, &["produce", "nowhere"], Some("x\n"))),
-        3,
-        "never creates"
-    );
+    // The broker auto-creates topics (the default policy), so producing to
+    // a new topic creates it, as librdkafka producers do.
+    ok(&magnetar(&b, &["produce", "brand-new"], Some("x\n")));
+    let described = json(&magnetar(
+        &b,
+        &["topic", "describe", "brand-new", "--json"],
+        None,
+    ));
+    assert_eq!(described["topic"], "brand-new", "{described}");
 
     // Group offsets: reset, inspect with lag, coordinator lookup.
     let reset = json(&magnetar(
@@ -450,6 +417,7 @@ fn bench_modes_report_throughput_and_latency() {
             "100",
             "--partitions",
             "2",
+            "--keep",
             "--json",
         ],
         None,

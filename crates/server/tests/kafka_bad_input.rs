@@ -131,10 +131,8 @@ async fn malformed_frames_close_only_their_connection() {
     conn.send_raw(&[0, 0, 0, 100, 1, 2, 3]).await.unwrap();
     drop(conn);
     still_serving(&healthy, "truncated frame").await;
-    assert!(
-        broker.log_text().contains("closing connection"),
-        "closures are logged"
-    );
+    // Closures are logged.
+    broker.wait_for_log("closing connection");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -82,9 +82,7 @@ async fn acks_zero_failures_close_the_connection() {
     conn.send(ApiKey::Produce, 9, produce("no-such-topic", 0))
         .await;
     assert!(conn.is_closed_by_peer().await);
-    assert!(broker
-        .log_text()
-        .contains("acks=0 produce to no-such-topic-0 failed"));
+    broker.wait_for_log("acks=0 produce to no-such-topic-0 failed");
 }
 
 #[tokio::test(flavor = "multi_thread")]

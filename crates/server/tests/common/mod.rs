@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod cli;
+
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -28,6 +30,7 @@ pub struct BrokerProcess {
     _tmp: Option<tempfile::TempDir>,
     pub log: Arc<Mutex<Vec<String>>>,
     fsize_limit: Option<u64>,
+    env: Vec<(String, String)>,
 }
 
 impl BrokerProcess {
@@ -46,7 +49,21 @@ impl BrokerProcess {
         Self::launch(&[], settings, Some(bytes))
     }
 
+    /// Starts a broker with extra environment variables.
+    pub fn start_with_env(env: &[(&str, &str)], settings: &[&str]) -> BrokerProcess {
+        Self::launch_with(&[], settings, None, env)
+    }
+
     fn launch(args: &[&str], settings: &[&str], fsize_limit: Option<u64>) -> BrokerProcess {
+        Self::launch_with(args, settings, fsize_limit, &[])
+    }
+
+    fn launch_with(
+        args: &[&str],
+        settings: &[&str],
+        fsize_limit: Option<u64>,
+        env: &[(&str, &str)],
+    ) -> BrokerProcess {
         let tmp = tempfile::tempdir().expect("tempdir");
         let mut b = BrokerProcess {
             child: None,
@@ -57,6 +74,10 @@ impl BrokerProcess {
             _tmp: Some(tmp),
             log: Arc::new(Mutex::new(Vec::new())),
             fsize_limit,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         b.spawn("127.0.0.1:0");
         b
@@ -76,6 +97,7 @@ impl BrokerProcess {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         cmd.args(&self.args);
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         for s in &self.settings {
             cmd.arg("--set").arg(s);
         }
@@ -127,9 +149,38 @@ impl BrokerProcess {
         eprintln!("---- broker log ----\n{}\n----", self.log_text());
     }
 
-    /// Everything the broker logged so far.
+    /// Everything the broker logged so far. The log is collected by a
+    /// thread reading the broker's stderr, so a line the broker has just
+    /// written may not be here yet: to check for a line use
+    /// [`BrokerProcess::wait_for_log`].
     pub fn log_text(&self) -> String {
         self.log.lock().unwrap().join("\n")
+    }
+
+    /// Waits until a logged line satisfies `pred` (the log is collected
+    /// asynchronously), panicking with the log after `timeout`.
+    pub fn wait_for_log_line(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.log.lock().unwrap().iter().any(|l| pred(l)) {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "the broker did not log {what} within {timeout:?}; log:\n{}",
+                    self.log_text()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits (up to 10 s) until the broker has logged a line containing
+    /// `needle`.
+    pub fn wait_for_log(&self, needle: &str) {
+        self.wait_for_log_line(&format!("{needle:?}"), Duration::from_secs(10), |l| {
+            l.contains(needle)
+        });
     }
 
     /// SIGKILL: no flush, no clean-shutdown marker.

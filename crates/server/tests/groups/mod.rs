@@ -15,23 +15,47 @@ use rdkafka::{ClientConfig, Message};
 
 use crate::common::client_config;
 
-/// Records rebalance callbacks as "assign:topic-p,..." / "revoke:..." lines.
+/// Records rebalance callbacks as "assign:topic-p,..." / "revoke:..." lines,
+/// and the assignment they add up to (eager and incremental alike: assign
+/// adds, revoke removes).
 #[derive(Clone, Default)]
 pub struct Recorder {
-    pub events: Arc<Mutex<Vec<String>>>,
+    seen: Arc<Mutex<Seen>>,
+}
+
+#[derive(Default)]
+struct Seen {
+    events: Vec<String>,
+    assigned: BTreeSet<(String, i32)>,
 }
 
 impl ClientContext for Recorder {}
 
 impl ConsumerContext for Recorder {
     fn post_rebalance(&self, _c: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let mut seen = self.seen.lock().unwrap();
         let line = match rebalance {
-            Rebalance::Assign(tpl) => format!("assign:{}", list(tpl)),
-            Rebalance::Revoke(tpl) => format!("revoke:{}", list(tpl)),
+            Rebalance::Assign(tpl) => {
+                seen.assigned.extend(elements(tpl));
+                format!("assign:{}", list(tpl))
+            }
+            Rebalance::Revoke(tpl) => {
+                for e in elements(tpl) {
+                    seen.assigned.remove(&e);
+                }
+                format!("revoke:{}", list(tpl))
+            }
             Rebalance::Error(e) => format!("error:{e}"),
         };
-        self.events.lock().unwrap().push(line);
+        seen.events.push(line);
     }
+}
+
+fn elements(tpl: &rdkafka::TopicPartitionList) -> Vec<(String, i32)> {
+    tpl.elements()
+        .iter()
+        .map(|e| (e.topic().to_string(), e.partition()))
+        .collect()
 }
 
 fn list(tpl: &rdkafka::TopicPartitionList) -> String {
@@ -91,17 +115,12 @@ impl GroupConsumer {
         }
     }
 
-    /// The partitions currently assigned.
+    /// The partitions currently assigned, as the rebalance callbacks
+    /// reported them: once a partition shows here, its callback line is in
+    /// [`GroupConsumer::events`] too (librdkafka's own assignment changes a
+    /// moment before the callback runs, which would race).
     pub fn assignment(&self) -> BTreeSet<(String, i32)> {
-        self.consumer
-            .assignment()
-            .map(|tpl| {
-                tpl.elements()
-                    .iter()
-                    .map(|e| (e.topic().to_string(), e.partition()))
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.recorder.seen.lock().unwrap().assigned.clone()
     }
 
     /// Values received so far.
@@ -116,7 +135,7 @@ impl GroupConsumer {
 
     /// Rebalance callback lines so far.
     pub fn events(&self) -> Vec<String> {
-        self.recorder.events.lock().unwrap().clone()
+        self.recorder.seen.lock().unwrap().events.clone()
     }
 
     /// Stops polling and closes the consumer (leaving the group).
