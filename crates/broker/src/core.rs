@@ -92,20 +92,14 @@ impl Broker {
             path: config.data_dir.clone(),
             source,
         })?;
-        let logs = LogManager::open(&config.data_dir).map_err(|source| Error::Storage {
-            partition: config.data_dir.display().to_string(),
-            source,
-        })?;
+        let logs = LogManager::open(&config.data_dir).map_err(Error::DataDir)?;
         let store = MetadataStore::open(&config.data_dir)?;
         for (k, v) in &store.data.broker_configs {
             if let Err(e) = config.set(k, v, ConfigSource::Dynamic) {
                 warn!("ignoring stored dynamic config: {e}");
             }
         }
-        let on_disk = logs.scan().map_err(|source| Error::Storage {
-            partition: config.data_dir.display().to_string(),
-            source,
-        })?;
+        let on_disk = logs.scan().map_err(Error::DataDir)?;
         for (tp, id) in on_disk {
             let live = store
                 .data

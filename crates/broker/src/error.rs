@@ -62,6 +62,10 @@ pub enum Error {
         #[source]
         source: storage::Error,
     },
+    /// The data directory could not be opened or scanned (locked by another
+    /// broker, unreadable, ...).
+    #[error("{0}")]
+    DataDir(#[source] storage::Error),
     /// Broker metadata could not be read or written.
     #[error("metadata file {path}: {source}")]
     MetadataIo {

@@ -6,14 +6,17 @@ use std::process::ExitCode;
 use broker::config::BrokerConfig;
 use broker::{Broker, Endpoint};
 use tokio::net::TcpListener;
-use tracing::{error, info};
+use tracing::info;
 
 use crate::StandaloneArgs;
 
 /// Runs the broker until SIGTERM or SIGINT; exit code 0 after a clean
 /// shutdown, 1 on a start-up or shutdown failure, 2 on bad configuration.
 pub fn main(args: StandaloneArgs) -> ExitCode {
-    init_tracing();
+    if let Err(e) = init_tracing() {
+        eprintln!("magnetar: {e}");
+        return ExitCode::from(2);
+    }
     let config = match build_config(&args) {
         Ok(c) => c,
         Err(e) => {
@@ -40,21 +43,39 @@ pub fn main(args: StandaloneArgs) -> ExitCode {
     match runtime.block_on(run(config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            error!("{e:#}");
-            eprintln!("magnetar: {e:#}");
+            // Once, on stderr; every error message here already carries
+            // its cause, so the plain form is complete.
+            eprintln!("magnetar: {e}");
             ExitCode::from(1)
         }
     }
 }
 
-fn init_tracing() {
+/// Log output: level filter from `MAGNETAR_LOG` (or `RUST_LOG`), format
+/// from `MAGNETAR_LOG_FORMAT` (`text`, the default, or `json`: one JSON
+/// object per line). Colours only when stderr is a terminal and `NO_COLOR`
+/// is not set.
+fn init_tracing() -> Result<(), String> {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_env("MAGNETAR_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
+    let format = std::env::var("MAGNETAR_LOG_FORMAT").unwrap_or_default();
+    let colour = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format.to_ascii_lowercase().as_str() {
+        "" | "text" => builder.with_ansi(colour).init(),
+        "json" => builder.json().with_current_span(false).init(),
+        other => {
+            return Err(format!(
+                "MAGNETAR_LOG_FORMAT must be text or json, not {other:?}"
+            ))
+        }
+    }
+    Ok(())
 }
 
 fn build_config(args: &StandaloneArgs) -> Result<BrokerConfig, broker::Error> {

@@ -45,6 +45,18 @@ fn parse_partition_dir(name: &str) -> Option<TopicPartition> {
     ))
 }
 
+/// Whether `data_dir` holds nothing but the lock file: never used by a
+/// broker before.
+fn is_new_data_dir(data_dir: &Path) -> Result<bool> {
+    for entry in fs::read_dir(data_dir).at(data_dir)? {
+        let entry = entry.at(data_dir)?;
+        if entry.file_name() != LOCK_FILE {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 fn remove_dir_all_if_exists(path: &Path) -> Result<()> {
     match fs::remove_dir_all(path) {
         Ok(()) => Ok(()),
@@ -88,7 +100,13 @@ impl LogManager {
             Err(e) => return Err(e).at(&marker),
         };
         remove_dir_all_if_exists(&data_dir.join(DELETING_DIR))?;
-        tracing::info!(data_dir = %data_dir.display(), clean_shutdown, "opened data directory");
+        let fresh = is_new_data_dir(data_dir)?;
+        let previous_run = match (fresh, clean_shutdown) {
+            (true, _) => "new data directory",
+            (false, true) => "the previous run shut down cleanly",
+            (false, false) => "the previous run did not shut down cleanly; recovering",
+        };
+        tracing::info!(data_dir = %data_dir.display(), "opened data directory: {previous_run}");
         Ok(LogManager {
             data_dir: data_dir.to_path_buf(),
             _lock: lock,

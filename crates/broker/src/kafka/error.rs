@@ -17,7 +17,9 @@ pub fn response_error(e: &Error) -> ResponseError {
         Error::InvalidReplicationFactor(_) => R::InvalidReplicationFactor,
         Error::InvalidRequest(_) => R::InvalidRequest,
         Error::Storage { source, .. } => storage_error(source),
-        Error::MetadataIo { .. } | Error::MetadataCorrupt { .. } => R::KafkaStorageError,
+        Error::DataDir(_) | Error::MetadataIo { .. } | Error::MetadataCorrupt { .. } => {
+            R::KafkaStorageError
+        }
     }
 }
 

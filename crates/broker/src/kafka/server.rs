@@ -11,7 +11,7 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use super::frame::{self, FrameError, Parsed};
 use super::{handle, Outcome};
@@ -131,7 +131,8 @@ async fn connection(
                 }
             }
             Ok(Parsed::UnsupportedApiVersions { correlation_id }) => {
-                info!(%peer, "client asked for an ApiVersions version we do not implement; answering v0 with UNSUPPORTED_VERSION");
+                // Normal negotiation: clients start at their newest version.
+                debug!(%peer, "client asked for an ApiVersions version we do not implement; answering v0 with UNSUPPORTED_VERSION");
                 Some(frame::encode_unsupported_api_versions(correlation_id))
             }
             Err(e) => {
