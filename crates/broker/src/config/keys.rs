@@ -424,6 +424,69 @@ mod tests {
 mod readme {
     use super::*;
 
+    const EXAMPLE_PATH: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../config/magnetar.example.toml"
+    );
+
+    /// The example configuration file as the key table says it should be.
+    fn render_example() -> String {
+        let mut out = String::from(
+            "# Magnetar broker configuration: every key with its default value.\n\
+             # Use it with `magnetar standalone --config FILE`; keys are Kafka's broker\n\
+             # property names. Delete the lines you do not change, or edit them.\n\
+             # Values can also be set on the command line: --set KEY=VALUE.\n\
+             # (Generated from crates/broker/src/config/keys.rs; a test checks it.)\n",
+        );
+        for k in BROKER_KEYS {
+            let value = match k.kind {
+                ValueKind::Bool | ValueKind::Int { .. } | ValueKind::Limit { .. } => {
+                    k.default.to_string()
+                }
+                ValueKind::Choice(_) | ValueKind::Listener => format!("{:?}", k.default),
+            };
+            let dynamic = if k.dynamic {
+                " (dynamic: can be changed at runtime)"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "\n# {}{dynamic}\n\"{}\" = {value}\n",
+                k.doc, k.name
+            ));
+        }
+        out
+    }
+
+    /// `config/magnetar.example.toml` lists every broker key with its
+    /// default and documentation, and is a valid configuration equal to the
+    /// defaults. `MAGNETAR_BLESS=1` rewrites it from the table.
+    #[test]
+    fn example_config_file_matches_the_key_table() {
+        let expected = render_example();
+        if std::env::var_os("MAGNETAR_BLESS").is_some() {
+            std::fs::write(EXAMPLE_PATH, &expected).unwrap();
+        }
+        let actual = std::fs::read_to_string(EXAMPLE_PATH).unwrap();
+        assert_eq!(
+            actual, expected,
+            "config/magnetar.example.toml is out of date: run MAGNETAR_BLESS=1 cargo test -p broker example_config"
+        );
+        let mut config =
+            crate::config::BrokerConfig::new("/tmp/x", "127.0.0.1:9092".parse().unwrap());
+        config
+            .apply_toml_file(std::path::Path::new(EXAMPLE_PATH))
+            .unwrap();
+        for k in BROKER_KEYS {
+            assert_eq!(
+                config.get(k.name).map(|(v, _)| v),
+                Some(k.default),
+                "{}",
+                k.name
+            );
+        }
+    }
+
     /// The README's configuration reference is a contract: every key must
     /// be documented there.
     #[test]

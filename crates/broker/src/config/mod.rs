@@ -33,7 +33,19 @@ pub struct BrokerConfig {
     values: BTreeMap<&'static str, String>,
     /// Keys set explicitly (file, `--set` or dynamically), for DescribeConfigs sources.
     explicit: BTreeMap<&'static str, ConfigSource>,
+    /// For keys also settable through a coarser alias (`log.retention.hours`),
+    /// the unit factor of the form that set them: a finer form wins, as in
+    /// Kafka, whatever the order.
+    set_with_factor: BTreeMap<&'static str, i64>,
 }
+
+/// Kafka's coarser spellings of millisecond keys: `(alias, key, ms per unit)`.
+/// As in Kafka, `*.ms` wins over `*.minutes`, which wins over `*.hours`.
+pub const KEY_ALIASES: &[(&str, &str, i64)] = &[
+    ("log.retention.minutes", "log.retention.ms", 60_000),
+    ("log.retention.hours", "log.retention.ms", 3_600_000),
+    ("log.roll.hours", "log.roll.ms", 3_600_000),
+];
 
 /// Where a configuration value came from, as DescribeConfigs reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +72,7 @@ impl BrokerConfig {
             kafka_addr,
             values,
             explicit: BTreeMap::new(),
+            set_with_factor: BTreeMap::new(),
         }
     }
 
@@ -100,9 +113,12 @@ impl BrokerConfig {
     /// Sets one key, validating name and value. `data.dir`-like settings are
     /// flags, not keys, so they are not accepted here.
     pub fn set(&mut self, key: &str, value: &str, source: ConfigSource) -> Result<(), Error> {
+        if let Some(&(_, target, factor)) = KEY_ALIASES.iter().find(|(a, _, _)| *a == key) {
+            return self.set_alias(key, target, factor, value, source);
+        }
         let spec = keys::broker_key(key).ok_or_else(|| Error::Config {
             key: key.to_string(),
-            reason: "unknown configuration key".into(),
+            reason: unknown_key_reason(key),
         })?;
         let normalized = spec.kind.validate(value).map_err(|reason| Error::Config {
             key: key.to_string(),
@@ -110,6 +126,46 @@ impl BrokerConfig {
         })?;
         self.values.insert(spec.name, normalized);
         self.explicit.insert(spec.name, source);
+        self.set_with_factor.insert(spec.name, 1);
+        Ok(())
+    }
+
+    /// Sets `target` (a millisecond key) from `alias` in coarser units,
+    /// unless a finer form already set it.
+    fn set_alias(
+        &mut self,
+        alias: &str,
+        target: &'static str,
+        factor: i64,
+        value: &str,
+        source: ConfigSource,
+    ) -> Result<(), Error> {
+        let bad = |reason: String| Error::Config {
+            key: alias.to_string(),
+            reason,
+        };
+        let n: i64 = value
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("expected an integer, got {value:?}")))?;
+        let ms = if n == -1 {
+            -1
+        } else {
+            n.checked_mul(factor)
+                .ok_or_else(|| bad(format!("{n} is too large")))?
+        };
+        if self
+            .set_with_factor
+            .get(target)
+            .is_some_and(|f| *f < factor)
+        {
+            return Ok(());
+        }
+        let spec = keys::broker_key(target).expect("alias targets are declared keys");
+        let normalized = spec.kind.validate(&ms.to_string()).map_err(bad)?;
+        self.values.insert(spec.name, normalized);
+        self.explicit.insert(spec.name, source);
+        self.set_with_factor.insert(spec.name, factor);
         Ok(())
     }
 
@@ -121,6 +177,7 @@ impl BrokerConfig {
         })?;
         self.values.insert(spec.name, spec.default.to_string());
         self.explicit.remove(spec.name);
+        self.set_with_factor.remove(spec.name);
         Ok(())
     }
 
@@ -238,6 +295,53 @@ impl BrokerConfig {
     }
 }
 
+/// "unknown configuration key", with the declared key the user most likely
+/// meant.
+fn unknown_key_reason(key: &str) -> String {
+    let mut reason = "unknown configuration key".to_string();
+    if let Some(spec) = keys::topic_key(key) {
+        if let Some(b) = spec.broker_default {
+            reason.push_str(&format!(
+                " ({key} is a topic-level key; the broker-wide default is {b})"
+            ));
+            return reason;
+        }
+    }
+    let best = BROKER_KEYS
+        .iter()
+        .map(|k| k.name)
+        .chain(KEY_ALIASES.iter().map(|(a, _, _)| *a))
+        .map(|name| (edit_distance(key, name), name))
+        .min();
+    if let Some((d, name)) = best {
+        if d <= 3.max(key.len() / 4) {
+            reason.push_str(&format!(" (did you mean {name}?)"));
+        } else if let Some(name) = BROKER_KEYS
+            .iter()
+            .map(|k| k.name)
+            .find(|n| n.ends_with(&format!(".{key}")))
+        {
+            reason.push_str(&format!(" (did you mean {name}?)"));
+        }
+    }
+    reason
+}
+
+/// Levenshtein distance between two short ASCII-ish strings.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
 fn prefix_config_error(e: Error, path: &Path) -> Error {
     match e {
         Error::Config { key, reason } => Error::Config {
@@ -346,6 +450,56 @@ mod tests {
             .to_string();
         assert!(e.contains("log.segment.bytes"), "{e}");
         assert!(c.apply_assignment("missing-equals").is_err());
+    }
+
+    #[test]
+    fn unknown_keys_suggest_the_key_meant() {
+        let mut c = cfg();
+        let e = c
+            .apply_assignment("retention.ms=1")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("log.retention.ms"), "{e}");
+        let e = c
+            .apply_assignment("num.partition=3")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did you mean num.partitions?"), "{e}");
+        let e = c
+            .apply_assignment("auto.create.topic.enable=false")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did you mean auto.create.topics.enable?"), "{e}");
+        let e = c
+            .apply_assignment("completely.unrelated.thing=1")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("did you mean"), "{e}");
+    }
+
+    #[test]
+    fn hours_and_minutes_aliases_with_kafka_precedence() {
+        let mut c = cfg();
+        c.apply_assignment("log.retention.hours=2").unwrap();
+        assert_eq!(c.log_defaults().retention_ms, Some(7_200_000));
+        c.apply_assignment("log.retention.minutes=3").unwrap();
+        assert_eq!(c.log_defaults().retention_ms, Some(180_000));
+        // A coarser unit never overrides a finer one, whatever the order.
+        c.apply_assignment("log.retention.hours=5").unwrap();
+        assert_eq!(c.log_defaults().retention_ms, Some(180_000));
+        c.apply_assignment("log.retention.ms=1234").unwrap();
+        c.apply_assignment("log.retention.minutes=9").unwrap();
+        assert_eq!(c.log_defaults().retention_ms, Some(1234));
+        let mut c = cfg();
+        c.apply_assignment("log.retention.hours=-1").unwrap();
+        assert_eq!(c.log_defaults().retention_ms, None);
+        c.apply_assignment("log.roll.hours=1").unwrap();
+        assert_eq!(c.log_defaults().roll_ms, Some(3_600_000));
+        assert!(c.apply_assignment("log.retention.hours=x").is_err());
+        assert_eq!(
+            c.get("log.retention.ms"),
+            Some(("-1", ConfigSource::Static))
+        );
     }
 
     #[test]
