@@ -56,6 +56,10 @@ pub struct ConsumeArgs {
     /// Do not commit consumed offsets on exit.
     #[arg(long)]
     no_commit: bool,
+    /// Keep waiting for new messages instead of stopping once every
+    /// assigned partition has been read to its end.
+    #[arg(long, short)]
+    follow: bool,
     #[command(flatten)]
     print: PrintArgs,
     #[command(flatten)]
@@ -67,7 +71,8 @@ pub struct ConsumeArgs {
 pub struct ReadArgs {
     /// Topic to read.
     topic: String,
-    /// earliest, latest, OFFSET, PARTITION:OFFSET or @TIMESTAMP_MS.
+    /// earliest, latest, OFFSET (in every partition read), PARTITION:OFFSET
+    /// (that partition only) or @TIMESTAMP_MS.
     #[arg(long, default_value = "earliest")]
     from: String,
     /// Read only this partition.
@@ -144,9 +149,7 @@ pub async fn consume(args: ConsumeArgs) -> Result<(), CliError> {
             )))
         }
     };
-    let client = client::Client::connect(g.client_config())
-        .await
-        .context("cannot connect", b)?;
+    let client = g.connect().await?;
     let mut consumer = Consumer::builder()
         .client(client.clone())
         .group_id(&args.group)
@@ -179,9 +182,14 @@ pub async fn consume(args: ConsumeArgs) -> Result<(), CliError> {
             })?,
         (None, None) => return Err(CliError::Usage("give a topic or --pattern".into())),
     }
-    let mut source = Source::Consumer(Box::new(consumer));
+    let mut source = Source::Consumer {
+        admin: client::Admin::new(consumer.client().clone()),
+        consumer: Box::new(consumer),
+        follow: args.follow,
+        assignment_deadline: tokio::time::Instant::now() + Duration::from_secs(g.timeout.max(1)),
+    };
     let result = pump(&args.print, &mut source).await;
-    let Source::Consumer(mut consumer) = source else {
+    let Source::Consumer { mut consumer, .. } = source else {
         unreachable!("built as a consumer above")
     };
     if !args.no_commit {
@@ -196,9 +204,12 @@ pub async fn read(args: ReadArgs) -> Result<(), CliError> {
     let g = &args.global;
     let b = g.bootstrap.as_str();
     let start = parse_position(&args.from, args.partition)?;
-    let client = client::Client::connect(g.client_config())
-        .await
-        .context("cannot connect", b)?;
+    // PARTITION:OFFSET reads that partition only.
+    let partition = match start {
+        StartPosition::Offset(p, _) => Some(p),
+        _ => args.partition,
+    };
+    let client = g.connect().await?;
     let reader = Reader::builder(&args.topic)
         .client(client)
         .start(start)
@@ -206,7 +217,7 @@ pub async fn read(args: ReadArgs) -> Result<(), CliError> {
         // latest (the last message already written) is not what people
         // expect from a command line.
         .start_inclusive(!args.exclusive && start != StartPosition::Latest)
-        .partition(args.partition)
+        .partition(partition)
         .build()
         .await
         .context(format!("cannot read {}", args.topic), b)?;
@@ -230,17 +241,41 @@ fn parse_position(from: &str, partition: Option<i32>) -> Result<StartPosition, C
         s if s.starts_with('@') => StartPosition::Timestamp(s[1..].parse().map_err(|_| bad())?),
         s => match s.split_once(':') {
             Some((p, o)) => {
-                StartPosition::Offset(p.parse().map_err(|_| bad())?, o.parse().map_err(|_| bad())?)
+                let p: i32 = p.parse().map_err(|_| bad())?;
+                if partition.is_some_and(|only| only != p) {
+                    return Err(CliError::Usage(format!(
+                        "--from {from} names partition {p} but --partition is {}",
+                        partition.unwrap_or_default()
+                    )));
+                }
+                StartPosition::Offset(p, o.parse().map_err(|_| bad())?)
             }
-            None => StartPosition::Offset(partition.unwrap_or(0), s.parse().map_err(|_| bad())?),
+            None => {
+                let o: i64 = s.parse().map_err(|_| bad())?;
+                match partition {
+                    Some(p) => StartPosition::Offset(p, o),
+                    None => StartPosition::OffsetInEach(o),
+                }
+            }
         },
     })
 }
 
 /// Where messages come from.
 enum Source {
-    Consumer(Box<Consumer>),
-    Reader { reader: Box<Reader>, follow: bool },
+    Consumer {
+        consumer: Box<Consumer>,
+        /// For the log end offsets of the assigned partitions.
+        admin: client::Admin,
+        follow: bool,
+        /// A consumer that does not follow and has no partitions assigned
+        /// by then stops.
+        assignment_deadline: tokio::time::Instant,
+    },
+    Reader {
+        reader: Box<Reader>,
+        follow: bool,
+    },
 }
 
 /// What one poll found.
@@ -254,7 +289,49 @@ enum Polled {
 impl Source {
     async fn next(&mut self, wait: Duration) -> client::Result<Polled> {
         match self {
-            Source::Consumer(c) => Ok(c.poll(wait).await?.map_or(Polled::Nothing, Polled::Message)),
+            Source::Consumer {
+                consumer,
+                admin,
+                follow,
+                assignment_deadline,
+            } => {
+                if let Some(m) = consumer.poll(wait).await? {
+                    return Ok(Polled::Message(m));
+                }
+                if *follow {
+                    return Ok(Polled::Nothing);
+                }
+                let assigned = consumer.assignment().to_vec();
+                if assigned.is_empty() {
+                    if tokio::time::Instant::now() >= *assignment_deadline {
+                        eprintln!("no partitions were assigned to this consumer");
+                        return Ok(Polled::End);
+                    }
+                    return Ok(Polled::Nothing);
+                }
+                let parts: Vec<(&str, i32)> = assigned
+                    .iter()
+                    .map(|tp| (tp.topic.as_str(), tp.partition))
+                    .collect();
+                let ends = admin
+                    .list_offsets(&parts, client::OffsetSpec::Latest)
+                    .await?;
+                let caught_up = assigned.iter().all(|tp| {
+                    let end = ends
+                        .iter()
+                        .find(|((t, p), _)| *t == tp.topic && *p == tp.partition)
+                        .and_then(|(_, r)| r.as_ref().ok());
+                    match (end, consumer.position(tp)) {
+                        (Some(end), Some(pos)) => pos >= end.offset,
+                        _ => false,
+                    }
+                });
+                Ok(if caught_up {
+                    Polled::End
+                } else {
+                    Polled::Nothing
+                })
+            }
             Source::Reader { reader, follow } => {
                 if !*follow && !reader.has_message_available().await? {
                     return Ok(Polled::End);

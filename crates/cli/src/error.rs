@@ -78,7 +78,9 @@ pub fn client_code(e: &client::Error) -> u8 {
         {
             EXIT_NOT_FOUND
         }
-        E::Timeout(_) | E::Disconnected { .. } | E::Io { .. } => EXIT_UNREACHABLE,
+        E::Timeout(_) | E::Disconnected { .. } | E::Io { .. } | E::NotKafka { .. } => {
+            EXIT_UNREACHABLE
+        }
         E::InvalidArgument(_) => EXIT_USAGE,
         _ => EXIT_FAILED,
     }

@@ -89,11 +89,7 @@ pub async fn run(args: GroupArgs) -> Result<(), CliError> {
                 .ok_or_else(|| CliError::Usage("no result".into()))?;
             let d = r.context(format!("cannot describe group {group}"), b)?;
             if d.state == "Dead" {
-                return Err(CliError::Client {
-                    context: format!("group {group}"),
-                    broker: b.to_string(),
-                    source: client::Error::NotFound(format!("group {group}")),
-                });
+                return Err(group_not_found(&group, b));
             }
             if g.json {
                 let members: Vec<_> = d
@@ -127,6 +123,11 @@ pub async fn run(args: GroupArgs) -> Result<(), CliError> {
                 .list_group_offsets(&group)
                 .await
                 .context(format!("cannot fetch offsets of {group}"), b)?;
+            // OffsetFetch does not tell a group without commits from one
+            // that does not exist; DescribeGroups does.
+            if offsets.is_empty() {
+                ensure_group_exists(&admin, &group, b).await?;
+            }
             let parts: Vec<(&str, i32)> = offsets
                 .iter()
                 .map(|o| (o.topic.as_str(), o.partition))
@@ -231,7 +232,7 @@ pub async fn run(args: GroupArgs) -> Result<(), CliError> {
                             "--to must be earliest, latest, an offset or @TIMESTAMP, not {to:?}"
                         ))
                     })?;
-                    parts.iter().map(|p| (topic.clone(), *p, o)).collect()
+                    clamp_to_log(&admin, &topic, &parts, o, b).await?
                 }
             };
             if !dry_run {
@@ -256,6 +257,9 @@ pub async fn run(args: GroupArgs) -> Result<(), CliError> {
                     .collect();
                 print_json(&json!({"group": group, "dry_run": dry_run, "offsets": items}));
             } else {
+                if dry_run {
+                    println!("dry run: nothing was committed; without --dry-run group {group} would get:");
+                }
                 let mut t = Table::new(&["TOPIC", "PARTITION", "NEW-OFFSET"]);
                 for (topic, p, o) in &targets {
                     t.row(vec![topic.clone(), p.to_string(), o.to_string()]);
@@ -265,6 +269,72 @@ pub async fn run(args: GroupArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+fn group_not_found(group: &str, broker: &str) -> CliError {
+    CliError::Client {
+        context: format!("group {group}"),
+        broker: broker.to_string(),
+        source: client::Error::NotFound(format!("group {group} does not exist")),
+    }
+}
+
+/// Not found (exit 3) unless the broker knows `group`.
+async fn ensure_group_exists(admin: &client::Admin, group: &str, b: &str) -> Result<(), CliError> {
+    let described = admin
+        .describe_groups(&[group])
+        .await
+        .context(format!("cannot describe group {group}"), b)?;
+    match described.into_iter().next() {
+        Some((_, Ok(d))) if d.state != "Dead" => Ok(()),
+        Some((_, Err(e))) if crate::error::client_code(&e) != crate::error::EXIT_NOT_FOUND => {
+            Err(e).context(format!("cannot describe group {group}"), b)
+        }
+        _ => Err(group_not_found(group, b)),
+    }
+}
+
+/// `offset` for every partition, clamped to the partition's log (as Kafka's
+/// tool does), with a note on stderr for each partition where it moved.
+async fn clamp_to_log(
+    admin: &client::Admin,
+    topic: &str,
+    parts: &[i32],
+    offset: i64,
+    b: &str,
+) -> Result<Vec<(String, i32, i64)>, CliError> {
+    let asked: Vec<(&str, i32)> = parts.iter().map(|p| (topic, *p)).collect();
+    let earliest = admin
+        .list_offsets(&asked, OffsetSpec::Earliest)
+        .await
+        .context("cannot look up offsets", b)?;
+    let latest = admin
+        .list_offsets(&asked, OffsetSpec::Latest)
+        .await
+        .context("cannot look up offsets", b)?;
+    let find = |list: &client::PerItem<(String, i32), client::ListedOffset>, p: i32| {
+        list.iter()
+            .find(|((_, lp), _)| *lp == p)
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| Err(client::Error::NotFound(format!("{topic}-{p}"))))
+    };
+    let mut out = Vec::with_capacity(parts.len());
+    for &p in parts {
+        let lo = find(&earliest, p)
+            .context("cannot look up offsets", b)?
+            .offset;
+        let hi = find(&latest, p)
+            .context("cannot look up offsets", b)?
+            .offset;
+        let o = offset.clamp(lo, hi);
+        if o > offset {
+            eprintln!("{topic}-{p}: offset {offset} is before the earliest offset; using {o}");
+        } else if o < offset {
+            eprintln!("{topic}-{p}: offset {offset} is past the latest offset; using {o}");
+        }
+        out.push((topic.to_string(), p, o));
+    }
+    Ok(out)
 }
 
 /// Runs `magnetar coordinator`.

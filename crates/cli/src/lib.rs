@@ -45,20 +45,53 @@ pub struct GlobalArgs {
 }
 
 impl GlobalArgs {
-    /// The client configuration these options describe.
-    pub fn client_config(&self) -> client::ClientConfig {
-        client::ClientConfig::from_bootstrap_list(&self.bootstrap)
+    /// The client configuration these options describe, or a usage error
+    /// if `--bootstrap` is not a list of `host:port`.
+    pub fn client_config(&self) -> Result<client::ClientConfig, CliError> {
+        check_bootstrap(&self.bootstrap)?;
+        Ok(client::ClientConfig::from_bootstrap_list(&self.bootstrap)
             .client_id("magnetar-cli")
             .connect_timeout(Duration::from_secs(self.timeout))
-            .request_timeout(Duration::from_secs(self.timeout))
+            .request_timeout(Duration::from_secs(self.timeout)))
+    }
+
+    /// A connection pool, or an error naming the broker.
+    pub async fn connect(&self) -> Result<client::Client, CliError> {
+        client::Client::connect(self.client_config()?)
+            .await
+            .context("cannot connect", &self.bootstrap)
     }
 
     /// An admin client, or an error naming the broker.
     pub async fn admin(&self) -> Result<client::Admin, CliError> {
-        client::Admin::connect(self.client_config())
-            .await
-            .context("cannot connect", &self.bootstrap)
+        Ok(client::Admin::new(self.connect().await?))
     }
+}
+
+/// Checks a `host:port[,host:port...]` list; a missing or bad port is bad
+/// usage, not an unreachable broker.
+fn check_bootstrap(list: &str) -> Result<(), CliError> {
+    let entries: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if entries.is_empty() {
+        return Err(CliError::Usage(
+            "--bootstrap is empty; give host:port[,host:port...]".into(),
+        ));
+    }
+    for e in entries {
+        let ok = e.rsplit_once(':').is_some_and(|(host, port)| {
+            !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)
+        });
+        if !ok {
+            return Err(CliError::Usage(format!(
+                "--bootstrap entry {e:?} is not host:port (Kafka brokers usually listen on port 9092)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The client subcommands of `magnetar`.

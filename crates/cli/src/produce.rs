@@ -69,14 +69,27 @@ pub async fn run(args: ProduceArgs) -> Result<(), CliError> {
         .iter()
         .map(|h| key_value(h))
         .collect::<Result<_, _>>()?;
-    let client = client::Client::connect(g.client_config())
+    let client = g.connect().await?;
+    // A missing topic is created if the broker's auto-creation policy
+    // allows it, as other producers do; otherwise fail early and say how.
+    match client::Admin::new(client.clone())
+        .get_partitions_for_topic(&args.topic, true)
         .await
-        .context("cannot connect", b)?;
-    // Fail early, and without creating it, if the topic does not exist.
-    client::Admin::new(client.clone())
-        .get_partitions_for_topic(&args.topic, false)
-        .await
-        .context(format!("cannot produce to {}", args.topic), b)?;
+    {
+        Ok(_) => {}
+        Err(client::Error::NotFound(_)) => {
+            return Err(CliError::Client {
+                context: format!("cannot produce to {}", args.topic),
+                broker: b.to_string(),
+                source: client::Error::NotFound(format!(
+                    "topic {t} does not exist and the broker does not create topics \
+                     automatically; create it with `magnetar topic create {t}`",
+                    t = args.topic
+                )),
+            })
+        }
+        Err(e) => return Err(e).context(format!("cannot produce to {}", args.topic), b),
+    }
     let producer = Producer::builder()
         .client(client)
         .compression(compression)

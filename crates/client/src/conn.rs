@@ -393,6 +393,21 @@ async fn write_loop(
     }
 }
 
+/// The error for a response size no Kafka broker sends: name what answered
+/// when its first bytes give it away.
+fn not_kafka(addr: &str, len: i32) -> Error {
+    let head = len.to_be_bytes();
+    let what = match &head {
+        b"HTTP" => "it answered HTTP".to_string(),
+        [0x15, 0x03, ..] => "it answered with a TLS alert; is this a TLS port?".to_string(),
+        _ => format!("bad response size {len}"),
+    };
+    Error::NotKafka {
+        broker: addr.to_string(),
+        what,
+    }
+}
+
 async fn read_loop(rd: OwnedReadHalf, shared: Arc<Shared>) {
     let mut rd = BufReader::with_capacity(64 * 1024, rd);
     let why = loop {
@@ -409,7 +424,7 @@ async fn read_loop(rd: OwnedReadHalf, shared: Arc<Shared>) {
             }
         };
         if len < 4 || len as usize > MAX_FRAME {
-            break Error::Protocol(format!("{}: bad response size {len}", shared.addr));
+            break not_kafka(&shared.addr, len);
         }
         let mut buf = BytesMut::zeroed(len as usize);
         if let Err(e) = rd.read_exact(&mut buf).await {

@@ -110,6 +110,15 @@ pub enum Error {
     /// A frame could not be encoded or decoded, or broke the protocol.
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// Something other than a Kafka broker answered at this address (an
+    /// HTTP server, a TLS port, ...).
+    #[error("{broker} is not a Kafka broker ({what})")]
+    NotKafka {
+        /// `host:port` that answered.
+        broker: String,
+        /// What it answered like.
+        what: String,
+    },
     /// Bad arguments or configuration.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -162,6 +171,7 @@ impl Error {
             Error::NotFound(_)
             | Error::NotSupported(_)
             | Error::Protocol(_)
+            | Error::NotKafka { .. }
             | Error::InvalidArgument(_)
             | Error::Closed
             | Error::NoOffset(_) => false,

@@ -33,6 +33,10 @@ pub enum StartPosition {
     /// partitions at [`StartPosition::Earliest`]. An offset retention
     /// already deleted continues at the first retained message.
     Offset(i32, i64),
+    /// The same offset in every partition read (with `start_inclusive`
+    /// as for [`StartPosition::Offset`]); in a partition that ends before
+    /// it, the next message written there.
+    OffsetInEach(i64),
     /// The first message whose timestamp is at or after this many ms since
     /// the epoch (the end if there is none).
     Timestamp(i64),
@@ -281,6 +285,11 @@ impl Reader {
                 o.saturating_add(1)
             }),
             StartPosition::Offset(..) => Pos::Pending(Reset::Earliest),
+            StartPosition::OffsetInEach(o) => Pos::At(if self.inclusive {
+                o
+            } else {
+                o.saturating_add(1)
+            }),
             StartPosition::Timestamp(ms) => Pos::Pending(Reset::Timestamp(ms)),
         }
     }

@@ -60,6 +60,97 @@ fn bad_configuration_fails_start_up_naming_the_key() {
     let (code, err) = run_with(&["--config", "/nonexistent/magnetar.toml"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("/nonexistent/magnetar.toml"), "{err}");
+
+    // Near misses name the key meant.
+    let (code, err) = run_with(&["--set", "retention.ms=1000"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("log.retention.ms"), "{err}");
+    let (code, err) = run_with(&["--set", "num.partiton=3"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("did you mean num.partitions?"), "{err}");
+    // Errors are printed once.
+    assert_eq!(err.matches("num.partiton").count(), 1, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kafka_spellings_in_hours_and_minutes_are_accepted() {
+    let broker = BrokerProcess::start(&["log.retention.hours=2", "log.roll.hours=1"]);
+    let admin = client::Admin::connect(client::ClientConfig::new([broker.bootstrap()]))
+        .await
+        .unwrap();
+    let configs = admin
+        .describe_configs(&[client::ConfigResource::Broker(1)])
+        .await
+        .unwrap()
+        .remove(0)
+        .1
+        .unwrap();
+    let value = |k: &str| {
+        configs
+            .iter()
+            .find(|c| c.name == k)
+            .and_then(|c| c.value.clone())
+    };
+    assert_eq!(value("log.retention.ms").as_deref(), Some("7200000"));
+    assert_eq!(value("log.roll.ms").as_deref(), Some("3600000"));
+}
+
+#[test]
+fn the_log_is_plain_when_piped_and_quiet_about_normal_negotiation() {
+    let mut broker = BrokerProcess::start(&[]);
+    broker.wait_for_log("opened data directory: new data directory");
+    // Our own CLI negotiates ApiVersions from its newest version down.
+    let out = common::cli::magnetar(&broker.bootstrap(), &["topic", "list"], None);
+    assert!(out.status.success());
+    assert_eq!(broker.terminate(), Some(0));
+    let log = broker.log_text();
+    assert!(
+        !log.contains('\u{1b}'),
+        "no ANSI colour codes in a piped log"
+    );
+    assert!(
+        !log.contains("ApiVersions version we do not implement"),
+        "normal negotiation is not logged at INFO:\n{log}"
+    );
+    broker.restart();
+    broker.wait_for_log("opened data directory: the previous run shut down cleanly");
+    broker.kill();
+    broker.restart();
+    broker.wait_for_log("the previous run did not shut down cleanly");
+}
+
+#[test]
+fn json_logs_are_one_object_per_line() {
+    let mut broker = BrokerProcess::start_with_env(&[("MAGNETAR_LOG_FORMAT", "json")], &[]);
+    broker.wait_for_log("opened data directory");
+    assert_eq!(broker.terminate(), Some(0));
+    broker.wait_for_log("clean shutdown complete");
+    let log = broker.log.lock().unwrap().clone();
+    let json_lines: Vec<serde_json::Value> = log
+        .iter()
+        .filter(|l| !l.starts_with("magnetar: "))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(json_lines.len() >= 3, "{log:?}");
+    assert!(json_lines
+        .iter()
+        .all(|v| v["level"].is_string() && v["fields"]["message"].is_string()));
+
+    let (code, err) = {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_magnetar"))
+            .args(["standalone", "--kafka-addr", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path())
+            .env("MAGNETAR_LOG_FORMAT", "xml")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(code, Some(2));
+    assert!(err.contains("MAGNETAR_LOG_FORMAT"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -94,7 +185,7 @@ fn sigterm_and_sigint_shut_down_cleanly() {
             broker.dir().join(".magnetar-clean-shutdown").exists(),
             "{signal}: clean shutdown recorded"
         );
-        assert!(broker.log_text().contains("clean shutdown complete"));
+        broker.wait_for_log("clean shutdown complete");
     }
 }
 
@@ -111,4 +202,6 @@ fn a_data_directory_serves_one_broker_at_a_time() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("locked"), "{err}");
+    // Said once, plainly.
+    assert_eq!(err.matches("locked").count(), 1, "{err}");
 }

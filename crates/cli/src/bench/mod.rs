@@ -75,6 +75,11 @@ pub struct Workload {
     /// Hide the progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Keep the topics (and consumer group) this run created; by default
+    /// they are deleted at the end. Use it to `bench consume` what
+    /// `bench produce` wrote.
+    #[arg(long)]
+    pub keep: bool,
     #[command(flatten)]
     pub global: GlobalArgs,
 }
@@ -101,8 +106,8 @@ impl Workload {
         Ok(())
     }
 
-    /// Creates missing topics.
-    async fn ensure_topics(&self, admin: &Admin) -> Result<(), CliError> {
+    /// Creates missing topics; returns the ones it created.
+    async fn ensure_topics(&self, admin: &Admin) -> Result<Vec<String>, CliError> {
         let b = self.global.bootstrap.as_str();
         let names = self.topic_names();
         let new: Vec<NewTopic> = names
@@ -113,14 +118,42 @@ impl Workload {
             .create_topics(&new, false)
             .await
             .context("cannot create bench topics", b)?;
+        let mut created = Vec::new();
         for (name, r) in res {
             match r {
-                Ok(_) => {}
+                Ok(_) => created.push(name),
                 Err(e) if e.kafka_error() == Some(client::ResponseError::TopicAlreadyExists) => {}
                 Err(e) => return Err(e).context(format!("cannot create {name}"), b),
             }
         }
-        Ok(())
+        Ok(created)
+    }
+
+    /// Deletes what this run created (topics, the group), unless `--keep`.
+    async fn clean_up(&self, admin: &Admin, topics: &[String], group: Option<&str>) {
+        if self.keep {
+            return;
+        }
+        if let Some(g) = group {
+            // The consumers have closed; the group is empty.
+            if let Err(e) = admin.delete_groups(&[g]).await {
+                eprintln!("magnetar: could not delete bench group {g}: {e}");
+            }
+        }
+        if topics.is_empty() {
+            return;
+        }
+        let refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+        match admin.delete_topics(&refs).await {
+            Ok(results) => {
+                for (t, r) in results {
+                    if let Err(e) = r {
+                        eprintln!("magnetar: could not delete bench topic {t}: {e}");
+                    }
+                }
+            }
+            Err(e) => eprintln!("magnetar: could not delete bench topics: {e}"),
+        }
     }
 }
 
@@ -138,15 +171,16 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
         BenchMode::Produce(w) => {
             w.validate()?;
             let admin = w.global.admin().await?;
-            w.ensure_topics(&admin).await?;
-            let report = produce::run(&w, admin.client().clone()).await?;
-            report.print(w.global.json);
+            let created = w.ensure_topics(&admin).await?;
+            let report = produce::run(&w, admin.client().clone()).await;
+            w.clean_up(&admin, &created, None).await;
+            report?.print(w.global.json);
             Ok(())
         }
         BenchMode::Consume(w) => {
             w.validate()?;
             let admin = w.global.admin().await?;
-            w.ensure_topics(&admin).await?;
+            let created = w.ensure_topics(&admin).await?;
             let group = format!("magnetar-bench-{}", now_micros());
             let consumers = consume::start(
                 &w,
@@ -159,59 +193,67 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
             let progress = produce::progress_bar(&w, consumers.done.clone());
             let started = std::time::Instant::now();
             tokio::time::sleep(Duration::from_secs(w.duration)).await;
-            let report = consumers.finish(started).await?;
+            let report = consumers.finish(started).await;
             if let Some(p) = progress {
                 p.finish_and_clear();
             }
-            report.print(w.global.json);
+            w.clean_up(&admin, &created, Some(&group)).await;
+            report?.print(w.global.json);
             Ok(())
         }
         BenchMode::E2e(w) => {
             w.validate()?;
             let admin = w.global.admin().await?;
-            w.ensure_topics(&admin).await?;
-            let names = w.topic_names();
-            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            let described = admin
-                .describe_topics(&refs)
-                .await
-                .context("cannot describe bench topics", &w.global.bootstrap)?;
-            let partitions: u64 = described
-                .iter()
-                .filter_map(|(_, r)| r.as_ref().ok())
-                .map(|t| t.partitions.len() as u64)
-                .sum();
+            let created = w.ensure_topics(&admin).await?;
             let group = format!("magnetar-bench-{}", now_micros());
-            let consumers = consume::start(
-                &w,
-                admin.client(),
-                client::AutoOffsetReset::Latest,
-                &group,
-                true,
-            )
-            .await?;
-            consumers.ready(partitions).await?;
-            let produced = produce::run(&w, admin.client().clone()).await?;
-            // Let the last messages arrive.
-            let drain_until = std::time::Instant::now() + Duration::from_secs(5);
-            while consumers.done.load(std::sync::atomic::Ordering::Relaxed) < produced.messages
-                && std::time::Instant::now() < drain_until
-            {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            let mut e2e = consumers
-                .finish(std::time::Instant::now() - produced.elapsed)
-                .await?;
-            e2e.elapsed = produced.elapsed;
-            if w.global.json {
-                crate::output::print_json(
-                    &serde_json::json!({"produce": produced.to_json(), "e2e": e2e.to_json()}),
-                );
-            } else {
-                produced.print(false);
-                e2e.print(false);
-            }
-            Ok(())
+            let result = e2e(&w, &admin, &group).await;
+            w.clean_up(&admin, &created, Some(&group)).await;
+            result
         }
     }
+}
+
+/// `bench e2e`: produces and consumes at once, then prints both reports.
+async fn e2e(w: &Workload, admin: &Admin, group: &str) -> Result<(), CliError> {
+    let names = w.topic_names();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let described = admin
+        .describe_topics(&refs)
+        .await
+        .context("cannot describe bench topics", &w.global.bootstrap)?;
+    let partitions: u64 = described
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok())
+        .map(|t| t.partitions.len() as u64)
+        .sum();
+    let consumers = consume::start(
+        w,
+        admin.client(),
+        client::AutoOffsetReset::Latest,
+        group,
+        true,
+    )
+    .await?;
+    consumers.ready(partitions).await?;
+    let produced = produce::run(w, admin.client().clone()).await?;
+    // Let the last messages arrive.
+    let drain_until = std::time::Instant::now() + Duration::from_secs(5);
+    while consumers.done.load(std::sync::atomic::Ordering::Relaxed) < produced.messages
+        && std::time::Instant::now() < drain_until
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut e2e = consumers
+        .finish(std::time::Instant::now() - produced.elapsed)
+        .await?;
+    e2e.elapsed = produced.elapsed;
+    if w.global.json {
+        crate::output::print_json(
+            &serde_json::json!({"produce": produced.to_json(), "e2e": e2e.to_json()}),
+        );
+    } else {
+        produced.print(false);
+        e2e.print(false);
+    }
+    Ok(())
 }

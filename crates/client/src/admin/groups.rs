@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::{
-    DescribeGroupsRequest, GroupId, ListGroupsRequest, OffsetFetchRequest,
+    DeleteGroupsRequest, DescribeGroupsRequest, GroupId, ListGroupsRequest, OffsetFetchRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -173,6 +173,40 @@ impl Admin {
                                 .collect(),
                         })
                     });
+                out.push((g.to_string(), r));
+            }
+        }
+        let order: HashMap<&str, usize> = groups.iter().enumerate().map(|(i, g)| (*g, i)).collect();
+        out.sort_by_key(|(g, _)| order.get(g.as_str()).copied().unwrap_or(usize::MAX));
+        Ok(out)
+    }
+
+    /// Deletes groups that have no members, with their committed offsets
+    /// (DeleteGroups to each group's coordinator). Results come in the
+    /// order of `groups`.
+    pub async fn delete_groups(&self, groups: &[&str]) -> Result<PerItem<String, ()>> {
+        let coordinators = self.find_coordinators(groups).await?;
+        let mut by_addr: HashMap<String, Vec<&str>> = HashMap::new();
+        let mut out: Vec<(String, Result<()>)> = Vec::with_capacity(groups.len());
+        for (g, c) in &coordinators {
+            match c {
+                Ok(node) => by_addr.entry(node.addr()).or_default().push(g.as_str()),
+                Err(e) => out.push((g.clone(), Err(e.clone()))),
+            }
+        }
+        for (addr, gs) in by_addr {
+            let conn = self.client.connection_to(&addr).await?;
+            let v = conn.versions().pick::<DeleteGroupsRequest>()?;
+            let req = DeleteGroupsRequest::default()
+                .with_groups_names(gs.iter().map(|g| group_id(g)).collect());
+            let resp = conn.send(v, &req)?.await?;
+            for g in gs {
+                let r = resp
+                    .results
+                    .iter()
+                    .find(|x| x.group_id.0.as_str() == g)
+                    .ok_or_else(|| Error::Protocol(format!("no result for group {g}")))
+                    .and_then(|x| Error::check(x.error_code, None));
                 out.push((g.to_string(), r));
             }
         }
