@@ -11,6 +11,7 @@ mod core;
 mod error;
 pub mod group;
 pub mod kafka;
+pub mod log_limit;
 pub mod maintenance;
 mod metadata_store;
 mod topic;

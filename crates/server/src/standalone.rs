@@ -17,13 +17,14 @@ pub fn main(args: StandaloneArgs) -> ExitCode {
         eprintln!("magnetar: {e}");
         return ExitCode::from(2);
     }
-    let config = match build_config(&args) {
+    let mut config = match build_config(&args) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("magnetar: {e}");
             return ExitCode::from(2);
         }
     };
+    config.open_file_limit = raise_open_file_limit();
     // Writes past a file-size limit must fail with EFBIG (an error on that
     // partition) rather than kill the process with SIGXFSZ.
     // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
@@ -78,6 +79,32 @@ fn init_tracing() -> Result<(), String> {
     Ok(())
 }
 
+/// Raises the soft open-file limit to the hard one (a broker holds a file
+/// per open segment and a socket per client) and returns the limit now in
+/// force.
+fn raise_open_file_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return None;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim = raised;
+            }
+        }
+    }
+    (lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+}
+
 fn build_config(args: &StandaloneArgs) -> Result<BrokerConfig, broker::Error> {
     let addr = resolve(&args.kafka_addr).map_err(|reason| broker::Error::Config {
         key: "--kafka-addr".into(),
@@ -118,6 +145,8 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let maintenance = broker::maintenance::spawn(broker.clone());
     info!(
         kafka = %server.local_addr,
+        open_file_limit = broker.config().open_file_limit.unwrap_or(0),
+        max_connections = broker.config().max_connections(),
         advertised = %format!("{}:{}", broker.endpoint().host, broker.endpoint().port),
         data_dir = %data_dir.display(),
         "magnetar is ready"

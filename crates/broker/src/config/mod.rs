@@ -29,6 +29,9 @@ pub struct BrokerConfig {
     pub data_dir: PathBuf,
     /// Address the Kafka listener binds.
     pub kafka_addr: SocketAddr,
+    /// The process's open-file limit (soft RLIMIT_NOFILE), when known; sizes
+    /// `max.connections = -1` and the open-file cache.
+    pub open_file_limit: Option<u64>,
     /// Every broker key with its effective value (defaults filled in).
     values: BTreeMap<&'static str, String>,
     /// Keys set explicitly (file, `--set` or dynamically), for DescribeConfigs sources.
@@ -70,6 +73,7 @@ impl BrokerConfig {
         BrokerConfig {
             data_dir: data_dir.into(),
             kafka_addr,
+            open_file_limit: None,
             values,
             explicit: BTreeMap::new(),
             set_with_factor: BTreeMap::new(),
@@ -254,6 +258,39 @@ impl BrokerConfig {
     /// `socket.request.max.bytes`.
     pub fn socket_request_max_bytes(&self) -> usize {
         self.int("socket.request.max.bytes") as usize
+    }
+
+    /// `queued.max.request.bytes`, or `None` for no limit.
+    pub fn queued_max_request_bytes(&self) -> Option<u64> {
+        self.opt_positive("queued.max.request.bytes")
+    }
+
+    /// `socket.request.read.timeout.ms`, or `None` for no limit.
+    pub fn request_read_timeout(&self) -> Option<std::time::Duration> {
+        self.opt_positive("socket.request.read.timeout.ms")
+            .map(std::time::Duration::from_millis)
+    }
+
+    /// `connections.max.idle.ms`, or `None` to never close idle connections.
+    pub fn connections_max_idle(&self) -> Option<std::time::Duration> {
+        self.opt_positive("connections.max.idle.ms")
+            .map(std::time::Duration::from_millis)
+    }
+
+    /// `max.connections`; -1 means half the open-file limit (unlimited if
+    /// that is unknown).
+    pub fn max_connections(&self) -> usize {
+        match self.opt_positive("max.connections") {
+            Some(n) => n as usize,
+            None => self
+                .open_file_limit
+                .map_or(usize::MAX, |l| (l / 2).max(1) as usize),
+        }
+    }
+
+    /// `max.connections.per.ip`.
+    pub fn max_connections_per_ip(&self) -> usize {
+        self.int("max.connections.per.ip").max(1) as usize
     }
 
     /// `log.retention.check.interval.ms`.

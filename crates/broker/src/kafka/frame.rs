@@ -7,8 +7,11 @@ use kafka_protocol::messages::{
     ApiKey, ApiVersionsResponse, RequestHeader, RequestKind, ResponseHeader, ResponseKind,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
+use std::time::Duration;
+
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::conn_limits::{BudgetPermit, RequestBudget};
 use super::{supported_versions, RequestContext};
 
 /// Why a frame could not be read; each closes the connection.
@@ -28,9 +31,33 @@ pub enum FrameError {
     /// The peer closed the connection in the middle of a frame.
     #[error("connection closed in the middle of a frame")]
     Truncated,
+    /// A frame did not arrive whole in time.
+    #[error("a request of {len} bytes did not arrive within {timeout:?} (socket.request.read.timeout.ms); {received} bytes came")]
+    ReadTimeout {
+        /// Announced size (0 if the size prefix itself did not arrive).
+        len: usize,
+        /// Bytes of it received.
+        received: usize,
+        /// The limit.
+        timeout: Duration,
+    },
+    /// No request started within `connections.max.idle.ms`.
+    #[error("idle for {0:?}")]
+    Idle(Duration),
     /// A socket error.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+/// Per-frame limits of a listener.
+#[derive(Debug, Clone)]
+pub struct FrameLimits {
+    /// `socket.request.max.bytes`.
+    pub max_size: usize,
+    /// `socket.request.read.timeout.ms`: from the first byte of the size
+    /// prefix to the whole prefix, and from then (once the request's bytes
+    /// are admitted by `queued.max.request.bytes`) to the whole frame.
+    pub read_timeout: Option<Duration>,
 }
 
 /// Why a complete frame is not a request we can serve; each closes the
@@ -88,41 +115,93 @@ pub enum Parsed {
     },
 }
 
-/// Reads one frame. `Ok(None)` is a clean end of stream between frames.
+/// Reads one frame, taking its bytes from the request budget as they arrive
+/// (held by the returned permit until the caller drops it). `Ok(None)` is a
+/// clean end of stream between frames. `idle` bounds the wait for a frame
+/// to start; `limits.read_timeout` the time from its first byte to its last,
+/// waits for the budget included.
 pub async fn read_frame<R: AsyncRead + Unpin>(
     r: &mut R,
-    max: usize,
-) -> Result<Option<Bytes>, FrameError> {
+    limits: &FrameLimits,
+    budget: &RequestBudget,
+    idle: Option<Duration>,
+) -> Result<Option<(Bytes, BudgetPermit)>, FrameError> {
     let mut len_buf = [0u8; 4];
-    let mut got = 0;
-    while got < 4 {
-        let n = r.read(&mut len_buf[got..]).await?;
-        if n == 0 {
-            return if got == 0 {
-                Ok(None)
-            } else {
-                Err(FrameError::Truncated)
-            };
-        }
-        got += n;
+    let first = match idle {
+        Some(d) => tokio::time::timeout(d, r.read(&mut len_buf))
+            .await
+            .map_err(|_| FrameError::Idle(d))??,
+        None => r.read(&mut len_buf).await?,
+    };
+    if first == 0 {
+        return Ok(None);
     }
+    let timed_out = |len: usize, received: usize| FrameError::ReadTimeout {
+        len,
+        received,
+        timeout: limits.read_timeout.unwrap_or_default(),
+    };
+    let mut got = first;
+    within(limits.read_timeout, async {
+        while got < 4 {
+            let n = r.read(&mut len_buf[got..]).await?;
+            if n == 0 {
+                return Err(FrameError::Truncated);
+            }
+            got += n;
+        }
+        Ok(())
+    })
+    .await
+    .unwrap_or_else(|| Err(timed_out(0, got)))?;
     let len = i32::from_be_bytes(len_buf);
     if len < 0 {
         return Err(FrameError::NegativeLength(len));
     }
     let len = len as usize;
-    if len > max {
-        return Err(FrameError::TooLarge { len, max });
+    if len > limits.max_size {
+        return Err(FrameError::TooLarge {
+            len,
+            max: limits.max_size,
+        });
     }
-    let mut buf = BytesMut::zeroed(len);
-    r.read_exact(&mut buf).await.map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            FrameError::Truncated
-        } else {
-            FrameError::Io(e)
+    // The request's bytes are taken from the budget as they arrive, so a
+    // connection holds what it sent, not what it announced.
+    let mut permit = BudgetPermit::default();
+    let mut held = 0usize;
+    let mut buf = BytesMut::new();
+    let mut body = (&mut *r).take(len as u64);
+    within(limits.read_timeout, async {
+        while buf.len() < len {
+            if buf.len() == held {
+                let more = (len - held).min(BUDGET_CHUNK);
+                permit.merge(budget.acquire(more).await);
+                held += more;
+                buf.reserve(more);
+            }
+            let mut room = (&mut body).take((held - buf.len()) as u64);
+            if room.read_buf(&mut buf).await? == 0 {
+                return Err(FrameError::Truncated);
+            }
         }
-    })?;
-    Ok(Some(buf.freeze()))
+        Ok(())
+    })
+    .await
+    .unwrap_or_else(|| Err(timed_out(len, buf.len())))?;
+    Ok(Some((buf.freeze(), permit)))
+}
+
+/// How much of a request's size is taken from the budget (and allocated)
+/// at a time while it arrives.
+const BUDGET_CHUNK: usize = 1 << 20;
+
+/// Runs `f` to completion, or gives up after `limit` (`None` when it ran
+/// out of time).
+async fn within<T>(limit: Option<Duration>, f: impl std::future::Future<Output = T>) -> Option<T> {
+    match limit {
+        Some(d) => tokio::time::timeout(d, f).await.ok(),
+        None => Some(f.await),
+    }
 }
 
 /// Parses a request frame (without its size prefix).
@@ -348,29 +427,83 @@ mod tests {
         }
     }
 
+    fn limits(max_size: usize) -> FrameLimits {
+        FrameLimits {
+            max_size,
+            read_timeout: Some(Duration::from_secs(5)),
+        }
+    }
+
+    async fn read(mut input: &[u8], max: usize) -> Result<Option<Bytes>, FrameError> {
+        let budget = RequestBudget::new(Some(1 << 20));
+        read_frame(&mut input, &limits(max), &budget, None)
+            .await
+            .map(|f| f.map(|(b, _)| b))
+    }
+
     #[tokio::test]
     async fn frame_limits() {
-        let mut neg: &[u8] = &(-1i32).to_be_bytes();
         assert!(matches!(
-            read_frame(&mut neg, 100).await,
+            read(&(-1i32).to_be_bytes(), 100).await,
             Err(FrameError::NegativeLength(-1))
         ));
-        let mut big: &[u8] = &1000i32.to_be_bytes();
         assert!(matches!(
-            read_frame(&mut big, 100).await,
+            read(&1000i32.to_be_bytes(), 100).await,
             Err(FrameError::TooLarge { .. })
         ));
-        let mut short: &[u8] = &[0, 0, 0, 5, 1, 2];
         assert!(matches!(
-            read_frame(&mut short, 100).await,
+            read(&[0, 0, 0, 5, 1, 2], 100).await,
             Err(FrameError::Truncated)
         ));
-        let mut empty: &[u8] = &[];
-        assert!(matches!(read_frame(&mut empty, 100).await, Ok(None)));
-        let mut ok: &[u8] = &[0, 0, 0, 2, 9, 9];
+        assert!(matches!(
+            read(&[0, 0], 100).await,
+            Err(FrameError::Truncated)
+        ));
+        assert!(matches!(read(&[], 100).await, Ok(None)));
         assert_eq!(
-            read_frame(&mut ok, 100).await.unwrap().unwrap().as_ref(),
+            read(&[0, 0, 0, 2, 9, 9, 7], 100)
+                .await
+                .unwrap()
+                .unwrap()
+                .as_ref(),
             &[9, 9]
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stalled_frames_and_idle_connections_time_out() {
+        let budget = RequestBudget::new(Some(1 << 20));
+        // A frame that announces 100 bytes and sends 3.
+        let (mut client, mut server) = tokio::io::duplex(1024);
+        tokio::io::AsyncWriteExt::write_all(&mut client, &[0, 0, 0, 100, 1, 2, 3])
+            .await
+            .unwrap();
+        let r = read_frame(&mut server, &limits(1000), &budget, None).await;
+        assert!(
+            matches!(
+                r,
+                Err(FrameError::ReadTimeout {
+                    len: 100,
+                    received: 3,
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+        assert_eq!(
+            budget.available(),
+            Some(1 << 20),
+            "the budget is given back"
+        );
+        // Nothing at all: idle.
+        let (_client, mut server) = tokio::io::duplex(1024);
+        let r = read_frame(
+            &mut server,
+            &limits(1000),
+            &budget,
+            Some(Duration::from_secs(60)),
+        )
+        .await;
+        assert!(matches!(r, Err(FrameError::Idle(_))), "{r:?}");
     }
 }

@@ -12,6 +12,7 @@ use crate::Broker;
 
 mod alter_configs;
 mod api_versions;
+mod conn_limits;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
 mod create_partitions;

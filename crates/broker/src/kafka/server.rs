@@ -2,6 +2,13 @@
 //! read → parse → handle → write loop. Requests on one connection are handled
 //! one at a time, in order, as Kafka does (idempotent producers rely on it);
 //! connections are independent, so a bad one never disturbs the others.
+//!
+//! What one client can take is bounded: connections (`max.connections`,
+//! `max.connections.per.ip`), request bytes being read or handled over all
+//! connections (`queued.max.request.bytes`), the time a request may take to
+//! arrive (`socket.request.read.timeout.ms`) and idle time
+//! (`connections.max.idle.ms`). Warnings a client can provoke are
+//! rate-limited.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,11 +18,17 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
-use tracing::{debug, warn};
+use tracing::debug;
 
-use super::frame::{self, FrameError, Parsed};
+use super::conn_limits::{ConnectionGuard, ConnectionTracker, Refused, RequestBudget};
+use super::frame::{self, FrameError, FrameLimits, Parsed};
 use super::{handle, Outcome};
-use crate::Broker;
+use crate::log_limit::RateLimiter;
+use crate::{warn_limited, Broker};
+
+/// Warnings about bad or refused connections: a few per second at most.
+static BAD_CONNECTION_LOG: RateLimiter = RateLimiter::new(10, Duration::from_secs(1));
+static ACCEPT_LOG: RateLimiter = RateLimiter::new(5, Duration::from_secs(1));
 
 /// A running listener: its bound address and a handle to stop it.
 #[derive(Debug)]
@@ -35,11 +48,30 @@ impl Server {
     }
 }
 
+/// What every connection of one listener shares.
+struct Shared {
+    broker: Arc<Broker>,
+    budget: RequestBudget,
+    frame_limits: FrameLimits,
+    idle: Option<Duration>,
+}
+
 /// Starts serving `listener` in the background.
 pub fn serve(listener: TcpListener, broker: Arc<Broker>) -> std::io::Result<Server> {
     let local_addr = listener.local_addr()?;
     let (tx, rx) = watch::channel(false);
-    let task = tokio::spawn(accept_loop(listener, broker, rx));
+    let config = broker.config();
+    let tracker = ConnectionTracker::new(config.max_connections(), config.max_connections_per_ip());
+    let shared = Arc::new(Shared {
+        budget: RequestBudget::new(config.queued_max_request_bytes()),
+        frame_limits: FrameLimits {
+            max_size: config.socket_request_max_bytes(),
+            read_timeout: config.request_read_timeout(),
+        },
+        idle: config.connections_max_idle(),
+        broker,
+    });
+    let task = tokio::spawn(accept_loop(listener, shared, tracker, rx));
     Ok(Server {
         local_addr,
         shutdown: tx,
@@ -49,7 +81,8 @@ pub fn serve(listener: TcpListener, broker: Arc<Broker>) -> std::io::Result<Serv
 
 async fn accept_loop(
     listener: TcpListener,
-    broker: Arc<Broker>,
+    shared: Arc<Shared>,
+    tracker: ConnectionTracker,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut conns = JoinSet::new();
@@ -58,18 +91,25 @@ async fn accept_loop(
             _ = shutdown.changed() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    let guard = match tracker.admit(peer.ip()) {
+                        Ok(g) => g,
+                        Err(refused) => {
+                            refuse(stream, peer, refused);
+                            continue;
+                        }
+                    };
                     let _ = stream.set_nodelay(true);
-                    let broker = broker.clone();
+                    let shared = shared.clone();
                     let rx = shutdown.clone();
                     conns.spawn(async move {
-                        if let Err(e) = connection(stream, peer, broker, rx).await {
+                        if let Err(e) = connection(stream, peer, shared, rx, guard).await {
                             debug!(%peer, "connection ended: {e}");
                         }
                     });
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off, keep serving.
-                    warn!("accept failed: {e}");
+                    warn_limited!(ACCEPT_LOG, "accept failed: {e}");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
@@ -87,26 +127,43 @@ async fn accept_loop(
     }
 }
 
+/// Closes a connection over a limit at once (the client sees the close and
+/// backs off), logging why, rate-limited.
+fn refuse(stream: TcpStream, peer: SocketAddr, why: Refused) {
+    warn_limited!(BAD_CONNECTION_LOG, %peer, "refusing connection: {why}");
+    // Linger 0: a reset rather than a lingering FIN_WAIT socket per refused
+    // connection during a flood. (Deprecated because a non-zero linger
+    // blocks on drop; zero never does.)
+    #[allow(deprecated)]
+    let _ = stream.set_linger(Some(Duration::ZERO));
+    drop(stream);
+}
+
 async fn connection(
     stream: TcpStream,
     peer: SocketAddr,
-    broker: Arc<Broker>,
+    shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
+    _guard: ConnectionGuard,
 ) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::with_capacity(64 * 1024, read);
-    let max = broker.config().socket_request_max_bytes();
+    let broker = &shared.broker;
     loop {
         let frame = tokio::select! {
             _ = shutdown.changed() => return Ok(()),
-            f = frame::read_frame(&mut read, max) => f,
+            f = frame::read_frame(&mut read, &shared.frame_limits, &shared.budget, shared.idle) => f,
         };
-        let frame = match frame {
+        let (frame, _permit) = match frame {
             Ok(Some(f)) => f,
             Ok(None) => return Ok(()),
             Err(FrameError::Io(e)) => return Err(e),
+            Err(FrameError::Idle(d)) => {
+                debug!(%peer, "closing connection idle for {d:?} (connections.max.idle.ms)");
+                return Ok(());
+            }
             Err(e) => {
-                warn!(%peer, "closing connection: {e}");
+                warn_limited!(BAD_CONNECTION_LOG, %peer, "closing connection: {e}");
                 return Ok(());
             }
         };
@@ -115,17 +172,17 @@ async fn connection(
                 ctx.client_host = format!("/{}", peer.ip());
                 let api = ctx.api_key;
                 tracing::trace!(%peer, ?api, version = ctx.api_version, correlation_id = ctx.correlation_id, "request");
-                match handle(&broker, &ctx, body).await {
+                match handle(broker, &ctx, body).await {
                     Outcome::Reply(resp) => match frame::encode_response(&ctx, &resp) {
                         Ok(bytes) => Some(bytes),
                         Err(e) => {
-                            warn!(%peer, ?api, "closing connection: cannot encode response: {e:#}");
+                            warn_limited!(BAD_CONNECTION_LOG, %peer, ?api, "closing connection: cannot encode response: {e:#}");
                             return Ok(());
                         }
                     },
                     Outcome::NoReply => None,
                     Outcome::Close(reason) => {
-                        warn!(%peer, ?api, "closing connection: {reason}");
+                        warn_limited!(BAD_CONNECTION_LOG, %peer, ?api, "closing connection: {reason}");
                         return Ok(());
                     }
                 }
@@ -136,7 +193,7 @@ async fn connection(
                 Some(frame::encode_unsupported_api_versions(correlation_id))
             }
             Err(e) => {
-                warn!(%peer, "closing connection: {e}");
+                warn_limited!(BAD_CONNECTION_LOG, %peer, "closing connection: {e}");
                 return Ok(());
             }
         };

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod healthy;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -238,6 +239,28 @@ impl BrokerProcess {
         }
     }
 
+    /// The broker's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("broker running").id()
+    }
+
+    /// A `/proc/PID/status` field in kB (`VmRSS`, `VmHWM`, ...).
+    pub fn status_kb(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no {field} in /proc status"))
+    }
+
+    /// Open file descriptors of the broker process.
+    pub fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         match self.child.as_mut() {
@@ -315,6 +338,14 @@ pub struct RawConn {
 }
 
 impl RawConn {
+    /// Connects, or `None` if the connection is refused or reset.
+    pub async fn try_connect(addr: SocketAddr) -> Option<RawConn> {
+        Some(RawConn {
+            stream: TcpStream::connect(addr).await.ok()?,
+            correlation: 0,
+        })
+    }
+
     pub async fn connect(addr: SocketAddr) -> RawConn {
         RawConn {
             stream: TcpStream::connect(addr).await.expect("connect"),
@@ -335,6 +366,16 @@ impl RawConn {
 
     /// Sends a request without waiting for a response.
     pub async fn send<R: Encodable>(&mut self, key: ApiKey, version: i16, req: R) {
+        self.try_send(key, version, req).await.unwrap();
+    }
+
+    /// Sends a request; an error if the connection is gone.
+    pub async fn try_send<R: Encodable>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        req: R,
+    ) -> std::io::Result<()> {
         self.correlation += 1;
         let mut buf = BytesMut::new();
         buf.put_i32(0);
@@ -348,7 +389,7 @@ impl RawConn {
         req.encode(&mut buf, version).unwrap();
         let len = (buf.len() - 4) as i32;
         buf[..4].copy_from_slice(&len.to_be_bytes());
-        self.stream.write_all(&buf).await.unwrap();
+        self.stream.write_all(&buf).await
     }
 
     /// Sends raw bytes as they are.
