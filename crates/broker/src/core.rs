@@ -205,6 +205,20 @@ impl Broker {
         t.by_id.get(&id).and_then(|n| t.by_name.get(n)).cloned()
     }
 
+    /// A topic named on the wire, never created: the name must be valid
+    /// ([`Error::InvalidTopic`]) and the topic exist ([`Error::UnknownTopic`]).
+    pub fn resolve_topic_name(&self, name: &str) -> Result<Arc<Topic>, Error> {
+        let name = TopicName::new(name)?;
+        self.topic(name.as_str())
+            .ok_or_else(|| Error::UnknownTopic(name.to_string()))
+    }
+
+    /// A topic by id; [`Error::UnknownTopicId`] if no live topic has it
+    /// (never existed, or deleted even if recreated under the same name).
+    pub fn resolve_topic_id(&self, id: TopicId) -> Result<Arc<Topic>, Error> {
+        self.topic_by_id(id).ok_or(Error::UnknownTopicId(id))
+    }
+
     /// Every topic, sorted by name.
     pub fn topics(&self) -> Vec<Arc<Topic>> {
         let mut v: Vec<_> = self.topics.read().by_name.values().cloned().collect();

@@ -97,6 +97,19 @@ impl Partition {
             .map_err(|e| self.storage_error(e))
     }
 
+    /// Where the batches [`Partition::read`] would return lie in their
+    /// segment file, without reading them.
+    pub fn read_region(
+        &self,
+        offset: Offset,
+        max_bytes: usize,
+        min_one: bool,
+    ) -> Result<storage::RegionRead, Error> {
+        self.log
+            .read_region(offset, max_bytes, min_one)
+            .map_err(|e| self.storage_error(e))
+    }
+
     /// A future that completes at the next append. Call
     /// `Notified::enable` (or create it) *before* checking for data, so an
     /// append in between is not missed.

@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 
 use common::healthy::Healthy;
 use common::{BrokerProcess, RawConn};
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ResponseKind};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, FetchRequest, ResponseKind, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::producer::{FutureProducer, FutureRecord};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
@@ -202,4 +205,73 @@ async fn warnings_about_bad_connections_are_rate_limited() {
         .filter(|l| l.contains("negative frame size"))
         .count();
     assert!(lines < 150, "{lines} warning lines for 501 bad connections");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slow_fetch_readers_do_not_hold_responses_in_memory() {
+    let broker = BrokerProcess::start(&[]);
+    let b = broker.bootstrap();
+    let mut healthy = Healthy::start(&b, "healthy").await;
+    // 48 MiB of incompressible data in one partition.
+    let _ = Healthy::start(&b, "big").await;
+    let producer: FutureProducer = common::client_config(&b)
+        .set("linger.ms", "20")
+        .set("batch.size", "1000000")
+        .create()
+        .unwrap();
+    let mut seed = 0x9e3779b97f4a7c15u64;
+    let producer = &producer;
+    let mut sends = Vec::new();
+    for i in 0..768 {
+        let payload: Vec<u8> = (0..65536)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect();
+        let key = i.to_string();
+        sends.push(async move {
+            producer
+                .send(
+                    FutureRecord::to("big").key(&key).payload(&payload),
+                    ROUND_TRIP,
+                )
+                .await
+                .map_err(|(e, _)| e)
+                .unwrap();
+        });
+    }
+    futures::future::join_all(sends).await;
+    let before = broker.status_kb("VmRSS");
+
+    // Eight readers ask for everything and never read the answer.
+    let mut readers = Vec::new();
+    for _ in 0..8 {
+        let mut c = RawConn::connect(broker.addr).await;
+        let req = FetchRequest::default()
+            .with_max_wait_ms(0)
+            .with_max_bytes(55 << 20)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_static_str("big")))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(0)
+                    .with_fetch_offset(0)
+                    .with_partition_max_bytes(55 << 20)])]);
+        c.send(ApiKey::Fetch, 12, req).await;
+        readers.push(c);
+    }
+    healthy
+        .round_trip("eight stalled fetch readers", ROUND_TRIP)
+        .await;
+    let grown = broker.status_kb("VmHWM").saturating_sub(before);
+    assert!(
+        grown < 64 * 1024,
+        "peak RSS grew by {grown} kB for 8 readers of 48 MiB"
+    );
+    // A reader that does read gets all of it.
+    let mut reader = readers.pop().unwrap();
+    let frame = reader.recv_frame().await.expect("the fetch response");
+    assert!(frame.len() > 48 << 20, "{} bytes", frame.len());
 }

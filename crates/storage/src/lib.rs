@@ -33,6 +33,7 @@ pub use batch::{BatchHeader, BatchesSummary, Compression, TimestampType};
 pub use config::LogConfig;
 pub use epoch::EpochEntry;
 pub use error::{BatchError, Error, Result};
-pub use log::{AppendInfo, AppendOutcome, Log, ReadResult, RecoveryStats};
+pub use log::{AppendInfo, AppendOutcome, Log, ReadResult, RecoveryStats, RegionRead};
 pub use manager::{LogManager, CLEAN_SHUTDOWN_MARKER, DELETING_DIR, LOCK_FILE};
 pub use producer_state::{BatchMetadata, ProducerEntry, MAX_CACHED_BATCHES};
+pub use segment::FileRegion;

@@ -14,6 +14,7 @@ use crate::index::{Index, OffsetEntry, TimeEntry};
 
 mod view;
 
+pub use view::FileRegion;
 pub(crate) use view::{find_timestamp_in, scan, ScanEnd, SegmentView};
 
 /// Extension of segment data files.

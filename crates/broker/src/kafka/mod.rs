@@ -25,6 +25,7 @@ mod describe_configs;
 mod describe_groups;
 pub mod error;
 mod fetch;
+mod fetch_response;
 mod find_coordinator;
 pub mod frame;
 mod heartbeat;
@@ -40,6 +41,7 @@ mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
+pub mod response;
 pub mod server;
 mod sync_group;
 #[cfg(test)]
@@ -143,6 +145,9 @@ pub struct RequestContext {
 pub enum Outcome {
     /// Send this response.
     Reply(ResponseKind),
+    /// Send this response frame, encoded already (Fetch: written from the
+    /// segment files in pieces).
+    Frame(response::ResponseFrame),
     /// The protocol wants no response (Produce with acks=0).
     NoReply,
     /// Close the connection, logging why.
@@ -156,7 +161,9 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: Request
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(v, r)),
         RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(broker, v, r)),
         RequestKind::Produce(r) => return produce::handle(broker, v, r),
-        RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, v, r).await),
+        RequestKind::Fetch(r) => {
+            return Outcome::Frame(fetch::handle(broker, ctx.correlation_id, v, r).await)
+        }
         RequestKind::JoinGroup(r) => {
             ResponseKind::JoinGroup(join_group::handle(broker, ctx, r).await)
         }
@@ -232,8 +239,5 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: Request
 
 /// Resolves a topic named on the wire, without ever creating it.
 pub(crate) fn find_topic(broker: &Broker, name: &str) -> Result<Arc<crate::Topic>, crate::Error> {
-    let name = model::TopicName::new(name)?;
-    broker
-        .topic(name.as_str())
-        .ok_or_else(|| crate::Error::UnknownTopic(name.to_string()))
+    broker.resolve_topic_name(name)
 }

@@ -38,17 +38,9 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> Outcom
     };
     for topic_data in req.topic_data {
         let topic = if version >= 13 {
-            broker
-                .topic_by_id(TopicId(topic_data.topic_id))
-                .ok_or(Error::UnknownTopicId(TopicId(topic_data.topic_id)))
+            broker.resolve_topic_id(TopicId(topic_data.topic_id))
         } else {
-            model::TopicName::new(topic_data.name.as_str())
-                .map_err(Error::from)
-                .and_then(|n| {
-                    broker
-                        .topic(n.as_str())
-                        .ok_or_else(|| Error::UnknownTopic(n.to_string()))
-                })
+            broker.resolve_topic_name(topic_data.name.as_str())
         };
         let partition_responses = topic_data
             .partition_data

@@ -180,6 +180,10 @@ async fn connection(
                             return Ok(());
                         }
                     },
+                    Outcome::Frame(frame) => {
+                        frame.write_to(&mut write).await?;
+                        None
+                    }
                     Outcome::NoReply => None,
                     Outcome::Close(reason) => {
                         warn_limited!(BAD_CONNECTION_LOG, %peer, ?api, "closing connection: {reason}");

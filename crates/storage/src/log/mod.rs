@@ -13,7 +13,7 @@ use crate::epoch::{EpochEntry, LeaderEpochCache};
 use crate::error::{Error, Result};
 use crate::producer_state::{ProducerEntry, ProducerStateManager, StagedProducers, Verdict};
 use crate::records;
-use crate::segment::{find_timestamp_in, Segment, SegmentView, SyncHandle};
+use crate::segment::{find_timestamp_in, FileRegion, Segment, SegmentView, SyncHandle};
 
 mod maintenance;
 mod open;
@@ -60,6 +60,17 @@ pub struct AppendInfo {
 pub struct ReadResult {
     /// Whole v2 batches exactly as stored (possibly empty).
     pub records: Bytes,
+    /// The log start offset when the read happened.
+    pub log_start_offset: Offset,
+    /// The high watermark (== log end offset on a single node).
+    pub high_watermark: Offset,
+}
+
+/// The result of [`Log::read_region`].
+#[derive(Debug, Clone)]
+pub struct RegionRead {
+    /// Where the batches are; `None` when there are none to return.
+    pub region: Option<FileRegion>,
     /// The log start offset when the read happened.
     pub log_start_offset: Offset,
     /// The high watermark (== log end offset on a single node).
@@ -350,6 +361,26 @@ impl Log {
         max_bytes: usize,
         min_one_batch: bool,
     ) -> Result<ReadResult> {
+        let found = self.read_region(offset, max_bytes, min_one_batch)?;
+        let records = match &found.region {
+            Some(region) => region.read_all()?,
+            None => Bytes::new(),
+        };
+        Ok(ReadResult {
+            records,
+            log_start_offset: found.log_start_offset,
+            high_watermark: found.high_watermark,
+        })
+    }
+
+    /// [`Log::read`] without reading the data: where the batches lie in
+    /// their segment file, to be sent from there.
+    pub fn read_region(
+        &self,
+        offset: Offset,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<RegionRead> {
         let (view, log_start_offset, high_watermark) = {
             let inner = self.inner.read();
             inner.ensure_readable()?;
@@ -360,13 +391,13 @@ impl Log {
                 .then(|| inner.segments[inner.segment_for(offset)].view_for_offset(offset));
             (view, inner.log_start_offset, inner.log_end_offset)
         };
-        // The file is read without the lock: the view holds its own handle.
-        let records = match view {
-            Some(view) => view.read(offset, max_bytes, min_one_batch)?,
-            None => Bytes::new(),
+        // The file is walked without the lock: the view holds its own handle.
+        let region = match view {
+            Some(view) => view.locate(offset, max_bytes, min_one_batch)?,
+            None => None,
         };
-        Ok(ReadResult {
-            records,
+        Ok(RegionRead {
+            region,
             log_start_offset,
             high_watermark,
         })

@@ -39,7 +39,10 @@ fn index_lookups_find_every_batch() {
             let view = segment.view_for_offset(Offset(1000 + i as i64 * 4 + o));
             assert!(view.start <= batches[..i].iter().map(|b| b.len() as u64).sum());
             let got = view
-                .read(Offset(1000 + i as i64 * 4 + o), b.len(), false)
+                .locate(Offset(1000 + i as i64 * 4 + o), b.len(), false)
+                .unwrap()
+                .unwrap()
+                .read_all()
                 .unwrap();
             assert_eq!(&got[..], &b[..]);
         }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use model::{Offset, Timestamp};
 
-use crate::batch::{self, check_batch, BatchHeader, HEADER_LEN};
+use crate::batch::{check_batch, BatchHeader, HEADER_LEN};
 use crate::error::{corrupt, BatchError, IoContext, Result};
 use crate::records::{self, RecordTimestamp};
 
@@ -152,6 +152,44 @@ fn scan_chunked(
     })
 }
 
+/// Whole stored batches in a segment file, to be sent without going
+/// through the heap in one piece: the file stays readable (even after
+/// retention deletes it) while the region is held.
+#[derive(Debug, Clone)]
+pub struct FileRegion {
+    file: Arc<File>,
+    path: PathBuf,
+    position: u64,
+    len: usize,
+}
+
+impl FileRegion {
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the region is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads `buf.len()` bytes starting `at` bytes into the region.
+    pub fn read_at(&self, at: usize, buf: &mut [u8]) -> Result<()> {
+        debug_assert!(at + buf.len() <= self.len);
+        self.file
+            .read_exact_at(buf, self.position + at as u64)
+            .at(&self.path)
+    }
+
+    /// The whole region in memory.
+    pub fn read_all(&self) -> Result<Bytes> {
+        let mut buf = vec![0u8; self.len];
+        self.read_at(0, &mut buf)?;
+        Ok(Bytes::from(buf))
+    }
+}
+
 /// What a reader needs from a segment, taken under the log's lock so the
 /// actual I/O can happen outside it.
 #[derive(Debug, Clone)]
@@ -165,11 +203,18 @@ pub(crate) struct SegmentView {
 }
 
 impl SegmentView {
-    /// Whole batches holding offsets `>= offset`, starting with the batch
-    /// that contains `offset`, at most `max_bytes` (but one whole batch when
-    /// `min_one_batch`).
-    pub fn read(&self, offset: Offset, max_bytes: usize, min_one_batch: bool) -> Result<Bytes> {
-        let mut found = None;
+    /// Where the whole batches holding offsets `>= offset` lie in the file,
+    /// starting with the batch that contains `offset`, at most `max_bytes`
+    /// (but one whole batch when `min_one_batch`); found by walking batch
+    /// headers only. `None` when there are none to send.
+    pub fn locate(
+        &self,
+        offset: Offset,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<Option<FileRegion>> {
+        let mut first: Option<u64> = None;
+        let mut end = 0u64;
         let scanned = scan_chunked(
             &self.file,
             &self.path,
@@ -178,39 +223,39 @@ impl SegmentView {
             false,
             SEEK_CHUNK,
             |pos, h, _| {
-                if h.last_offset() >= offset {
-                    found = Some((pos, h.total_size()));
-                    return Ok(false);
+                let next = pos + h.total_size() as u64;
+                match first {
+                    None if h.last_offset() < offset => Ok(true),
+                    None => {
+                        if h.total_size() > max_bytes && !min_one_batch {
+                            return Ok(false);
+                        }
+                        first = Some(pos);
+                        end = next;
+                        Ok(true)
+                    }
+                    // Only whole batches go out, at most max_bytes of them.
+                    Some(start) if next - start > max_bytes as u64 => Ok(false),
+                    Some(_) => {
+                        end = next;
+                        Ok(true)
+                    }
                 }
-                Ok(true)
             },
         )?;
         if let Some(e) = scanned.invalid {
-            return Err(corrupt(&self.path, format!("bad batch while reading: {e}")));
-        }
-        let Some((pos, first_size)) = found else {
-            return Ok(Bytes::new());
-        };
-        let want = if first_size > max_bytes {
-            if !min_one_batch {
-                return Ok(Bytes::new());
+            // A bad batch after what is being sent is reported by the read
+            // that reaches it.
+            if first.is_none() || scanned.position < end {
+                return Err(corrupt(&self.path, format!("bad batch while reading: {e}")));
             }
-            first_size
-        } else {
-            max_bytes.min((self.end - pos) as usize)
-        };
-        let mut buf = vec![0u8; want];
-        self.file.read_exact_at(&mut buf, pos).at(&self.path)?;
-        // max_bytes may cut the last batch short; only whole batches go out.
-        let mut cut = 0;
-        for (p, h) in batch::headers(&buf) {
-            if p + h.total_size() > buf.len() {
-                break;
-            }
-            cut = p + h.total_size();
         }
-        buf.truncate(cut);
-        Ok(Bytes::from(buf))
+        Ok(first.map(|start| FileRegion {
+            file: Arc::clone(&self.file),
+            path: self.path.clone(),
+            position: start,
+            len: (end - start) as usize,
+        }))
     }
 
     /// Calls `f` with each whole batch (bytes) whose last offset is
