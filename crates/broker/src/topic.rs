@@ -74,7 +74,7 @@ impl Partition {
 
     /// Appends producer batches (validated, offsets assigned by the log) and
     /// wakes fetchers waiting for data.
-    pub fn append(&self, batches: &mut [u8], now: Timestamp) -> Result<AppendOutcome, Error> {
+    pub fn append(&self, batches: &[u8], now: Timestamp) -> Result<AppendOutcome, Error> {
         let out = self
             .log
             .append(batches, self.leader_epoch(), now)

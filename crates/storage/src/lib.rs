@@ -20,6 +20,7 @@ mod config;
 mod epoch;
 mod error;
 mod index;
+mod io;
 mod log;
 mod manager;
 mod producer_state;

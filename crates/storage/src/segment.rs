@@ -6,9 +6,15 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use model::{Offset, Timestamp};
+use std::io::IoSlice;
+
+use model::{LeaderEpoch, Offset, Timestamp};
 
 use crate::batch::{self, BatchHeader, HEADER_LEN};
+
+/// Bytes at the start of a batch that an append stamps: base offset,
+/// length (unchanged) and partition leader epoch, all outside the CRC.
+const STAMP_LEN: usize = 16;
 use crate::error::{IoContext, Result};
 use crate::index::{Index, OffsetEntry, TimeEntry};
 
@@ -330,11 +336,39 @@ impl Segment {
             .filter(|t| t.0 >= 0))
     }
 
-    /// Appends validated, stamped batches with one write. On failure the file
-    /// is cut back to its previous size, so no torn batch remains.
-    pub fn append(&mut self, batches: &[u8], interval: u32, now: Timestamp) -> Result<()> {
+    /// Appends validated batches with one vectored write, giving them
+    /// offsets from `base` on and the leader epoch `epoch`: each batch's
+    /// first 16 bytes (base offset, length, leader epoch; outside the CRC)
+    /// are written stamped, the rest straight from `batches`, which is
+    /// never copied or changed. On failure the file is cut back to its
+    /// previous size, so no torn batch remains.
+    pub fn append(
+        &mut self,
+        batches: &[u8],
+        base: Offset,
+        epoch: LeaderEpoch,
+        interval: u32,
+        now: Timestamp,
+    ) -> Result<()> {
         let pos = self.size;
-        if let Err(source) = self.write_at(batches, pos) {
+        let mut stamped: Vec<(usize, BatchHeader, [u8; STAMP_LEN])> = Vec::with_capacity(1);
+        let mut next = base;
+        for (at, mut h) in batch::headers(batches) {
+            h.base_offset = next;
+            h.partition_leader_epoch = epoch;
+            let mut prefix = [0u8; STAMP_LEN];
+            prefix.copy_from_slice(&batches[at..at + STAMP_LEN]);
+            batch::set_base_offset(&mut prefix, next);
+            batch::set_partition_leader_epoch(&mut prefix, epoch);
+            next = h.next_offset();
+            stamped.push((at, h, prefix));
+        }
+        let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(stamped.len() * 2);
+        for (at, h, prefix) in &stamped {
+            slices.push(IoSlice::new(prefix));
+            slices.push(IoSlice::new(&batches[at + STAMP_LEN..at + h.total_size()]));
+        }
+        if let Err(source) = self.write_at(&mut slices, pos) {
             if let Err(e) = self.file.set_len(pos) {
                 tracing::error!(path = %self.log_path.display(), error = %e,
                     "cannot truncate a failed append; the tail will be recovered at next open");
@@ -343,11 +377,11 @@ impl Segment {
         }
         self.size += batches.len() as u64;
         self.first_append_at.get_or_insert(now);
-        for (at, h) in batch::headers(batches) {
-            if self.size == batches.len() as u64 && at == 0 && h.max_timestamp.0 >= 0 {
+        for (at, h, _) in &stamped {
+            if self.size == batches.len() as u64 && *at == 0 && h.max_timestamp.0 >= 0 {
                 self.first_batch_timestamp = Some(h.max_timestamp);
             }
-            if let Some((o, t)) = self.track(pos + at as u64, &h, u64::from(interval)) {
+            if let Some((o, t)) = self.track(pos + *at as u64, h, u64::from(interval)) {
                 // The indexes are sparse: a missed entry only costs a longer scan.
                 if let Err(e) = self.offset_index.append(o) {
                     tracing::warn!(error = %e, "cannot write offset index entry");
@@ -362,16 +396,17 @@ impl Segment {
         Ok(())
     }
 
-    fn write_at(&mut self, buf: &[u8], pos: u64) -> std::io::Result<()> {
+    fn write_at(&mut self, slices: &mut [IoSlice<'_>], pos: u64) -> std::io::Result<()> {
         #[cfg(test)]
         if let Some(n) = self.fail_next_write_after.take() {
-            self.file.write_all_at(&buf[..n.min(buf.len())], pos)?;
+            let flat: Vec<u8> = slices.iter().flat_map(|s| s.iter().copied()).collect();
+            self.file.write_all_at(&flat[..n.min(flat.len())], pos)?;
             return Err(std::io::Error::new(
                 std::io::ErrorKind::StorageFull,
                 "injected: disk full",
             ));
         }
-        self.file.write_all_at(buf, pos)
+        crate::io::write_all_vectored_at(&self.file, slices, pos)
     }
 
     /// Makes the time index end with the segment's largest timestamp, so a

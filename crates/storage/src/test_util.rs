@@ -84,3 +84,18 @@ pub fn batch_with(records: &[Record], compression: Compression) -> Vec<u8> {
     .expect("encode batch");
     buf.to_vec()
 }
+
+/// What an append stores: `batches` with offsets from `base` on and `epoch`
+/// stamped in.
+pub fn stamped(batches: &[u8], base: model::Offset, epoch: model::LeaderEpoch) -> Vec<u8> {
+    let mut out = batches.to_vec();
+    let mut next = base;
+    let positions: Vec<(usize, crate::batch::BatchHeader)> =
+        crate::batch::headers(batches).collect();
+    for (at, h) in positions {
+        crate::batch::set_base_offset(&mut out[at..], next);
+        crate::batch::set_partition_leader_epoch(&mut out[at..], epoch);
+        next = next.plus(i64::from(h.record_count));
+    }
+    out
+}

@@ -115,7 +115,7 @@ impl GroupLog {
             },
         )
         .map_err(|e| Error::InvalidRequest(format!("cannot encode group records: {e}")))?;
-        match self.partition.append(&mut buf, now_ms())? {
+        match self.partition.append(&buf, now_ms())? {
             AppendOutcome::Appended(_) | AppendOutcome::Duplicate(_) => Ok(()),
         }
     }

@@ -150,8 +150,8 @@ mod tests {
         let log = mgr
             .open_log(&tp, TopicId::random(), storage::LogConfig::default())
             .unwrap();
-        let mut batch = one_record_batch(content);
-        log.append(&mut batch, model::LeaderEpoch(0), model::Timestamp(1))
+        let batch = one_record_batch(content);
+        log.append(&batch, model::LeaderEpoch(0), model::Timestamp(1))
             .unwrap();
         let r = log
             .read_region(model::Offset(0), usize::MAX, true)

@@ -154,13 +154,14 @@ pub enum Outcome {
     Close(String),
 }
 
-/// Runs one decoded request.
+/// Runs one decoded request. Requests that may touch files (appends, topic
+/// creation and deletion, offset commits, timestamp lookups, ...) run on
+/// the blocking pool, so disk work never stalls other connections; the
+/// waiting ones (Fetch long-polls, group joins) stay async.
 pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestKind) -> Outcome {
     let v = ctx.api_version;
-    Outcome::Reply(match request {
+    let reply = match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(v, r)),
-        RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(broker, v, r)),
-        RequestKind::Produce(r) => return produce::handle(broker, v, r),
         RequestKind::Fetch(r) => {
             return Outcome::Frame(fetch::handle(broker, ctx.correlation_id, v, r).await)
         }
@@ -170,13 +171,49 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: Request
         RequestKind::SyncGroup(r) => {
             ResponseKind::SyncGroup(sync_group::handle(broker, ctx, r).await)
         }
+        RequestKind::ListGroups(r) => ResponseKind::ListGroups(list_groups::handle(broker, v, r)),
+        RequestKind::DescribeGroups(r) => {
+            ResponseKind::DescribeGroups(describe_groups::handle(broker, v, r))
+        }
+        RequestKind::ConsumerGroupDescribe(r) => {
+            ResponseKind::ConsumerGroupDescribe(consumer_group_describe::handle(broker, v, r))
+        }
+        RequestKind::FindCoordinator(r) => {
+            ResponseKind::FindCoordinator(find_coordinator::handle(broker, v, r))
+        }
+        RequestKind::OffsetFetch(r) => {
+            ResponseKind::OffsetFetch(offset_fetch::handle(broker, v, r))
+        }
+        RequestKind::DescribeConfigs(r) => {
+            ResponseKind::DescribeConfigs(describe_configs::handle(broker, v, r))
+        }
+        RequestKind::DescribeCluster(r) => {
+            ResponseKind::DescribeCluster(describe_cluster::handle(broker, v, r))
+        }
+        other => {
+            let broker = broker.clone();
+            let ctx = ctx.clone();
+            return match tokio::task::spawn_blocking(move || handle_blocking(&broker, &ctx, other))
+                .await
+            {
+                Ok(outcome) => outcome,
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            };
+        }
+    };
+    Outcome::Reply(reply)
+}
+
+/// The requests that may do file work; run on the blocking pool.
+fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestKind) -> Outcome {
+    let v = ctx.api_version;
+    Outcome::Reply(match request {
+        RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(broker, v, r)),
+        RequestKind::Produce(r) => return produce::handle(broker, v, r),
         RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, r)),
         RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(leave_group::handle(broker, v, r)),
         RequestKind::OffsetCommit(r) => {
             ResponseKind::OffsetCommit(offset_commit::handle(broker, v, r))
-        }
-        RequestKind::OffsetFetch(r) => {
-            ResponseKind::OffsetFetch(offset_fetch::handle(broker, v, r))
         }
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(offset_delete::handle(broker, r))
@@ -184,18 +221,8 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: Request
         RequestKind::DeleteGroups(r) => {
             ResponseKind::DeleteGroups(delete_groups::handle(broker, r))
         }
-        RequestKind::ListGroups(r) => ResponseKind::ListGroups(list_groups::handle(broker, v, r)),
-        RequestKind::DescribeGroups(r) => {
-            ResponseKind::DescribeGroups(describe_groups::handle(broker, v, r))
-        }
         RequestKind::ConsumerGroupHeartbeat(r) => {
             ResponseKind::ConsumerGroupHeartbeat(consumer_group_heartbeat::handle(broker, ctx, r))
-        }
-        RequestKind::ConsumerGroupDescribe(r) => {
-            ResponseKind::ConsumerGroupDescribe(consumer_group_describe::handle(broker, v, r))
-        }
-        RequestKind::FindCoordinator(r) => {
-            ResponseKind::FindCoordinator(find_coordinator::handle(broker, v, r))
         }
         RequestKind::ListOffsets(r) => {
             ResponseKind::ListOffsets(list_offsets::handle(broker, v, r))
@@ -218,17 +245,11 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: Request
         RequestKind::OffsetForLeaderEpoch(r) => {
             ResponseKind::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(broker, r))
         }
-        RequestKind::DescribeConfigs(r) => {
-            ResponseKind::DescribeConfigs(describe_configs::handle(broker, v, r))
-        }
         RequestKind::AlterConfigs(r) => {
             ResponseKind::AlterConfigs(alter_configs::handle(broker, r))
         }
         RequestKind::IncrementalAlterConfigs(r) => {
             ResponseKind::IncrementalAlterConfigs(incremental_alter_configs::handle(broker, r))
-        }
-        RequestKind::DescribeCluster(r) => {
-            ResponseKind::DescribeCluster(describe_cluster::handle(broker, v, r))
         }
         // The frame layer only decodes APIs listed in SUPPORTED_APIS, so
         // anything else is a table/dispatch mismatch: close rather than

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use bytes::BytesMut;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
@@ -102,10 +101,9 @@ fn append(topic: &Topic, pd: PartitionProduceData) -> Result<PartitionProduceRes
     let records = pd
         .records
         .ok_or_else(|| Error::InvalidRequest("produce request without records".into()))?;
-    // The request buffer is shared with the rest of the frame, so the batches
-    // are copied once here for the log to stamp offsets into.
-    let mut batches = BytesMut::from(&records[..]);
-    let info = match partition.append(&mut batches, now_ms()) {
+    // The batches are written from the request's own buffer: the log
+    // stamps offsets into the bytes it writes, not into these.
+    let info = match partition.append(&records, now_ms()) {
         Ok(AppendOutcome::Appended(i)) | Ok(AppendOutcome::Duplicate(i)) => i,
         Err(e) => {
             if matches!(

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use model::{LeaderEpoch, Offset, Timestamp, TopicId, TopicPartition};
 use parking_lot::{Mutex, RwLock};
 
-use crate::batch::{self, BatchHeader, BatchesSummary};
+use crate::batch::{self, BatchesSummary};
 use crate::config::LogConfig;
 use crate::epoch::{EpochEntry, LeaderEpochCache};
 use crate::error::{Error, Result};
@@ -198,16 +198,17 @@ pub struct Log {
 
 impl Log {
     /// Validates `batches` (concatenated v2 batches), checks idempotent
-    /// producer state, assigns offsets from the log end offset and stamps
-    /// them and `leader_epoch` into the batches in place, then writes them
-    /// with one write to the active segment (rolling it first if due).
+    /// producer state, assigns offsets from the log end offset and writes
+    /// the batches with them and `leader_epoch` stamped, with one vectored
+    /// write to the active segment (rolling it first if due). `batches`
+    /// itself is not copied or changed.
     ///
     /// Nothing is written for a duplicate of one of a producer's last five
     /// batches. If the write fails part-way the segment is cut back and
     /// [`Error::Io`] returned; the log stays usable.
     pub fn append(
         &self,
-        batches: &mut [u8],
+        batches: &[u8],
         leader_epoch: LeaderEpoch,
         now: Timestamp,
     ) -> Result<AppendOutcome> {
@@ -224,7 +225,7 @@ impl Log {
 
     fn append_locked(
         &self,
-        batches: &mut [u8],
+        batches: &[u8],
         summary: &BatchesSummary,
         leader_epoch: LeaderEpoch,
         now: Timestamp,
@@ -251,19 +252,12 @@ impl Log {
             }
         }
 
-        let mut next = base;
-        let mut pos = 0;
-        while pos < batches.len() {
-            let h = BatchHeader::parse(&batches[pos..])?;
-            batch::set_base_offset(&mut batches[pos..], next);
-            batch::set_partition_leader_epoch(&mut batches[pos..], leader_epoch);
-            next = next.plus(i64::from(h.record_count));
-            pos += h.total_size();
-        }
-
+        let next = base.plus(summary.record_count as i64);
         self.maybe_roll(&mut inner, summary, next, now, after)?;
         let interval = inner.config.index_interval_bytes;
-        inner.active_mut().append(batches, interval, now)?;
+        inner
+            .active_mut()
+            .append(batches, base, leader_epoch, interval, now)?;
         inner.log_end_offset = next;
         let Inner { producers, .. } = &mut *inner;
         producers.commit(staged);

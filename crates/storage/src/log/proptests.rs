@@ -13,7 +13,7 @@ use crate::batch::{self, Compression};
 use crate::config::LogConfig;
 use crate::segment::{file_name, LOG_EXT};
 use crate::test_util::{
-    batch, batch_with, producer_records, records_with_timestamps, simple_records,
+    batch, batch_with, producer_records, records_with_timestamps, simple_records, stamped,
 };
 
 fn truncate_file(path: &Path, len: u64) {
@@ -42,11 +42,10 @@ proptest! {
         let mut stored = Vec::new();
         for (i, (n, codec)) in batches.iter().enumerate() {
             let bytes = batch_with(&simple_records(0, *n, i as i64), CODECS[*codec]);
-            let mut b = bytes.clone();
-            let info = log.append(&mut b, LeaderEpoch(0), NOW).unwrap();
+            let info = log.append(&bytes, LeaderEpoch(0), NOW).unwrap();
             prop_assert_eq!(info.info().base_offset, Offset(total));
             total += *n as i64;
-            stored.push(b);
+            stored.push(stamped(&bytes, info.info().base_offset, LeaderEpoch(0)));
         }
         prop_assert_eq!(log.log_end_offset(), Offset(total));
         let all: Vec<u8> = stored.concat();

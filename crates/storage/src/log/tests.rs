@@ -3,11 +3,11 @@ use model::{PartitionId, ProducerEpoch, ProducerId, TopicName};
 use std::sync::Arc;
 
 use super::*;
-use crate::batch::Compression;
+use crate::batch::{BatchHeader, Compression};
 use crate::error::BatchError;
 use crate::segment::{file_name, LOG_EXT};
 use crate::test_util::{
-    batch, batch_with, producer_records, records_with_timestamps, simple_records,
+    batch, batch_with, producer_records, records_with_timestamps, simple_records, stamped,
 };
 
 pub(super) const NOW: Timestamp = Timestamp(1_000_000);
@@ -52,8 +52,8 @@ impl Fixture {
     }
 }
 
-pub(super) fn append(log: &Log, mut bytes: Vec<u8>) -> AppendInfo {
-    match log.append(&mut bytes, LeaderEpoch(0), NOW).unwrap() {
+pub(super) fn append(log: &Log, bytes: Vec<u8>) -> AppendInfo {
+    match log.append(&bytes, LeaderEpoch(0), NOW).unwrap() {
         AppendOutcome::Appended(info) => info,
         other => panic!("expected an append, got {other:?}"),
     }
@@ -87,11 +87,16 @@ fn appends_get_contiguous_offsets_and_read_back_exactly() {
     let log = f.open(small_config(), false);
     let mut stored = Vec::new();
     for i in 0..30 {
-        let mut bytes = batch(&simple_records(0, 1 + i % 4, i as i64 * 10));
-        let info = match log.append(&mut bytes, LeaderEpoch(2), NOW).unwrap() {
+        let bytes = batch(&simple_records(0, 1 + i % 4, i as i64 * 10));
+        let info = match log.append(&bytes, LeaderEpoch(2), NOW).unwrap() {
             AppendOutcome::Appended(info) => info,
             other => panic!("{other:?}"),
         };
+        assert!(
+            BatchHeader::parse(&bytes).unwrap().base_offset.0 == 0,
+            "the caller's bytes are not changed"
+        );
+        let bytes = stamped(&bytes, info.base_offset, LeaderEpoch(2));
         assert_eq!(
             info.base_offset,
             Offset(stored.iter().map(|(_, n)| n).sum::<i64>())
@@ -163,11 +168,11 @@ fn invalid_and_transactional_batches_are_rejected_without_writing() {
     let last = bad.len() - 1;
     bad[last] ^= 1;
     assert!(matches!(
-        log.append(&mut bad, LeaderEpoch(0), NOW),
+        log.append(&bad, LeaderEpoch(0), NOW),
         Err(Error::Batch(BatchError::CorruptCrc { .. }))
     ));
     assert!(matches!(
-        log.append(&mut [], LeaderEpoch(0), NOW),
+        log.append(&[], LeaderEpoch(0), NOW),
         Err(Error::Batch(BatchError::Empty))
     ));
 
@@ -175,19 +180,19 @@ fn invalid_and_transactional_batches_are_rejected_without_writing() {
     for r in &mut recs {
         r.transactional = true;
     }
-    let mut txn = batch(&recs);
+    let txn = batch(&recs);
     assert!(matches!(
-        log.append(&mut txn, LeaderEpoch(0), NOW),
+        log.append(&txn, LeaderEpoch(0), NOW),
         Err(Error::TransactionsNotSupported)
     ));
 
-    let mut big = batch(&simple_records(0, 50, 0));
+    let big = batch(&simple_records(0, 50, 0));
     log.update_config(LogConfig {
         max_message_bytes: 100,
         ..LogConfig::default()
     });
     assert!(matches!(
-        log.append(&mut big, LeaderEpoch(0), NOW),
+        log.append(&big, LeaderEpoch(0), NOW),
         Err(Error::RecordBatchTooLarge { max: 100, .. })
     ));
     assert_eq!(log.log_end_offset(), Offset(0));
@@ -201,8 +206,8 @@ fn a_failed_write_leaves_no_torn_batch_and_the_log_usable() {
     append(&log, batch(&producer_records(4, 0, 0, 3, 0)));
     let size = log.size_bytes();
     log.inner.write().active_mut().fail_next_write_after = Some(30);
-    let mut b = batch(&producer_records(4, 0, 3, 3, 0));
-    let err = log.append(&mut b, LeaderEpoch(0), NOW).unwrap_err();
+    let b = batch(&producer_records(4, 0, 3, 3, 0));
+    let err = log.append(&b, LeaderEpoch(0), NOW).unwrap_err();
     assert!(matches!(err, Error::Io { .. }), "{err}");
     assert_eq!(log.size_bytes(), size);
     assert_eq!(log.log_end_offset(), Offset(3));
@@ -251,8 +256,8 @@ fn rolls_by_time_in_record_time_like_kafka() {
     // Record timestamps drive the clock (historical data rolls by its own
     // time, not by the wall clock).
     let at = |log: &Log, ts: i64, now: i64| {
-        let mut b = batch(&simple_records(0, 1, ts));
-        log.append(&mut b, LeaderEpoch(0), Timestamp(now)).unwrap();
+        let b = batch(&simple_records(0, 1, ts));
+        log.append(&b, LeaderEpoch(0), Timestamp(now)).unwrap();
     };
     at(&log, 10_000, 99_000_000);
     at(&log, 10_500, 99_000_000);
@@ -275,8 +280,8 @@ fn rolls_by_wall_time_without_record_timestamps() {
     };
     let log = f.open(config.clone(), false);
     let at = |log: &Log, now: i64| {
-        let mut b = batch(&simple_records(0, 1, -1));
-        log.append(&mut b, LeaderEpoch(0), Timestamp(now)).unwrap();
+        let b = batch(&simple_records(0, 1, -1));
+        log.append(&b, LeaderEpoch(0), Timestamp(now)).unwrap();
     };
     at(&log, 5_000);
     at(&log, 6_000);
@@ -471,14 +476,15 @@ fn offset_for_timestamp_and_max_timestamp_scan_records() {
 fn leader_epochs_are_stamped_cached_and_persisted() {
     let f = Fixture::new();
     let log = f.open(LogConfig::default(), false);
-    let mut b = batch(&simple_records(0, 2, 0));
-    log.append(&mut b, LeaderEpoch(1), NOW).unwrap();
-    let mut b = batch(&simple_records(0, 2, 0));
-    log.append(&mut b, LeaderEpoch(1), NOW).unwrap();
-    let mut b = batch(&simple_records(0, 3, 0));
-    log.append(&mut b, LeaderEpoch(4), NOW).unwrap();
+    let b = batch(&simple_records(0, 2, 0));
+    log.append(&b, LeaderEpoch(1), NOW).unwrap();
+    let b = batch(&simple_records(0, 2, 0));
+    log.append(&b, LeaderEpoch(1), NOW).unwrap();
+    let b = batch(&simple_records(0, 3, 0));
+    log.append(&b, LeaderEpoch(4), NOW).unwrap();
+    let stored = log.read(Offset(4), 1 << 20, true).unwrap().records;
     assert_eq!(
-        BatchHeader::parse(&b).unwrap().partition_leader_epoch,
+        BatchHeader::parse(&stored).unwrap().partition_leader_epoch,
         LeaderEpoch(4)
     );
     assert_eq!(log.latest_epoch(), Some(LeaderEpoch(4)));
@@ -519,8 +525,8 @@ pub(super) fn producer_append(
     seq: i32,
     n: usize,
 ) -> Result<AppendOutcome> {
-    let mut b = batch(&producer_records(pid, epoch, seq, n, 0));
-    log.append(&mut b, LeaderEpoch(0), NOW)
+    let b = batch(&producer_records(pid, epoch, seq, n, 0));
+    log.append(&b, LeaderEpoch(0), NOW)
 }
 
 #[test]
@@ -662,7 +668,7 @@ fn clean_reopen_scans_nothing_and_unclean_reopen_scans_from_the_recovery_point()
     let end = log.log_end_offset();
     log.close().unwrap();
     assert!(matches!(
-        log.append(&mut batch(&simple_records(0, 1, 0)), LeaderEpoch(0), NOW),
+        log.append(&batch(&simple_records(0, 1, 0)), LeaderEpoch(0), NOW),
         Err(Error::LogClosed)
     ));
     drop(log);
@@ -724,8 +730,8 @@ fn flush_policies_move_the_recovery_point() {
     };
     let log = f.open(config, false);
     let at = |n, t| {
-        let mut b = batch(&simple_records(0, n, 0));
-        log.append(&mut b, LeaderEpoch(0), Timestamp(t)).unwrap();
+        let b = batch(&simple_records(0, n, 0));
+        log.append(&b, LeaderEpoch(0), Timestamp(t)).unwrap();
     };
     at(3, 0);
     assert_eq!(log.recovery_point(), Offset(0));
@@ -749,8 +755,8 @@ fn concurrent_appends_reads_and_retention_stay_consistent() {
             let log = Arc::clone(&log);
             std::thread::spawn(move || {
                 for i in 0..60 {
-                    let mut b = batch(&producer_records(100 + w, 0, i * 2, 2, 0));
-                    log.append(&mut b, LeaderEpoch(0), NOW).unwrap();
+                    let b = batch(&producer_records(100 + w, 0, i * 2, 2, 0));
+                    log.append(&b, LeaderEpoch(0), NOW).unwrap();
                 }
             })
         })

@@ -15,8 +15,8 @@ fn small() -> LogConfig {
 }
 
 fn append(log: &Log, n: usize) {
-    let mut b = batch(&simple_records(0, n, 1000));
-    log.append(&mut b, LeaderEpoch(0), Timestamp(1000)).unwrap();
+    let b = batch(&simple_records(0, n, 1000));
+    log.append(&b, LeaderEpoch(0), Timestamp(1000)).unwrap();
 }
 
 #[test]
@@ -47,7 +47,7 @@ fn clean_shutdown_is_detected_once() {
         assert!(tmp.path().join(CLEAN_SHUTDOWN_MARKER).exists());
         assert!(matches!(
             log.append(
-                &mut batch(&simple_records(0, 1, 0)),
+                &batch(&simple_records(0, 1, 0)),
                 LeaderEpoch(0),
                 Timestamp(0)
             ),
@@ -139,7 +139,7 @@ fn deleted_logs_refuse_work_and_leave_nothing_behind() {
         assert!(log.is_deleted());
         assert!(matches!(
             log.append(
-                &mut batch(&simple_records(0, 1, 0)),
+                &batch(&simple_records(0, 1, 0)),
                 LeaderEpoch(0),
                 Timestamp(0)
             ),

@@ -7,8 +7,9 @@ fn fill(segment: &mut Segment, batches: usize) -> Vec<Vec<u8>> {
     for i in 0..batches {
         let mut b = batch(&simple_records(0, 4, i as i64 * 10));
         batch::set_base_offset(&mut b, next);
+        let epoch = BatchHeader::parse(&b).unwrap().partition_leader_epoch;
+        segment.append(&b, next, epoch, 200, Timestamp(0)).unwrap();
         next = next.plus(4);
-        segment.append(&b, 200, Timestamp(0)).unwrap();
         out.push(b);
     }
     out
