@@ -431,8 +431,9 @@ fn bench_modes_report_throughput_and_latency() {
         &[
             "bench",
             "consume",
+            // It stops once the backlog is read, well before this.
             "--duration",
-            "2",
+            "30",
             "--partitions",
             "2",
             "--json",

@@ -12,7 +12,7 @@ use crate::error::{CliError, Context};
 
 /// Running consumers.
 pub struct Consumers {
-    tasks: Vec<tokio::task::JoinHandle<client::Result<Report>>>,
+    tasks: Vec<tokio::task::JoinHandle<client::Result<(Report, Option<Instant>)>>>,
     stop: Arc<tokio::sync::watch::Sender<bool>>,
     /// Messages consumed so far, for the progress bar.
     pub done: Arc<AtomicU64>,
@@ -53,6 +53,7 @@ pub async fn start(
         let assigned = assigned.clone();
         tasks.push(tokio::spawn(async move {
             let mut report = Report::new(if measure_latency { "e2e" } else { "consume" });
+            let mut last_at: Option<Instant> = None;
             loop {
                 tokio::select! {
                     _ = stop.changed() => break,
@@ -71,13 +72,14 @@ pub async fn start(
                             }
                             let latency = if measure_latency { now_micros().saturating_sub(sent) } else { 0 };
                             report.record(value.len(), latency);
+                            last_at = Some(Instant::now());
                             done.fetch_add(1, Ordering::Relaxed);
                         }
                     }
                 }
             }
             let _ = c.close().await;
-            Ok(report)
+            Ok((report, last_at))
         }));
     }
     Ok(Consumers {
@@ -110,12 +112,14 @@ impl Consumers {
         }
     }
 
-    /// Stops the consumers and merges their reports.
+    /// Stops the consumers and merges their reports; the elapsed time runs
+    /// from `started` to the last message received (to now if none came).
     pub async fn finish(self, started: Instant) -> Result<Report, CliError> {
         let _ = self.stop.send(true);
         let mut total: Option<Report> = None;
+        let mut last: Option<Instant> = None;
         for t in self.tasks {
-            let r = t
+            let (r, last_at) = t
                 .await
                 .map_err(|e| CliError::Usage(format!("consumer task failed: {e}")))?
                 .map_err(|e| CliError::Client {
@@ -123,6 +127,7 @@ impl Consumers {
                     broker: String::new(),
                     source: e,
                 })?;
+            last = last.max(last_at);
             match &mut total {
                 None => total = Some(r),
                 Some(t) => {
@@ -134,7 +139,7 @@ impl Consumers {
             }
         }
         let mut report = total.unwrap_or_else(|| Report::new("consume"));
-        report.elapsed = started.elapsed();
+        report.elapsed = last.unwrap_or_else(Instant::now).saturating_duration_since(started);
         Ok(report)
     }
 }

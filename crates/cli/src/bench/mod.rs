@@ -30,7 +30,8 @@ pub struct BenchArgs {
 enum BenchMode {
     /// Producers only: throughput and acknowledgement latency.
     Produce(Workload),
-    /// Consumers only, reading what the topics hold: throughput.
+    /// Consumers only, reading what the topics hold: throughput, timed until
+    /// the last message (stops early once the backlog is read).
     Consume(Workload),
     /// Producers and consumers together: throughput and end-to-end latency.
     E2e(Workload),
@@ -190,9 +191,16 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
                 false,
             )
             .await?;
+            let backlog = backlog(&w, &admin).await?;
             let progress = produce::progress_bar(&w, consumers.done.clone());
             let started = std::time::Instant::now();
-            tokio::time::sleep(Duration::from_secs(w.duration)).await;
+            // Until the backlog is read, or --duration at most.
+            let until = started + Duration::from_secs(w.duration);
+            while consumers.done.load(std::sync::atomic::Ordering::Relaxed) < backlog
+                && std::time::Instant::now() < until
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
             let report = consumers.finish(started).await;
             if let Some(p) = progress {
                 p.finish_and_clear();
@@ -211,6 +219,44 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
             result
         }
     }
+}
+
+/// Messages the bench topics hold now (log end minus log start, summed).
+async fn backlog(w: &Workload, admin: &Admin) -> Result<u64, CliError> {
+    let b = w.global.bootstrap.as_str();
+    let names = w.topic_names();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut parts = Vec::new();
+    for (name, t) in admin
+        .describe_topics(&refs)
+        .await
+        .context("cannot describe bench topics", b)?
+    {
+        let t = t.context(format!("cannot describe {name}"), b)?;
+        parts.extend(t.partitions.iter().map(|p| (name.clone(), p.partition)));
+    }
+    let asked: Vec<(&str, i32)> = parts.iter().map(|(t, p)| (t.as_str(), *p)).collect();
+    let mut total = 0i64;
+    let ends = admin
+        .list_offsets(&asked, client::OffsetSpec::Latest)
+        .await
+        .context("cannot look up offsets", b)?;
+    let starts = admin
+        .list_offsets(&asked, client::OffsetSpec::Earliest)
+        .await
+        .context("cannot look up offsets", b)?;
+    for (k, end) in ends {
+        let what = format!("cannot look up {}-{}", k.0, k.1);
+        let end = end.context(what.clone(), b)?;
+        let start = starts
+            .iter()
+            .find(|(sk, _)| *sk == k)
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| Err(client::Error::NotFound(what.clone())))
+            .context(what, b)?;
+        total += (end.offset - start.offset).max(0);
+    }
+    Ok(total as u64)
 }
 
 /// `bench e2e`: produces and consumes at once, then prints both reports.
