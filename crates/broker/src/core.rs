@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use model::{PartitionId, ProducerId, Timestamp, TopicId, TopicName, TopicPartition};
 use parking_lot::{Mutex, RwLock};
-use storage::LogManager;
+use storage::{LogManager, LogSpec};
 use tracing::{info, warn};
 
 use crate::config::{BrokerConfig, ConfigSource, TopicConfig, TopicKind};
@@ -88,6 +88,19 @@ impl Broker {
     /// that belong to no live topic (deleted topics, or an older topic with
     /// the same name).
     pub fn open(mut config: BrokerConfig, endpoint: Endpoint) -> Result<Arc<Broker>, Error> {
+        if let Some(limit) = config.open_file_limit {
+            // Sockets get max.connections (at most half the limit), segment
+            // files the rest, less a reserve for everything else.
+            let limit = limit as usize;
+            let sockets = config.max_connections().min(limit / 2);
+            let budget = limit.saturating_sub(sockets).saturating_sub(256).max(64);
+            storage::set_open_file_budget(budget);
+            info!(
+                open_file_limit = limit,
+                segment_file_budget = budget,
+                "open-file budget"
+            );
+        }
         std::fs::create_dir_all(&config.data_dir).map_err(|source| Error::MetadataIo {
             path: config.data_dir.clone(),
             source,
@@ -114,11 +127,25 @@ impl Broker {
             }
         }
         let mut table = TopicTable::default();
-        for rec in store.data.topics.values() {
-            let topic = open_topic(&logs, &config, rec)?;
+        let started = std::time::Instant::now();
+        let recs: Vec<&TopicRecord> = store.data.topics.values().collect();
+        let specs: Vec<LogSpec> = recs
+            .iter()
+            .flat_map(|rec| partition_specs(rec, &config, 0..rec.partitions))
+            .collect();
+        let mut opened = into_partitions(logs.open_logs(specs.clone()), specs)?.into_iter();
+        for rec in recs {
+            let partitions = opened.by_ref().take(rec.partitions as usize).collect();
             table.by_id.insert(rec.id, rec.name.clone());
-            table.by_name.insert(rec.name.clone(), Arc::new(topic));
+            table
+                .by_name
+                .insert(rec.name.clone(), Arc::new(topic_from(rec, partitions)));
         }
+        info!(
+            partitions = logs.logs().len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "partitions opened"
+        );
         let limit = store.data.producer_id_limit;
         let cluster_id = store.data.cluster_id.clone();
         info!(topics = table.by_name.len(), %cluster_id, "broker state loaded");
@@ -432,17 +459,18 @@ impl Broker {
         let config = self.config.read().clone();
         let log_config = topic.config.log_config(&config);
         let mut parts = topic.partitions.clone();
-        for p in current..total {
-            let tp = TopicPartition::new(topic.name.clone(), PartitionId(p));
-            match self.logs.open_log(&tp, topic.id, log_config.clone()) {
-                Ok(log) => parts.push(Arc::new(Partition::new(tp, topic.id, log))),
-                Err(source) => {
-                    self.remove_logs(&topic.name, current..p);
-                    return Err(Error::Storage {
-                        partition: tp.to_string(),
-                        source,
-                    });
-                }
+        let specs: Vec<LogSpec> = (current..total)
+            .map(|p| LogSpec {
+                topic_partition: TopicPartition::new(topic.name.clone(), PartitionId(p)),
+                topic_id: topic.id,
+                config: log_config.clone(),
+            })
+            .collect();
+        match into_partitions(self.logs.open_logs(specs.clone()), specs) {
+            Ok(new) => parts.extend(new),
+            Err(e) => {
+                self.remove_logs(&topic.name, current..total);
+                return Err(e);
             }
         }
         if let Err(e) = store.update(|m| {
@@ -606,9 +634,11 @@ impl Broker {
     }
 
     fn remove_logs(&self, name: &TopicName, range: std::ops::Range<i32>) {
-        for p in range {
-            let tp = TopicPartition::new(name.clone(), PartitionId(p));
-            if let Err(e) = self.logs.delete_log(&tp) {
+        let tps: Vec<TopicPartition> = range
+            .map(|p| TopicPartition::new(name.clone(), PartitionId(p)))
+            .collect();
+        for (tp, r) in self.logs.delete_logs(tps) {
+            if let Err(e) = r {
                 warn!(partition = %tp, "could not remove log: {e}");
             }
         }
@@ -616,23 +646,54 @@ impl Broker {
 }
 
 fn open_topic(logs: &LogManager, config: &BrokerConfig, rec: &TopicRecord) -> Result<Topic, Error> {
+    let specs = partition_specs(rec, config, 0..rec.partitions);
+    let partitions = into_partitions(logs.open_logs(specs.clone()), specs)?;
+    Ok(topic_from(rec, partitions))
+}
+
+/// The logs of `rec`'s partitions in `range`.
+fn partition_specs(
+    rec: &TopicRecord,
+    config: &BrokerConfig,
+    range: std::ops::Range<i32>,
+) -> Vec<LogSpec> {
     let log_config = rec.config.log_config(config);
-    let mut partitions = Vec::with_capacity(rec.partitions as usize);
-    for p in 0..rec.partitions {
-        let tp = TopicPartition::new(rec.name.clone(), PartitionId(p));
-        let log = logs
-            .open_log(&tp, rec.id, log_config.clone())
-            .map_err(|source| Error::Storage {
-                partition: tp.to_string(),
-                source,
-            })?;
-        partitions.push(Arc::new(Partition::new(tp, rec.id, log)));
-    }
-    Ok(Topic {
+    range
+        .map(|p| LogSpec {
+            topic_partition: TopicPartition::new(rec.name.clone(), PartitionId(p)),
+            topic_id: rec.id,
+            config: log_config.clone(),
+        })
+        .collect()
+}
+
+/// Partitions over opened logs; the first failure names its partition.
+fn into_partitions(
+    opened: Vec<Result<Arc<storage::Log>, storage::Error>>,
+    specs: Vec<LogSpec>,
+) -> Result<Vec<Arc<Partition>>, Error> {
+    opened
+        .into_iter()
+        .zip(specs)
+        .map(|(log, spec)| {
+            let tp = spec.topic_partition;
+            match log {
+                Ok(log) => Ok(Arc::new(Partition::new(tp, spec.topic_id, log))),
+                Err(source) => Err(Error::Storage {
+                    partition: tp.to_string(),
+                    source,
+                }),
+            }
+        })
+        .collect()
+}
+
+fn topic_from(rec: &TopicRecord, partitions: Vec<Arc<Partition>>) -> Topic {
+    Topic {
         name: rec.name.clone(),
         id: rec.id,
         kind: rec.kind,
         config: rec.config.clone(),
         partitions,
-    })
+    }
 }

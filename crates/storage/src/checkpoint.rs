@@ -1,5 +1,6 @@
 //! Small metadata files, always replaced atomically (tmp + fsync + rename).
 
+use std::cell::Cell;
 use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
 use std::path::Path;
@@ -11,17 +12,65 @@ use crate::error::{corrupt, IoContext, Result};
 /// Suffix of files being written; leftovers are deleted at open.
 pub(crate) const TMP_SUFFIX: &str = ".tmp";
 
-/// Replaces `path` with `contents` atomically and durably.
+thread_local! {
+    static DEFERRED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// While alive, this thread's checkpoint writes and segment syncs skip
+/// their fsyncs: a bulk operation (opening or creating thousands of logs,
+/// a clean shutdown) does its file work that way and then makes all of it
+/// durable with one [`sync_filesystem`] before relying on it.
+pub(crate) struct DeferredSync {
+    was: bool,
+}
+
+impl DeferredSync {
+    /// Defers fsyncs on this thread until dropped.
+    pub fn new() -> DeferredSync {
+        DeferredSync {
+            was: DEFERRED.with(|d| d.replace(true)),
+        }
+    }
+}
+
+impl Drop for DeferredSync {
+    fn drop(&mut self) {
+        DEFERRED.with(|d| d.set(self.was));
+    }
+}
+
+/// Whether fsyncs are deferred on this thread (see [`DeferredSync`]).
+pub(crate) fn sync_deferred() -> bool {
+    DEFERRED.with(Cell::get)
+}
+
+/// Makes everything written to the filesystem holding `dir` durable
+/// (`syncfs(2)`): one call instead of an fsync per file.
+pub(crate) fn sync_filesystem(dir: &Path) -> Result<()> {
+    let d = File::open(dir).at(dir)?;
+    // SAFETY: syncfs only takes a file descriptor, valid while `d` lives.
+    let rc = unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&d)) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error()).at(dir);
+    }
+    Ok(())
+}
+
+/// Replaces `path` with `contents` atomically and durably (durable later,
+/// under [`DeferredSync`]).
 pub(crate) fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(TMP_SUFFIX);
     let tmp = Path::new(&tmp);
     let mut file = File::create(tmp).at(tmp)?;
     file.write_all(contents).at(tmp)?;
-    file.sync_all().at(tmp)?;
+    let sync = !sync_deferred();
+    if sync {
+        file.sync_all().at(tmp)?;
+    }
     drop(file);
     fs::rename(tmp, path).at(path)?;
-    if let Some(dir) = path.parent() {
+    if let (true, Some(dir)) = (sync, path.parent()) {
         sync_dir(dir)?;
     }
     Ok(())

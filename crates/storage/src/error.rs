@@ -196,6 +196,12 @@ pub enum Error {
         /// The data directory.
         path: PathBuf,
     },
+    /// The process ran out of file descriptors (RLIMIT_NOFILE).
+    #[error("cannot open {}: the process's open-file limit is reached (ulimit -n); raise it, or lower max.connections", path.display())]
+    TooManyOpenFiles {
+        /// The file being opened.
+        path: PathBuf,
+    },
     /// A file's content cannot be understood.
     #[error("corrupt file {}: {reason}", path.display())]
     Corrupt {
@@ -223,9 +229,16 @@ pub(crate) trait IoContext<T> {
 
 impl<T> IoContext<T> for io::Result<T> {
     fn at(self, path: &Path) -> Result<T> {
-        self.map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
+        self.map_err(|source| {
+            if matches!(source.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                return Error::TooManyOpenFiles {
+                    path: path.to_path_buf(),
+                };
+            }
+            Error::Io {
+                path: path.to_path_buf(),
+                source,
+            }
         })
     }
 }

@@ -6,13 +6,14 @@
 //! * `.timeindex`: `max timestamp so far i64 | relative offset u32`, where the
 //!   offset is the last offset of the batch that raised the maximum.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{IoContext, Result};
+use crate::files::CachedFile;
 
 /// One fixed-size index entry.
 pub(crate) trait Entry: Copy {
@@ -80,30 +81,19 @@ impl Entry for TimeEntry {
     }
 }
 
-/// An index: entries in memory, mirrored to an append-only file.
+/// An index: entries in memory, mirrored to an append-only file that is
+/// opened (through the open-file cache) only to write.
 #[derive(Debug)]
 pub(crate) struct Index<E: Entry> {
-    path: PathBuf,
-    file: Arc<File>,
+    file: CachedFile,
     entries: Vec<E>,
-}
-
-fn open_rw(path: &Path, truncate: bool) -> Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(truncate)
-        .open(path)
-        .at(path)
 }
 
 impl<E: Entry> Index<E> {
     /// Creates (or empties) the index file at `path`.
     pub fn create(path: &Path) -> Result<Self> {
         Ok(Index {
-            path: path.to_path_buf(),
-            file: Arc::new(open_rw(path, true)?),
+            file: CachedFile::create(path.to_path_buf(), true)?,
             entries: Vec::new(),
         })
     }
@@ -126,8 +116,7 @@ impl<E: Entry> Index<E> {
             return Ok(None);
         }
         Ok(Some(Index {
-            path: path.to_path_buf(),
-            file: Arc::new(open_rw(path, false)?),
+            file: CachedFile::new(path.to_path_buf()),
             entries,
         }))
     }
@@ -137,7 +126,10 @@ impl<E: Entry> Index<E> {
         let mut buf = [0u8; 16];
         entry.encode(&mut buf[..E::SIZE]);
         let at = (self.entries.len() * E::SIZE) as u64;
-        self.file.write_all_at(&buf[..E::SIZE], at).at(&self.path)?;
+        self.file
+            .get()?
+            .write_all_at(&buf[..E::SIZE], at)
+            .at(self.file.path())?;
         self.entries.push(entry);
         Ok(())
     }
@@ -148,8 +140,9 @@ impl<E: Entry> Index<E> {
         for (e, out) in entries.iter().zip(buf.chunks_exact_mut(E::SIZE)) {
             e.encode(out);
         }
-        self.file.set_len(0).at(&self.path)?;
-        self.file.write_all_at(&buf, 0).at(&self.path)?;
+        let file = self.file.get()?;
+        file.set_len(0).at(self.file.path())?;
+        file.write_all_at(&buf, 0).at(self.file.path())?;
         self.entries = entries;
         Ok(())
     }
@@ -172,19 +165,14 @@ impl<E: Entry> Index<E> {
         n.checked_sub(1).map(|i| self.entries[i])
     }
 
-    /// fsyncs the index file.
-    pub fn sync(&self) -> Result<()> {
-        self.file.sync_data().at(&self.path)
-    }
-
     /// The file handle, to fsync it without holding the log's lock.
-    pub fn file(&self) -> (Arc<File>, PathBuf) {
-        (Arc::clone(&self.file), self.path.clone())
+    pub fn file(&self) -> Result<(Arc<File>, PathBuf)> {
+        Ok((self.file.get()?, self.file.path().to_path_buf()))
     }
 
     /// The index file's path.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
     }
 }
 

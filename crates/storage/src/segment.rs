@@ -1,7 +1,7 @@
 //! One log segment: a `.log` file of whole v2 batches plus its two sparse
 //! indexes.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,6 +16,7 @@ use crate::batch::{self, BatchHeader, HEADER_LEN};
 /// length (unchanged) and partition leader epoch, all outside the CRC.
 const STAMP_LEN: usize = 16;
 use crate::error::{IoContext, Result};
+use crate::files::CachedFile;
 use crate::index::{Index, OffsetEntry, TimeEntry};
 
 mod view;
@@ -44,7 +45,7 @@ pub(crate) fn parse_file_name(name: &str, ext: &str) -> Option<Offset> {
     stem.parse().ok().map(Offset)
 }
 
-/// Open files of a segment, to fsync outside the log's lock.
+/// Files of a segment, to fsync outside the log's lock.
 #[derive(Debug)]
 pub(crate) struct SyncHandle {
     files: Vec<(Arc<File>, PathBuf)>,
@@ -66,7 +67,8 @@ impl SyncHandle {
 pub(crate) struct Segment {
     base_offset: Offset,
     log_path: PathBuf,
-    file: Arc<File>,
+    /// The data file, opened on demand through the open-file cache.
+    file: CachedFile,
     size: u64,
     offset_index: Index<OffsetEntry>,
     time_index: Index<TimeEntry>,
@@ -94,25 +96,20 @@ pub(crate) struct Loaded {
     pub needs_recovery: bool,
 }
 
-fn open_log_file(path: &Path, truncate: bool) -> Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(truncate)
-        .open(path)
-        .at(path)
+/// The size of the file at `path`, without opening it.
+fn file_size(path: &Path) -> Result<u64> {
+    std::fs::metadata(path).map(|m| m.len()).at(path)
 }
 
 impl Segment {
     /// Creates an empty segment at `base` in `dir` (replacing stale files).
     pub fn create(dir: &Path, base: Offset) -> Result<Segment> {
         let log_path = dir.join(file_name(base, LOG_EXT));
-        let file = open_log_file(&log_path, true)?;
+        let file = CachedFile::create(log_path.clone(), true)?;
         Ok(Segment {
             base_offset: base,
             log_path,
-            file: Arc::new(file),
+            file,
             size: 0,
             offset_index: Index::create(&dir.join(file_name(base, INDEX_EXT)))?,
             time_index: Index::create(&dir.join(file_name(base, TIME_INDEX_EXT)))?,
@@ -138,8 +135,8 @@ impl Segment {
         interval: u32,
     ) -> Result<Loaded> {
         let log_path = dir.join(file_name(base, LOG_EXT));
-        let file = open_log_file(&log_path, false)?;
-        let size = file.metadata().at(&log_path)?.len();
+        let size = file_size(&log_path)?;
+        let file = CachedFile::new(log_path.clone());
         let index_path = dir.join(file_name(base, INDEX_EXT));
         let time_path = dir.join(file_name(base, TIME_INDEX_EXT));
         let offset_index =
@@ -149,7 +146,7 @@ impl Segment {
             let mut segment = Segment {
                 base_offset: base,
                 log_path,
-                file: Arc::new(file),
+                file,
                 size,
                 offset_index: Index::create(&index_path)?,
                 time_index: Index::create(&time_path)?,
@@ -181,7 +178,7 @@ impl Segment {
         let mut segment = Segment {
             base_offset: base,
             log_path,
-            file: Arc::new(file),
+            file,
             size,
             offset_index,
             time_index,
@@ -197,7 +194,7 @@ impl Segment {
         let mut needs_recovery = false;
         if next_base.is_none() {
             let start = last_entry.map_or(0, |e| u64::from(e.position));
-            let file = Arc::clone(&segment.file);
+            let file = segment.file.get()?;
             let path = segment.log_path.clone();
             let end = scan(&file, &path, start, size, false, |pos, h, _| {
                 segment.note_batch(pos, h);
@@ -220,12 +217,12 @@ impl Segment {
     /// number of bytes cut off.
     pub fn recover(dir: &Path, base: Offset, interval: u32) -> Result<(Segment, u64)> {
         let log_path = dir.join(file_name(base, LOG_EXT));
-        let file = open_log_file(&log_path, false)?;
-        let size = file.metadata().at(&log_path)?.len();
+        let size = file_size(&log_path)?;
+        let file = CachedFile::new(log_path.clone());
         let mut segment = Segment {
             base_offset: base,
             log_path,
-            file: Arc::new(file),
+            file,
             size,
             offset_index: Index::create(&dir.join(file_name(base, INDEX_EXT)))?,
             time_index: Index::create(&dir.join(file_name(base, TIME_INDEX_EXT)))?,
@@ -241,7 +238,11 @@ impl Segment {
         let end = segment.rebuild(true, interval)?;
         let truncated = size - end.position;
         if truncated > 0 {
-            segment.file.set_len(end.position).at(&segment.log_path)?;
+            segment
+                .file
+                .get()?
+                .set_len(end.position)
+                .at(&segment.log_path)?;
             segment.size = end.position;
         }
         segment.first_batch_timestamp = segment.read_first_batch_timestamp()?;
@@ -250,7 +251,7 @@ impl Segment {
 
     /// Re-derives indexes and content facts by walking the whole file.
     fn rebuild(&mut self, check_crc: bool, interval: u32) -> Result<ScanEnd> {
-        let file = Arc::clone(&self.file);
+        let file = self.file.get()?;
         let path = self.log_path.clone();
         let mut offsets = Vec::new();
         let mut times = Vec::new();
@@ -329,7 +330,10 @@ impl Segment {
             return Ok(None);
         }
         let mut head = [0u8; HEADER_LEN];
-        self.file.read_exact_at(&mut head, 0).at(&self.log_path)?;
+        self.file
+            .get()?
+            .read_exact_at(&mut head, 0)
+            .at(&self.log_path)?;
         Ok(BatchHeader::parse(&head)
             .ok()
             .map(|h| h.max_timestamp)
@@ -368,8 +372,9 @@ impl Segment {
             slices.push(IoSlice::new(prefix));
             slices.push(IoSlice::new(&batches[at + STAMP_LEN..at + h.total_size()]));
         }
-        if let Err(source) = self.write_at(&mut slices, pos) {
-            if let Err(e) = self.file.set_len(pos) {
+        let file = self.file.get()?;
+        if let Err(source) = self.write_at(&file, &mut slices, pos) {
+            if let Err(e) = file.set_len(pos) {
                 tracing::error!(path = %self.log_path.display(), error = %e,
                     "cannot truncate a failed append; the tail will be recovered at next open");
             }
@@ -396,17 +401,22 @@ impl Segment {
         Ok(())
     }
 
-    fn write_at(&mut self, slices: &mut [IoSlice<'_>], pos: u64) -> std::io::Result<()> {
+    fn write_at(
+        &mut self,
+        file: &File,
+        slices: &mut [IoSlice<'_>],
+        pos: u64,
+    ) -> std::io::Result<()> {
         #[cfg(test)]
         if let Some(n) = self.fail_next_write_after.take() {
             let flat: Vec<u8> = slices.iter().flat_map(|s| s.iter().copied()).collect();
-            self.file.write_all_at(&flat[..n.min(flat.len())], pos)?;
+            file.write_all_at(&flat[..n.min(flat.len())], pos)?;
             return Err(std::io::Error::new(
                 std::io::ErrorKind::StorageFull,
                 "injected: disk full",
             ));
         }
-        crate::io::write_all_vectored_at(&self.file, slices, pos)
+        crate::io::write_all_vectored_at(file, slices, pos)
     }
 
     /// Makes the time index end with the segment's largest timestamp, so a
@@ -419,26 +429,28 @@ impl Segment {
         }
     }
 
-    /// fsyncs the data file and both indexes.
+    /// fsyncs the data file and both indexes (later, under
+    /// [`crate::checkpoint::DeferredSync`]).
     pub fn sync(&self) -> Result<()> {
-        self.file.sync_data().at(&self.log_path)?;
-        self.offset_index.sync()?;
-        self.time_index.sync()
+        if crate::checkpoint::sync_deferred() {
+            return Ok(());
+        }
+        self.sync_handle()?.sync()
     }
 
     /// Handles needed to fsync this segment without holding the log's lock.
-    pub fn sync_handle(&self) -> SyncHandle {
-        SyncHandle {
+    pub fn sync_handle(&self) -> Result<SyncHandle> {
+        Ok(SyncHandle {
             files: vec![
-                (Arc::clone(&self.file), self.log_path.clone()),
-                self.offset_index.file(),
-                self.time_index.file(),
+                (self.file.get()?, self.log_path.clone()),
+                self.offset_index.file()?,
+                self.time_index.file()?,
             ],
-        }
+        })
     }
 
     /// A reader's view starting at the batch holding `offset` (or earlier).
-    pub fn view_for_offset(&self, offset: Offset) -> SegmentView {
+    pub fn view_for_offset(&self, offset: Offset) -> Result<SegmentView> {
         let rel = offset
             .0
             .saturating_sub(self.base_offset.0)
@@ -451,20 +463,20 @@ impl Segment {
     }
 
     /// A reader's view starting where records older than `ts` can be skipped.
-    pub fn view_for_timestamp(&self, ts: Timestamp) -> SegmentView {
+    pub fn view_for_timestamp(&self, ts: Timestamp) -> Result<SegmentView> {
         match self.time_index.floor_by(|e| e.timestamp < ts.0) {
             Some(e) => self.view_for_offset(self.base_offset.plus(i64::from(e.relative_offset))),
             None => self.view_from(0),
         }
     }
 
-    fn view_from(&self, start: u64) -> SegmentView {
-        SegmentView {
-            file: Arc::clone(&self.file),
+    fn view_from(&self, start: u64) -> Result<SegmentView> {
+        Ok(SegmentView {
+            file: self.file.get()?,
             path: self.log_path.clone(),
             start,
             end: self.size,
-        }
+        })
     }
 
     /// Deletes the segment's files.
@@ -540,9 +552,7 @@ impl Segment {
         if self.max_timestamp.0 >= 0 {
             return self.max_timestamp;
         }
-        let modified = self
-            .file
-            .metadata()
+        let modified = std::fs::metadata(&self.log_path)
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())

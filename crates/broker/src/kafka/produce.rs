@@ -109,7 +109,7 @@ fn append(topic: &Topic, pd: PartitionProduceData) -> Result<PartitionProduceRes
             if matches!(
                 e,
                 Error::Storage {
-                    source: storage::Error::Io { .. },
+                    source: storage::Error::Io { .. } | storage::Error::TooManyOpenFiles { .. },
                     ..
                 }
             ) {

@@ -10,9 +10,13 @@ use client::{AutoOffsetReset, Client, Consumer};
 use super::{now_micros, Report, Workload};
 use crate::error::{CliError, Context};
 
+/// What one consumer task ends with: its report and when its last message
+/// arrived.
+type ConsumerResult = client::Result<(Report, Option<Instant>)>;
+
 /// Running consumers.
 pub struct Consumers {
-    tasks: Vec<tokio::task::JoinHandle<client::Result<(Report, Option<Instant>)>>>,
+    tasks: Vec<tokio::task::JoinHandle<ConsumerResult>>,
     stop: Arc<tokio::sync::watch::Sender<bool>>,
     /// Messages consumed so far, for the progress bar.
     pub done: Arc<AtomicU64>,
@@ -139,7 +143,9 @@ impl Consumers {
             }
         }
         let mut report = total.unwrap_or_else(|| Report::new("consume"));
-        report.elapsed = last.unwrap_or_else(Instant::now).saturating_duration_since(started);
+        report.elapsed = last
+            .unwrap_or_else(Instant::now)
+            .saturating_duration_since(started);
         Ok(report)
     }
 }

@@ -24,10 +24,10 @@ impl Log {
                 return Ok(());
             }
             let from = inner.segment_for(inner.recovery_point);
-            let handles: Vec<_> = inner.segments[from..]
+            let handles = inner.segments[from..]
                 .iter()
                 .map(Segment::sync_handle)
-                .collect();
+                .collect::<Result<Vec<_>>>()?;
             (handles, inner.log_end_offset)
         };
         for h in &handles {

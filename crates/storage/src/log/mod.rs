@@ -83,6 +83,8 @@ pub struct RegionRead {
 pub struct RecoveryStats {
     /// Whether the log was opened after a clean shutdown.
     pub clean: bool,
+    /// Whether the partition directory was new (created by this open).
+    pub created: bool,
     /// Segments opened from their index files without a scan.
     pub segments_loaded: usize,
     /// Segments fully scanned (length, magic, CRC) because they may hold
@@ -315,7 +317,7 @@ impl Log {
         if let Err(e) = old.seal_time_index() {
             tracing::warn!(segment = %old.log_path().display(), error = %e, "cannot seal time index");
         }
-        after.sealed = Some((old.sync_handle(), new_base));
+        after.sealed = Some((old.sync_handle()?, new_base));
         after.snapshot = Some((new_base, inner.producers.snapshot_bytes()));
         inner.segments.push(created);
         tracing::debug!(log = %self.topic_partition, base = %new_base, "rolled segment");
@@ -381,8 +383,11 @@ impl Log {
             if offset < inner.log_start_offset || offset > inner.log_end_offset {
                 return Err(inner.out_of_range(offset));
             }
-            let view = (offset < inner.log_end_offset)
-                .then(|| inner.segments[inner.segment_for(offset)].view_for_offset(offset));
+            let view = if offset < inner.log_end_offset {
+                Some(inner.segments[inner.segment_for(offset)].view_for_offset(offset)?)
+            } else {
+                None
+            };
             (view, inner.log_start_offset, inner.log_end_offset)
         };
         // The file is walked without the lock: the view holds its own handle.
@@ -469,7 +474,7 @@ impl Log {
                 .iter()
                 .filter(|s| s.next_offset() > start && s.max_timestamp() >= ts)
                 .map(|s| s.view_for_timestamp(ts))
-                .collect();
+                .collect::<Result<_>>()?;
             (views, start)
         };
         for view in &views {
@@ -501,13 +506,18 @@ impl Log {
             let Some(best) = best.filter(|b| b.max_timestamp().0 >= 0) else {
                 return Ok(None);
             };
-            let fast = (best.offset_of_max_timestamp() >= start).then(|| {
-                (
-                    best.view_for_offset(best.offset_of_max_timestamp()),
+            let fast = if best.offset_of_max_timestamp() >= start {
+                Some((
+                    best.view_for_offset(best.offset_of_max_timestamp())?,
                     best.max_timestamp(),
-                )
-            });
-            let all: Vec<SegmentView> = live.iter().map(|s| s.view_for_offset(start)).collect();
+                ))
+            } else {
+                None
+            };
+            let all: Vec<SegmentView> = live
+                .iter()
+                .map(|s| s.view_for_offset(start))
+                .collect::<Result<_>>()?;
             (fast, all, start)
         };
         if let Some((view, max)) = fast {

@@ -76,7 +76,7 @@ impl Log {
         clean: bool,
     ) -> Result<Log> {
         fs::create_dir_all(&dir).at(&dir)?;
-        match checkpoint::read_partition_metadata(&dir)? {
+        let created = match checkpoint::read_partition_metadata(&dir)? {
             Some(found) if found != topic_id => {
                 return Err(Error::TopicIdMismatch {
                     path: dir,
@@ -84,9 +84,12 @@ impl Log {
                     found,
                 })
             }
-            Some(_) => {}
-            None => checkpoint::write_partition_metadata(&dir, topic_id)?,
-        }
+            Some(_) => false,
+            None => {
+                checkpoint::write_partition_metadata(&dir, topic_id)?;
+                true
+            }
+        };
         let listing = list_dir(&dir)?;
         let start_checkpoint = checkpoint::read_offset(&dir.join(LOG_START_OFFSET_CHECKPOINT))?;
         let recovery_checkpoint = checkpoint::read_offset(&dir.join(RECOVERY_POINT_CHECKPOINT))?;
@@ -94,6 +97,7 @@ impl Log {
 
         let mut stats = RecoveryStats {
             clean,
+            created,
             ..RecoveryStats::default()
         };
         let mut segments = Vec::with_capacity(listing.bases.len().max(1));
@@ -241,7 +245,7 @@ fn load_producers(
         .iter()
         .filter(|s| s.next_offset() > from && !s.is_empty())
     {
-        let view = segment.view_for_offset(from);
+        let view = segment.view_for_offset(from)?;
         let end = scan(
             &view.file,
             &view.path,

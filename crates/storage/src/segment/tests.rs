@@ -37,7 +37,9 @@ fn index_lookups_find_every_batch() {
     assert_eq!(segment.offset_of_max_timestamp(), Offset(1159));
     for (i, b) in batches.iter().enumerate() {
         for o in 0..4 {
-            let view = segment.view_for_offset(Offset(1000 + i as i64 * 4 + o));
+            let view = segment
+                .view_for_offset(Offset(1000 + i as i64 * 4 + o))
+                .unwrap();
             assert!(view.start <= batches[..i].iter().map(|b| b.len() as u64).sum());
             let got = view
                 .locate(Offset(1000 + i as i64 * 4 + o), b.len(), false)
@@ -49,7 +51,7 @@ fn index_lookups_find_every_batch() {
         }
     }
     // Timestamp search through the time index.
-    let view = segment.view_for_timestamp(Timestamp(205));
+    let view = segment.view_for_timestamp(Timestamp(205)).unwrap();
     let found = find_timestamp_in(&view, Timestamp(205), Offset(0))
         .unwrap()
         .unwrap();
