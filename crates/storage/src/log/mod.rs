@@ -21,6 +21,8 @@ mod open;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
+mod record_proptests;
+#[cfg(test)]
 mod tests;
 
 /// The result of [`Log::append`].
@@ -186,7 +188,9 @@ pub struct Log {
 }
 
 impl Log {
-    /// Validates `batches` (concatenated v2 batches), checks idempotent
+    /// Validates `batches` (concatenated v2 batches: headers, CRCs and every
+    /// record, see [`batch::validate`]; nothing is written if any batch is
+    /// refused), checks idempotent
     /// producer state, assigns offsets from the log end offset and stamps
     /// them and `leader_epoch` into the batches in place, then writes them
     /// with one write to the active segment (rolling it first if due).
@@ -200,9 +204,9 @@ impl Log {
         leader_epoch: LeaderEpoch,
         now: Timestamp,
     ) -> Result<AppendOutcome> {
-        let max_bytes = self.inner.read().config.max_message_bytes;
-        let summary = batch::validate(batches, max_bytes)?;
-        if summary.has_transactional_or_control {
+        let rules = batch::ValidationConfig::for_log(&self.inner.read().config);
+        let summary = batch::validate(batches, &rules)?;
+        if summary.has_transactional {
             return Err(Error::TransactionsNotSupported);
         }
         let mut after = AfterAppend::default();
