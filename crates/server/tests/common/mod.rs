@@ -246,6 +246,23 @@ impl BrokerProcess {
         }
     }
 
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The process's peak resident set size so far (VmHWM), in bytes.
+    pub fn peak_rss_bytes(&self) -> u64 {
+        let pid = self.pid().expect("broker running");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmHWM in /proc/<pid>/status");
+        kb * 1024
+    }
+
     /// The data directory.
     pub fn dir(&self) -> &Path {
         &self.data_dir
