@@ -11,7 +11,9 @@
 
 use model::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Timestamp};
 
-use crate::error::BatchError;
+use crate::config::LogConfig;
+use crate::error::{BatchError, RecordError};
+use crate::records::validate::check_records;
 
 /// Size of the v2 batch header, up to and including `recordCount`.
 pub const HEADER_LEN: usize = 61;
@@ -64,6 +66,17 @@ impl Compression {
             4 => Compression::Zstd,
             _ => return None,
         })
+    }
+
+    /// The codec's Kafka compression id (attribute bits 0-2).
+    pub fn id(self) -> u8 {
+        match self {
+            Compression::None => 0,
+            Compression::Gzip => 1,
+            Compression::Snappy => 2,
+            Compression::Lz4 => 3,
+            Compression::Zstd => 4,
+        }
     }
 }
 
@@ -247,6 +260,28 @@ pub fn compute_crc(batch: &[u8]) -> u32 {
     crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..])
 }
 
+/// Recomputes and stores the CRC of `batch` (exactly one whole batch).
+pub(crate) fn update_crc(batch: &mut [u8]) {
+    let crc = compute_crc(batch);
+    batch[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// Overwrites the `maxTimestamp` of `batch` (exactly one whole batch) and
+/// recomputes its CRC, which covers it.
+pub(crate) fn set_max_timestamp(batch: &mut [u8], ts: Timestamp) {
+    batch[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8].copy_from_slice(&ts.0.to_be_bytes());
+    update_crc(batch);
+}
+
+/// Sets `maxTimestamp` in a copy of a batch's header (`head`, the first
+/// [`HEADER_LEN`] bytes) whose records are `body`, with the CRC recomputed
+/// over both.
+pub(crate) fn set_header_max_timestamp(head: &mut [u8; HEADER_LEN], body: &[u8], ts: Timestamp) {
+    head[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8].copy_from_slice(&ts.0.to_be_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&head[ATTRIBUTES_OFFSET..]), body);
+    head[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
 /// Overwrites the `baseOffset` of the batch starting at `batch[0]`.
 pub fn set_base_offset(batch: &mut [u8], offset: Offset) {
     batch[..8].copy_from_slice(&offset.0.to_be_bytes());
@@ -259,7 +294,7 @@ pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: LeaderEpoch) {
 }
 
 /// What [`validate`] learned about a buffer of batches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchesSummary {
     /// Number of batches.
     pub batch_count: usize,
@@ -269,10 +304,37 @@ pub struct BatchesSummary {
     pub size_bytes: usize,
     /// Largest `maxTimestamp` over all batches (-1 if none set).
     pub max_timestamp: Timestamp,
-    /// Whether any batch is transactional or a control batch.
-    pub has_transactional_or_control: bool,
+    /// Whether any batch is transactional.
+    pub has_transactional: bool,
     /// Whether any batch carries a producer id.
     pub has_producer_id: bool,
+    /// CreateTime batches whose `maxTimestamp` is not their records'
+    /// largest timestamp: `(position in the buffer, the right value)`. The
+    /// log writes them corrected (see [`apply_fixes`]).
+    pub max_timestamp_fixes: Vec<(usize, Timestamp)>,
+}
+
+/// What [`validate`] enforces beyond the v2 format itself; see
+/// [`crate::LogConfig`] for where each limit comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValidationConfig {
+    /// Largest batch, header included (`max.message.bytes`).
+    pub max_batch_bytes: u32,
+    /// Most bytes the records of one batch may decompress to.
+    pub max_decompressed_bytes: u64,
+    /// Whether every record needs a key (compacted topics).
+    pub require_keys: bool,
+}
+
+impl ValidationConfig {
+    /// The rules a log with `config` applies to appends.
+    pub fn for_log(config: &LogConfig) -> ValidationConfig {
+        ValidationConfig {
+            max_batch_bytes: config.max_message_bytes,
+            max_decompressed_bytes: config.max_decompressed_bytes(),
+            require_keys: config.require_keys,
+        }
+    }
 }
 
 /// Checks one batch's header fields and CRC. `batch` must be exactly the
@@ -303,11 +365,28 @@ pub(crate) fn check_batch(
     Ok(())
 }
 
-/// Walks the concatenated batches in `buf`, checking each one: complete, sane
-/// length, magic 2, known codec, CRC, `recordCount >= 1` and
-/// `== lastOffsetDelta + 1`, a non-negative sequence when it has a producer
-/// id, and at most `max_batch_bytes` bytes. An empty buffer is an error.
-pub fn validate(buf: &[u8], max_batch_bytes: u32) -> Result<BatchesSummary, BatchError> {
+/// Walks the concatenated batches in `buf`, checking each one as Kafka's
+/// log validator does before anything is appended:
+///
+/// - the header: complete, sane length, magic 2, known codec, CRC,
+///   `recordCount >= 1` and `== lastOffsetDelta + 1`, a non-negative sequence
+///   when it has a producer id, at most `max_batch_bytes` bytes
+///   ([`BatchError`]'s format variants: Kafka's CORRUPT_MESSAGE);
+/// - the records ([`BatchError::InvalidRecords`]: INVALID_RECORD): not a
+///   control batch; exactly `recordCount` records, each well-formed (every
+///   length within the record, the record's length consumed exactly), offset
+///   deltas `0..n` in order, timestamps that do not overflow, keys when
+///   `require_keys`, nothing after the last record, and compressed records
+///   decompressing to at most `max_decompressed_bytes` (streamed through one
+///   64 KiB buffer, never decompressed whole).
+///
+/// A CreateTime batch whose `maxTimestamp` is not its records' largest
+/// timestamp is to be corrected (its CRC recomputed), as Kafka does: the
+/// time index, retention and ListOffsets rely on it. `buf` is not changed;
+/// the corrections are listed in the summary.
+///
+/// An empty buffer is an error.
+pub fn validate(buf: &[u8], config: &ValidationConfig) -> Result<BatchesSummary, BatchError> {
     if buf.is_empty() {
         return Err(BatchError::Empty);
     }
@@ -316,9 +395,12 @@ pub fn validate(buf: &[u8], max_batch_bytes: u32) -> Result<BatchesSummary, Batc
         record_count: 0,
         size_bytes: buf.len(),
         max_timestamp: Timestamp(-1),
-        has_transactional_or_control: false,
+        has_transactional: false,
         has_producer_id: false,
+        max_timestamp_fixes: Vec::new(),
     };
+    // Reused by every compressed batch of the buffer.
+    let mut chunk = None;
     let mut position = 0;
     while position < buf.len() {
         let rest = &buf[position..];
@@ -331,14 +413,15 @@ pub fn validate(buf: &[u8], max_batch_bytes: u32) -> Result<BatchesSummary, Batc
                 available: rest.len(),
             });
         }
-        if size > max_batch_bytes as usize {
+        if size > config.max_batch_bytes as usize {
             return Err(BatchError::TooLarge {
                 position,
                 size,
-                max: max_batch_bytes,
+                max: config.max_batch_bytes,
             });
         }
-        check_batch(&rest[..size], &header, position)?;
+        let batch = &rest[..size];
+        check_batch(batch, &header, position)?;
         if header.has_producer_id() && header.base_sequence < 0 {
             return Err(BatchError::InvalidSequence {
                 position,
@@ -346,14 +429,42 @@ pub fn validate(buf: &[u8], max_batch_bytes: u32) -> Result<BatchesSummary, Batc
                 base_sequence: header.base_sequence,
             });
         }
+        let invalid = |record_index, error| BatchError::InvalidRecords {
+            position,
+            record_index,
+            error,
+        };
+        if header.is_control() {
+            return Err(invalid(None, RecordError::ControlBatch));
+        }
+        let max_timestamp = check_records(
+            batch,
+            &header,
+            config.max_decompressed_bytes,
+            config.require_keys,
+            &mut chunk,
+        )
+        .map_err(|(index, error)| invalid(index, error))?;
+        if max_timestamp != header.max_timestamp {
+            summary.max_timestamp_fixes.push((position, max_timestamp));
+        }
         summary.batch_count += 1;
         summary.record_count += header.record_count as u64;
-        summary.max_timestamp = summary.max_timestamp.max(header.max_timestamp);
-        summary.has_transactional_or_control |= header.is_transactional() || header.is_control();
+        summary.max_timestamp = summary.max_timestamp.max(max_timestamp);
+        summary.has_transactional |= header.is_transactional();
         summary.has_producer_id |= header.has_producer_id();
         position += size;
     }
     Ok(summary)
+}
+
+/// Applies [`BatchesSummary::max_timestamp_fixes`] to the buffer that was
+/// validated (the log does the same in the copy of each header it writes).
+pub fn apply_fixes(buf: &mut [u8], fixes: &[(usize, Timestamp)]) {
+    for &(at, ts) in fixes {
+        let size = BatchHeader::parse(&buf[at..]).map_or(0, |h| h.total_size());
+        set_max_timestamp(&mut buf[at..at + size], ts);
+    }
 }
 
 /// Iterates the headers of already-validated concatenated batches, yielding
@@ -374,6 +485,18 @@ mod tests {
     use crate::test_util::{batch, simple_records};
     use proptest::prelude::*;
 
+    /// Validates a copy of `buf` with only the size limit set.
+    fn check(buf: &[u8], max_batch_bytes: u32) -> Result<BatchesSummary, BatchError> {
+        validate(
+            buf,
+            &ValidationConfig {
+                max_batch_bytes,
+                max_decompressed_bytes: 1 << 30,
+                require_keys: false,
+            },
+        )
+    }
+
     #[test]
     fn parses_a_real_batch() {
         let buf = batch(&simple_records(0, 3, 1000));
@@ -386,7 +509,7 @@ mod tests {
         assert_eq!(h.max_timestamp, Timestamp(1002));
         assert_eq!(h.compression(), Compression::None);
         assert_eq!(h.crc, compute_crc(&buf));
-        let s = validate(&buf, 1 << 20).unwrap();
+        let s = check(&buf, 1 << 20).unwrap();
         assert_eq!(s.batch_count, 1);
         assert_eq!(s.record_count, 3);
     }
@@ -400,26 +523,26 @@ mod tests {
         assert_eq!(h.base_offset, Offset(1234));
         assert_eq!(h.partition_leader_epoch, LeaderEpoch(7));
         assert_eq!(h.last_offset(), Offset(1235));
-        validate(&buf, 1 << 20).unwrap();
+        check(&buf, 1 << 20).unwrap();
     }
 
     #[test]
     fn rejects_bad_input_precisely() {
         let good = batch(&simple_records(0, 2, 5));
-        assert!(matches!(validate(&[], 100), Err(BatchError::Empty)));
+        assert!(matches!(check(&[], 100), Err(BatchError::Empty)));
         assert!(matches!(
-            validate(&good[..good.len() - 1], 1 << 20),
+            check(&good[..good.len() - 1], 1 << 20),
             Err(BatchError::Truncated { position: 0, .. })
         ));
         assert!(matches!(
-            validate(&good[..30], 1 << 20),
+            check(&good[..30], 1 << 20),
             Err(BatchError::Truncated { .. })
         ));
 
         let mut bad = good.clone();
         bad[MAGIC_OFFSET] = 1;
         assert!(matches!(
-            validate(&bad, 1 << 20),
+            check(&bad, 1 << 20),
             Err(BatchError::UnsupportedMagic { magic: 1, .. })
         ));
 
@@ -427,14 +550,14 @@ mod tests {
         let last = bad.len() - 1;
         bad[last] ^= 0xff;
         assert!(matches!(
-            validate(&bad, 1 << 20),
+            check(&bad, 1 << 20),
             Err(BatchError::CorruptCrc { .. })
         ));
 
         let mut bad = good.clone();
         bad[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&10i32.to_be_bytes());
         assert!(matches!(
-            validate(&bad, 1 << 20),
+            check(&bad, 1 << 20),
             Err(BatchError::InvalidLength { length: 10, .. })
         ));
 
@@ -443,7 +566,7 @@ mod tests {
         let crc = compute_crc(&bad);
         bad[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
         assert!(matches!(
-            validate(&bad, 1 << 20),
+            check(&bad, 1 << 20),
             Err(BatchError::InvalidRecordCount {
                 record_count: 5,
                 ..
@@ -455,12 +578,12 @@ mod tests {
         let crc = compute_crc(&bad);
         bad[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
         assert!(matches!(
-            validate(&bad, 1 << 20),
+            check(&bad, 1 << 20),
             Err(BatchError::UnsupportedCompression { codec: 7, .. })
         ));
 
         assert!(matches!(
-            validate(&good, (good.len() - 1) as u32),
+            check(&good, (good.len() - 1) as u32),
             Err(BatchError::TooLarge { .. })
         ));
 
@@ -468,7 +591,7 @@ mod tests {
         let mut two = good.clone();
         two.extend_from_slice(&good[..good.len() - 3]);
         assert!(matches!(
-            validate(&two, 1 << 20),
+            check(&two, 1 << 20),
             Err(BatchError::Truncated { position, .. }) if position == good.len()
         ));
     }
@@ -489,7 +612,7 @@ mod tests {
                 buf.extend_from_slice(&batch(&simple_records(0, *n, i as i64 * 100)));
                 total += *n as u64;
             }
-            let s = validate(&buf, 1 << 20).unwrap();
+            let s = check(&buf, 1 << 20).unwrap();
             prop_assert_eq!(s.batch_count, counts.len());
             prop_assert_eq!(s.record_count, total);
             prop_assert_eq!(headers(&buf).count(), counts.len());
@@ -503,7 +626,7 @@ mod tests {
             bad[at] ^= flip;
             // baseOffset and partitionLeaderEpoch are outside the CRC by design.
             if at >= 8 && !(12..16).contains(&at) {
-                prop_assert!(validate(&bad, 1 << 20).is_err());
+                prop_assert!(check(&bad, 1 << 20).is_err());
             }
         }
     }

@@ -31,6 +31,10 @@ pub struct LogConfig {
     /// `producer.id.expiration.ms`: idempotent producers idle this long are
     /// forgotten by [`crate::Log::run_retention`]. `None` keeps them forever.
     pub producer_id_expiration_ms: Option<u64>,
+    /// Whether every appended record must have a key: set for
+    /// `cleanup.policy=compact` topics, where a keyless record could never
+    /// be compacted (Kafka refuses it with INVALID_RECORD).
+    pub require_keys: bool,
 }
 
 /// Default `segment.bytes`: 1 GiB.
@@ -43,6 +47,12 @@ pub const DEFAULT_PRODUCER_ID_EXPIRATION_MS: u64 = 24 * 60 * 60 * 1000;
 pub const DEFAULT_INDEX_INTERVAL_BYTES: u32 = 4096;
 /// Default `max.message.bytes`: 1 MiB.
 pub const DEFAULT_MAX_MESSAGE_BYTES: u32 = 1024 * 1024;
+/// How many times `max.message.bytes` the records of one batch may
+/// decompress to; see [`LogConfig::max_decompressed_bytes`].
+pub const DECOMPRESSION_RATIO_LIMIT: u64 = 32;
+/// The decompression limit never goes below this, whatever
+/// `max.message.bytes` says; see [`LogConfig::max_decompressed_bytes`].
+pub const MIN_DECOMPRESSED_BYTES: u64 = 16 * 1024 * 1024;
 
 impl Default for LogConfig {
     fn default() -> Self {
@@ -56,11 +66,26 @@ impl Default for LogConfig {
             index_interval_bytes: DEFAULT_INDEX_INTERVAL_BYTES,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             producer_id_expiration_ms: Some(DEFAULT_PRODUCER_ID_EXPIRATION_MS),
+            require_keys: false,
         }
     }
 }
 
 impl LogConfig {
+    /// Most bytes the records of one appended batch may decompress to:
+    /// 32 × `max.message.bytes`, at least 16 MiB (32 MiB at the default
+    /// 1 MiB). A batch beyond it is refused as invalid.
+    ///
+    /// Real data compresses 2–10× (gzip, lz4, snappy), zstd on repetitive
+    /// JSON up to ~20×; 32× leaves room for that while stopping bombs (zstd
+    /// turns 33 KB of zeros into 1 GB) after a bounded amount of work.
+    /// Validation streams through a fixed buffer, so the limit bounds CPU
+    /// time, not memory; the floor keeps ordinary batches of topics with a
+    /// small `max.message.bytes` acceptable.
+    pub fn max_decompressed_bytes(&self) -> u64 {
+        (u64::from(self.max_message_bytes) * DECOMPRESSION_RATIO_LIMIT).max(MIN_DECOMPRESSED_BYTES)
+    }
+
     /// The size a segment may reach: `segment_bytes`, capped so that file
     /// positions always fit the index's 32-bit position field.
     pub(crate) fn effective_segment_bytes(&self) -> u64 {

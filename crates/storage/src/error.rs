@@ -94,6 +94,151 @@ pub enum BatchError {
         /// The configured maximum.
         max: u32,
     },
+    /// The records inside the batch break a rule of the v2 format (or of the
+    /// topic, such as keys on a compacted topic). Kafka's INVALID_RECORD.
+    #[error("record batch at byte {position}{}: {error}", RecordIndex(*.record_index))]
+    InvalidRecords {
+        /// Where the batch starts in the buffer.
+        position: usize,
+        /// Index within its batch of the record at fault, when one record is
+        /// (`None` for faults of the batch as a whole, e.g. a wrong count).
+        record_index: Option<u32>,
+        /// What is wrong.
+        #[source]
+        error: RecordError,
+    },
+    /// A batch could not be built (see [`crate::builder::BatchBuilder`]).
+    #[error("cannot build record batch: {reason}")]
+    Unencodable {
+        /// What does not fit the format.
+        reason: &'static str,
+    },
+}
+
+/// Formats " record N" for [`BatchError::InvalidRecords`].
+struct RecordIndex(Option<u32>);
+
+impl std::fmt::Display for RecordIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(i) => write!(f, ", record {i}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A variable-length field of a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordField {
+    /// The record key.
+    Key,
+    /// The record value.
+    Value,
+    /// A header's key.
+    HeaderKey,
+    /// A header's value.
+    HeaderValue,
+}
+
+impl std::fmt::Display for RecordField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RecordField::Key => "key",
+            RecordField::Value => "value",
+            RecordField::HeaderKey => "header key",
+            RecordField::HeaderValue => "header value",
+        })
+    }
+}
+
+/// Why the records of a batch are refused: the reasons behind
+/// [`BatchError::InvalidRecords`], one per rule of Kafka's record validation.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The records (or the decompressed stream) end in the middle of a record.
+    #[error("the records end in the middle of a record")]
+    Truncated,
+    /// A varint has more bytes than its type allows.
+    #[error("malformed varint (longer than {max_bytes} bytes)")]
+    MalformedVarint {
+        /// 5 for 32-bit varints, 10 for 64-bit ones.
+        max_bytes: u8,
+    },
+    /// The record's length prefix is negative.
+    #[error("invalid record length {length}")]
+    InvalidLength {
+        /// The length read.
+        length: i32,
+    },
+    /// The record's fields do not take exactly the length it declares.
+    #[error("record declares {declared} bytes but its fields take {actual}")]
+    LengthMismatch {
+        /// The record's length prefix.
+        declared: i32,
+        /// Bytes its fields took (at least).
+        actual: u64,
+    },
+    /// A key, value or header length is below -1 (a header key below 0).
+    #[error("invalid {field} length {length}")]
+    InvalidFieldLength {
+        /// The field.
+        field: RecordField,
+        /// The length read.
+        length: i32,
+    },
+    /// A field runs past the end of its record.
+    #[error("{field} of {length} bytes runs past the end of the record")]
+    FieldPastRecordEnd {
+        /// The field.
+        field: RecordField,
+        /// Its length.
+        length: i32,
+    },
+    /// The header count is negative or more headers than the record holds.
+    #[error("invalid header count {count}")]
+    InvalidHeaderCount {
+        /// The count read.
+        count: i32,
+    },
+    /// Offset deltas must run 0, 1, … in order.
+    #[error("offset delta {found} where {expected} was expected")]
+    OffsetDelta {
+        /// The record's index in the batch.
+        expected: i32,
+        /// The delta it carries.
+        found: i32,
+    },
+    /// `baseTimestamp + timestampDelta` does not fit in 64 bits.
+    #[error("timestamp delta {delta} overflows the base timestamp {base}")]
+    TimestampOverflow {
+        /// The batch's base timestamp.
+        base: i64,
+        /// The record's delta.
+        delta: i64,
+    },
+    /// A compacted topic needs a key on every record.
+    #[error("a compacted topic cannot accept a record without a key")]
+    MissingKey,
+    /// The batch holds fewer records than `recordCount` claims.
+    #[error("the batch claims {claimed} records but holds {found}")]
+    CountMismatch {
+        /// The `recordCount` field.
+        claimed: i32,
+        /// Records actually present.
+        found: i32,
+    },
+    /// Bytes follow the last record.
+    #[error("bytes follow the last of the batch's {count} records")]
+    TrailingBytes {
+        /// The `recordCount` field.
+        count: i32,
+    },
+    /// The records decompress to more than the log allows.
+    #[error("the records decompress to more than {limit} bytes")]
+    DecompressedTooLarge {
+        /// The limit (see [`crate::LogConfig::max_decompressed_bytes`]).
+        limit: u64,
+    },
     /// The compressed records could not be decompressed.
     #[error("cannot decompress {compression:?} records: {source}")]
     Decompress {
@@ -103,12 +248,9 @@ pub enum BatchError {
         #[source]
         source: io::Error,
     },
-    /// A record inside the batch is malformed.
-    #[error("malformed record in batch: {reason}")]
-    MalformedRecord {
-        /// What is wrong with it.
-        reason: &'static str,
-    },
+    /// Clients may not write control batches (transaction markers).
+    #[error("clients may not write control batches")]
+    ControlBatch,
 }
 
 /// Everything that can go wrong in the storage layer.

@@ -1,5 +1,5 @@
 //! Magnetar's storage engine: per-partition segmented logs holding Kafka v2
-//! record batches exactly as received.
+//! record batches as received (offsets and leader epochs stamped in place).
 //!
 //! The layering follows Kafka and Redpanda: a segment is
 //! one `.log` file with its sparse `.index` and `.timeindex`; a [`Log`] is the
@@ -7,14 +7,17 @@
 //! producer state and checkpoints; the [`LogManager`] owns the data directory
 //! and every log in it.
 //!
-//! Nothing here decodes records on the produce or fetch path: appends
-//! validate batch headers and CRCs, stamp offsets and leader epochs in place
-//! and write the bytes; fetches return whole stored batches. Only
-//! timestamp lookups look inside batches ([`records`]).
+//! Appends validate batch headers, CRCs and every record (streaming
+//! compressed records through a fixed buffer), stamp offsets and leader
+//! epochs in place and write the bytes; fetches return whole stored batches
+//! without decoding them. [`records`] holds the record parser, the
+//! validation, the [`records::RecordIter`] reader and the timestamp scans;
+//! [`builder::BatchBuilder`] writes batches.
 
 #![warn(missing_docs)]
 
 pub mod batch;
+pub mod builder;
 mod checkpoint;
 mod config;
 mod epoch;
@@ -32,10 +35,11 @@ mod segment;
 #[cfg(test)]
 mod test_util;
 
-pub use batch::{BatchHeader, BatchesSummary, Compression, TimestampType};
-pub use config::LogConfig;
+pub use batch::{BatchHeader, BatchesSummary, Compression, TimestampType, ValidationConfig};
+pub use builder::BatchBuilder;
+pub use config::{LogConfig, DECOMPRESSION_RATIO_LIMIT, MIN_DECOMPRESSED_BYTES};
 pub use epoch::EpochEntry;
-pub use error::{BatchError, Error, Result};
+pub use error::{BatchError, Error, RecordError, RecordField, Result};
 pub use files::{cached_open_files, files_opened, open_file_budget, set_open_file_budget};
 pub use log::{AppendInfo, AppendOutcome, Log, ReadResult, RecoveryStats, RegionRead};
 pub use manager::{LogManager, LogSpec, CLEAN_SHUTDOWN_MARKER, DELETING_DIR, LOCK_FILE};

@@ -12,9 +12,6 @@ use model::{LeaderEpoch, Offset, Timestamp};
 
 use crate::batch::{self, BatchHeader, HEADER_LEN};
 
-/// Bytes at the start of a batch that an append stamps: base offset,
-/// length (unchanged) and partition leader epoch, all outside the CRC.
-const STAMP_LEN: usize = 16;
 use crate::error::{IoContext, Result};
 use crate::files::CachedFile;
 use crate::index::{Index, OffsetEntry, TimeEntry};
@@ -341,36 +338,43 @@ impl Segment {
     }
 
     /// Appends validated batches with one vectored write, giving them
-    /// offsets from `base` on and the leader epoch `epoch`: each batch's
-    /// first 16 bytes (base offset, length, leader epoch; outside the CRC)
-    /// are written stamped, the rest straight from `batches`, which is
-    /// never copied or changed. On failure the file is cut back to its
-    /// previous size, so no torn batch remains.
+    /// offsets from `base` on and the leader epoch `epoch`, and correcting
+    /// the `maxTimestamp`s listed in `fixes` (buffer position, value; their
+    /// CRC is recomputed). Each batch's header is written from a stamped
+    /// copy, its records straight from `batches`, which is never copied or
+    /// changed. On failure the file is cut back to its previous size, so no
+    /// torn batch remains.
     pub fn append(
         &mut self,
         batches: &[u8],
         base: Offset,
         epoch: LeaderEpoch,
+        fixes: &[(usize, Timestamp)],
         interval: u32,
         now: Timestamp,
     ) -> Result<()> {
         let pos = self.size;
-        let mut stamped: Vec<(usize, BatchHeader, [u8; STAMP_LEN])> = Vec::with_capacity(1);
+        let mut stamped: Vec<(usize, BatchHeader, [u8; HEADER_LEN])> = Vec::with_capacity(1);
         let mut next = base;
         for (at, mut h) in batch::headers(batches) {
+            let body = &batches[at + HEADER_LEN..at + h.total_size()];
+            let mut head = [0u8; HEADER_LEN];
+            head.copy_from_slice(&batches[at..at + HEADER_LEN]);
+            batch::set_base_offset(&mut head, next);
+            batch::set_partition_leader_epoch(&mut head, epoch);
+            if let Some(&(_, ts)) = fixes.iter().find(|(p, _)| *p == at) {
+                batch::set_header_max_timestamp(&mut head, body, ts);
+                h.max_timestamp = ts;
+            }
             h.base_offset = next;
             h.partition_leader_epoch = epoch;
-            let mut prefix = [0u8; STAMP_LEN];
-            prefix.copy_from_slice(&batches[at..at + STAMP_LEN]);
-            batch::set_base_offset(&mut prefix, next);
-            batch::set_partition_leader_epoch(&mut prefix, epoch);
             next = h.next_offset();
-            stamped.push((at, h, prefix));
+            stamped.push((at, h, head));
         }
         let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(stamped.len() * 2);
-        for (at, h, prefix) in &stamped {
-            slices.push(IoSlice::new(prefix));
-            slices.push(IoSlice::new(&batches[at + STAMP_LEN..at + h.total_size()]));
+        for (at, h, head) in &stamped {
+            slices.push(IoSlice::new(head));
+            slices.push(IoSlice::new(&batches[at + HEADER_LEN..at + h.total_size()]));
         }
         let file = self.file.get()?;
         if let Err(source) = self.write_at(&file, &mut slices, pos) {

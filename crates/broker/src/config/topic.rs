@@ -143,6 +143,12 @@ impl TopicConfig {
         if let Some(v) = int("flush.ms") {
             c.flush_interval_ms = limit(v);
         }
+        // A compacted topic keeps the latest record per key: every record
+        // needs one (compaction itself is not implemented yet).
+        c.require_keys = self
+            .0
+            .get("cleanup.policy")
+            .is_some_and(|p| p.split(',').any(|p| p.trim() == "compact"));
         c
     }
 }
@@ -177,6 +183,21 @@ mod tests {
         );
         let seg = eff.iter().find(|e| e.name == "segment.ms").unwrap();
         assert_eq!(seg.source, ConfigSource::Default);
+    }
+
+    #[test]
+    fn compacted_topics_require_keys() {
+        let b = BrokerConfig::new("/tmp/x", "127.0.0.1:9092".parse().unwrap());
+        for (policy, keys) in [
+            (None, false),
+            (Some("delete"), false),
+            (Some("compact"), true),
+            (Some("compact,delete"), true),
+            (Some("delete,compact"), true),
+        ] {
+            let t = TopicConfig::from_pairs([("cleanup.policy", policy)]).unwrap();
+            assert_eq!(t.log_config(&b).require_keys, keys, "{policy:?}");
+        }
     }
 
     #[test]

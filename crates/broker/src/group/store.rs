@@ -9,13 +9,10 @@
 
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
-use model::Offset;
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use storage::AppendOutcome;
+use storage::records::RecordIter;
+use storage::{AppendOutcome, BatchBuilder, BatchHeader, Compression};
 
 use crate::{now_ms, Error, Partition};
 
@@ -84,37 +81,17 @@ impl GroupLog {
         if records.is_empty() {
             return Ok(());
         }
-        let ts = now_ms().0;
-        let encoded: Vec<Record> = records
-            .iter()
-            .enumerate()
-            .map(|(i, (k, v))| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                // Equal offset and sequence keep every record in one batch.
-                sequence: i as i32,
-                timestamp: ts,
-                key: Some(Bytes::from(serde_json::to_vec(k).unwrap_or_default())),
-                value: v.as_ref().map(|v| Bytes::copy_from_slice(v)),
-                headers: Default::default(),
-            })
-            .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            &encoded,
-            &RecordEncodeOptions {
-                version: 2,
-                compression: Compression::None,
-            },
-        )
-        .map_err(|e| Error::InvalidRequest(format!("cannot encode group records: {e}")))?;
+        let ts = now_ms();
+        let mut batch = BatchBuilder::new(Compression::None);
+        for (k, v) in records {
+            let key = serde_json::to_vec(k).unwrap_or_default();
+            batch
+                .append(ts, Some(&key), v.as_deref(), &[])
+                .map_err(|e| Error::InvalidRequest(format!("cannot encode group records: {e}")))?;
+        }
+        let buf = batch
+            .build()
+            .map_err(|e| Error::InvalidRequest(format!("cannot encode group records: {e}")))?;
         match self.partition.append(&buf, now_ms())? {
             AppendOutcome::Appended(_) | AppendOutcome::Duplicate(_) => Ok(()),
         }
@@ -123,7 +100,8 @@ impl GroupLog {
     /// Every record from the log start, in order.
     pub fn replay(&self) -> Result<Vec<StoredRecord>, Error> {
         let log = self.partition.log();
-        let mut next = log.log_start_offset();
+        let start = log.log_start_offset();
+        let mut next = start;
         let end = log.high_watermark();
         let mut out = Vec::new();
         while next < end {
@@ -131,19 +109,26 @@ impl GroupLog {
             if chunk.records.is_empty() {
                 break;
             }
-            let mut buf = chunk.records.clone();
-            let sets =
-                RecordBatchDecoder::decode_all(&mut buf).map_err(|e| Error::MetadataCorrupt {
-                    path: log.dir().to_path_buf(),
-                    reason: format!("undecodable group record batch: {e}"),
-                })?;
-            for set in sets {
-                for r in set.records {
-                    next = Offset(r.offset + 1);
+            let corrupt = |e: storage::BatchError| Error::MetadataCorrupt {
+                path: log.dir().to_path_buf(),
+                reason: format!("undecodable group record batch: {e}"),
+            };
+            let limit = log.config().max_decompressed_bytes();
+            let mut rest = chunk.records;
+            while !rest.is_empty() {
+                let size = BatchHeader::parse(&rest).map_err(corrupt)?.total_size();
+                let batch = rest.split_to(size.min(rest.len()));
+                for r in RecordIter::new(batch, limit).map_err(corrupt)? {
+                    let r = r.map_err(corrupt)?;
+                    if r.offset < start {
+                        // The log start may fall inside a batch.
+                        continue;
+                    }
+                    next = r.offset.plus(1);
                     let Some(key) = r.key.as_ref().and_then(|k| serde_json::from_slice(k).ok())
                     else {
                         tracing::warn!(
-                            offset = r.offset,
+                            offset = r.offset.0,
                             "skipping group record with an unreadable key"
                         );
                         continue;
@@ -175,5 +160,107 @@ impl GroupLog {
             .delete_records_before(start)
             .map_err(|e| self.partition.storage_error(e))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::BytesMut;
+    use kafka_protocol::records::{
+        Compression as KCompression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    use model::PartitionId;
+
+    use super::*;
+    use crate::config::BrokerConfig;
+    use crate::{Broker, Endpoint};
+
+    fn key(group: &str) -> RecordKey {
+        RecordKey::Offset {
+            group: group.into(),
+            topic: "t".into(),
+            partition: 0,
+        }
+    }
+
+    /// A batch exactly as `GroupLog::append` wrote it before it used
+    /// `storage`'s builder: kafka-protocol's encoder.
+    fn old_format(records: &[(RecordKey, Option<Vec<u8>>)], compression: KCompression) -> BytesMut {
+        let encoded: Vec<Record> = records
+            .iter()
+            .enumerate()
+            .map(|(i, (k, v))| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: i as i32,
+                timestamp: 1_700_000_000_000,
+                key: Some(Bytes::from(serde_json::to_vec(k).unwrap())),
+                value: v.as_ref().map(|v| Bytes::copy_from_slice(v)),
+                headers: Default::default(),
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            &encoded,
+            &RecordEncodeOptions {
+                version: 2,
+                compression,
+            },
+        )
+        .unwrap();
+        buf
+    }
+
+    #[test]
+    fn records_written_before_the_builder_still_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = Broker::open(
+            BrokerConfig::new(dir.path(), "127.0.0.1:9092".parse().unwrap()),
+            Endpoint {
+                host: "127.0.0.1".into(),
+                port: 9092,
+            },
+        )
+        .unwrap();
+        let partition = broker
+            .topic(OFFSETS_TOPIC)
+            .unwrap()
+            .partition(PartitionId(0))
+            .cloned()
+            .unwrap();
+        let log = GroupLog::new(partition.clone());
+        let before = log.replay().unwrap().len();
+
+        let old = vec![
+            (key("a"), Some(b"{\"offset\":1}".to_vec())),
+            (key("b"), None),
+            (RecordKey::Group { group: "g".into() }, Some(vec![1, 2, 3])),
+        ];
+        for compression in [KCompression::None, KCompression::Gzip, KCompression::Zstd] {
+            let buf = old_format(&old, compression);
+            partition.append(&buf, now_ms()).unwrap();
+        }
+        let new = vec![(key("c"), Some(b"new".to_vec()))];
+        log.append(&new).unwrap();
+
+        let replayed = log.replay().unwrap();
+        let got: Vec<(RecordKey, Option<Vec<u8>>)> = replayed[before..]
+            .iter()
+            .map(|r| (r.key.clone(), r.value.as_ref().map(|v| v.to_vec())))
+            .collect();
+        let mut expected = Vec::new();
+        for _ in 0..3 {
+            expected.extend(old.iter().cloned());
+        }
+        expected.extend(new);
+        assert_eq!(got, expected);
+        broker.shutdown().unwrap();
     }
 }

@@ -1,6 +1,8 @@
 //! Broker errors → Kafka error codes. The only place codes are chosen.
 
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::produce_response::BatchIndexAndErrorMessage;
+use kafka_protocol::protocol::StrBytes;
 
 use crate::Error;
 
@@ -28,6 +30,10 @@ pub fn storage_error(e: &storage::Error) -> ResponseError {
     use storage::Error as S;
     use ResponseError as R;
     match e {
+        // Kafka's split: a batch whose records break a rule is an invalid
+        // record (not retried by clients); a malformed header or a bad CRC
+        // is a corrupt message.
+        S::Batch(storage::BatchError::InvalidRecords { .. }) => R::InvalidRecord,
         S::Batch(_) => R::CorruptMessage,
         S::RecordBatchTooLarge { .. } => R::MessageTooLarge,
         S::OffsetOutOfRange { .. } => R::OffsetOutOfRange,
@@ -36,6 +42,26 @@ pub fn storage_error(e: &storage::Error) -> ResponseError {
         S::TransactionsNotSupported => R::TransactionalIdAuthorizationFailed,
         S::LogDeleted | S::LogClosed => R::NotLeaderOrFollower,
         _ => R::KafkaStorageError,
+    }
+}
+
+/// Produce v8+'s per-record errors for a refused append: the index within
+/// its batch of the record at fault and what is wrong with it (empty when
+/// the fault is not one record's).
+pub fn record_errors(e: &Error) -> Vec<BatchIndexAndErrorMessage> {
+    match e {
+        Error::Storage {
+            source:
+                storage::Error::Batch(storage::BatchError::InvalidRecords {
+                    record_index: Some(index),
+                    error,
+                    ..
+                }),
+            ..
+        } => vec![BatchIndexAndErrorMessage::default()
+            .with_batch_index(i32::try_from(*index).unwrap_or(i32::MAX))
+            .with_batch_index_error_message(Some(StrBytes::from_string(error.to_string())))],
+        _ => Vec::new(),
     }
 }
 

@@ -14,7 +14,7 @@ use model::{PartitionId, TopicId};
 use storage::AppendOutcome;
 use tracing::warn;
 
-use super::error::response_error;
+use super::error::{record_errors, response_error};
 use super::{Outcome, Versions};
 use crate::{now_ms, Broker, Error, Topic};
 
@@ -47,19 +47,20 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> Outcom
             .map(|pd| {
                 let index = pd.index;
                 let result = match (request_error, &topic) {
-                    (Some(e), _) => Err((e, None)),
-                    (None, Err(e)) => Err((response_error(e), Some(e.to_string()))),
-                    (None, Ok(t)) => {
-                        append(t, pd).map_err(|e| (response_error(&e), Some(e.to_string())))
-                    }
+                    (Some(e), _) => Err((e, None, Vec::new())),
+                    (None, Err(e)) => Err((response_error(e), Some(e.to_string()), Vec::new())),
+                    (None, Ok(t)) => append(t, pd)
+                        .map_err(|e| (response_error(&e), Some(e.to_string()), record_errors(&e))),
                 };
                 match result {
                     Ok(r) => r.with_index(index),
-                    Err((code, msg)) => PartitionProduceResponse::default()
+                    Err((code, msg, records)) => PartitionProduceResponse::default()
                         .with_index(index)
                         .with_error_code(code.code())
                         .with_base_offset(-1)
-                        .with_error_message(msg.map(StrBytes::from_string)),
+                        .with_error_message(msg.map(StrBytes::from_string))
+                        // Per-record errors exist from v8.
+                        .with_record_errors(if version >= 8 { records } else { Vec::new() }),
                 }
             })
             .collect();

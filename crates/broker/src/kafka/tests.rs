@@ -357,3 +357,79 @@ fn readme_lists_every_advertised_api_and_version_range() {
         .count();
     assert_eq!(rows, SUPPORTED_APIS.len(), "no extra rows either");
 }
+
+/// Record-level refusals are INVALID_RECORD, with the offending record's
+/// index in `record_errors` from v8 (the field does not exist before), and
+/// every version still encodes.
+#[tokio::test(flavor = "multi_thread")]
+async fn invalid_records_are_reported_per_record_from_v8() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = broker(dir.path());
+    let mut config = crate::config::TopicConfig::default();
+    config.set("cleanup.policy", "compact").unwrap();
+    let topic = b
+        .create_topic(
+            crate::NewTopic {
+                name: model::TopicName::new("compacted").unwrap(),
+                partitions: Some(1),
+                replication_factor: None,
+                kind: Default::default(),
+                config,
+            },
+            false,
+        )
+        .unwrap();
+    let mut keyless = storage::BatchBuilder::new(storage::Compression::None);
+    let now = model::Timestamp(1_700_000_000_000);
+    keyless.append(now, Some(b"k"), Some(b"v"), &[]).unwrap();
+    keyless.append(now, None, Some(b"v"), &[]).unwrap();
+    let keyless = keyless.build().unwrap().freeze();
+    for version in super::produce::VERSIONS.min..=super::produce::VERSIONS.max {
+        let ctx = RequestContext {
+            api_key: ApiKey::Produce,
+            api_version: version,
+            correlation_id: 1,
+            client_id: None,
+            client_host: "/127.0.0.1".into(),
+        };
+        let req = ProduceRequest::default()
+            .with_acks(-1)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(name("compacted"))
+                .with_topic_id(topic.id.0)
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(keyless.clone()))])]);
+        let Outcome::Reply(resp) = handle(&b, &ctx, RequestKind::Produce(req)).await else {
+            panic!("v{version}: no reply")
+        };
+        frame::encode_response(&ctx, &resp)
+            .unwrap_or_else(|e| panic!("v{version} does not encode: {e:#}"));
+        let ResponseKind::Produce(resp) = resp else {
+            panic!()
+        };
+        let p = &resp.responses[0].partition_responses[0];
+        assert_eq!(p.error_code, 87, "v{version}: INVALID_RECORD");
+        if version >= 8 {
+            assert_eq!(p.record_errors.len(), 1, "v{version}");
+            assert_eq!(p.record_errors[0].batch_index, 1);
+            let msg = p.record_errors[0]
+                .batch_index_error_message
+                .as_ref()
+                .unwrap();
+            assert!(msg.contains("without a key"), "{msg}");
+            assert!(p.error_message.as_ref().unwrap().contains("record 1"));
+        } else {
+            assert!(p.record_errors.is_empty());
+        }
+    }
+    assert_eq!(
+        topic
+            .partition(model::PartitionId(0))
+            .unwrap()
+            .log()
+            .log_end_offset()
+            .0,
+        0
+    );
+}

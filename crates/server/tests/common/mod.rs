@@ -269,6 +269,11 @@ impl BrokerProcess {
         }
     }
 
+    /// The process's peak resident set size so far (VmHWM), in bytes.
+    pub fn peak_rss_bytes(&self) -> u64 {
+        self.status_kb("VmHWM") * 1024
+    }
+
     /// The data directory.
     pub fn dir(&self) -> &Path {
         &self.data_dir

@@ -21,6 +21,8 @@ mod open;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
+mod record_proptests;
+#[cfg(test)]
 mod tests;
 
 /// The result of [`Log::append`].
@@ -199,9 +201,11 @@ pub struct Log {
 }
 
 impl Log {
-    /// Validates `batches` (concatenated v2 batches), checks idempotent
-    /// producer state, assigns offsets from the log end offset and writes
-    /// the batches with them and `leader_epoch` stamped, with one vectored
+    /// Validates `batches` (concatenated v2 batches: headers, CRCs and every
+    /// record, see [`batch::validate`]; nothing is written if any batch is
+    /// refused), checks idempotent producer state, assigns offsets from the
+    /// log end offset and writes the batches with them and `leader_epoch`
+    /// stamped (and a wrong `maxTimestamp` corrected), with one vectored
     /// write to the active segment (rolling it first if due). `batches`
     /// itself is not copied or changed.
     ///
@@ -214,9 +218,9 @@ impl Log {
         leader_epoch: LeaderEpoch,
         now: Timestamp,
     ) -> Result<AppendOutcome> {
-        let max_bytes = self.inner.read().config.max_message_bytes;
-        let summary = batch::validate(batches, max_bytes)?;
-        if summary.has_transactional_or_control {
+        let rules = batch::ValidationConfig::for_log(&self.inner.read().config);
+        let summary = batch::validate(batches, &rules)?;
+        if summary.has_transactional {
             return Err(Error::TransactionsNotSupported);
         }
         let mut after = AfterAppend::default();
@@ -257,9 +261,14 @@ impl Log {
         let next = base.plus(summary.record_count as i64);
         self.maybe_roll(&mut inner, summary, next, now, after)?;
         let interval = inner.config.index_interval_bytes;
-        inner
-            .active_mut()
-            .append(batches, base, leader_epoch, interval, now)?;
+        inner.active_mut().append(
+            batches,
+            base,
+            leader_epoch,
+            &summary.max_timestamp_fixes,
+            interval,
+            now,
+        )?;
         inner.log_end_offset = next;
         let Inner { producers, .. } = &mut *inner;
         producers.commit(staged);

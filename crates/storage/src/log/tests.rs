@@ -27,6 +27,7 @@ pub(super) fn small_config() -> LogConfig {
         index_interval_bytes: 256,
         max_message_bytes: 1 << 20,
         producer_id_expiration_ms: None,
+        require_keys: false,
     }
 }
 
@@ -768,7 +769,12 @@ fn concurrent_appends_reads_and_retention_stay_consistent() {
                 let start = log.log_start_offset();
                 match log.read(start, 1000, true) {
                     Ok(r) => assert!(
-                        batch::validate(&r.records, 1 << 20).is_ok() || r.records.is_empty()
+                        batch::validate(
+                            &r.records,
+                            &batch::ValidationConfig::for_log(&small_config())
+                        )
+                        .is_ok()
+                            || r.records.is_empty()
                     ),
                     // Retention may move the start between the two calls.
                     Err(Error::OffsetOutOfRange { .. }) => {}

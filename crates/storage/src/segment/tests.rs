@@ -8,7 +8,9 @@ fn fill(segment: &mut Segment, batches: usize) -> Vec<Vec<u8>> {
         let mut b = batch(&simple_records(0, 4, i as i64 * 10));
         batch::set_base_offset(&mut b, next);
         let epoch = BatchHeader::parse(&b).unwrap().partition_leader_epoch;
-        segment.append(&b, next, epoch, 200, Timestamp(0)).unwrap();
+        segment
+            .append(&b, next, epoch, &[], 200, Timestamp(0))
+            .unwrap();
         next = next.plus(4);
         out.push(b);
     }

@@ -1,0 +1,214 @@
+//! Building v2 record batches on the server side: the group log, the Pulsar
+//! front end and tests write batches with [`BatchBuilder`] and read them with
+//! [`crate::records::RecordIter`].
+
+use std::io::Write;
+
+use bytes::BytesMut;
+use model::{ProducerEpoch, ProducerId, Timestamp};
+
+use crate::batch::{update_crc, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2};
+use crate::error::BatchError;
+use crate::records::{put_varint, put_varlong, varint_len, varlong_len, XERIAL_MAGIC};
+
+/// Uncompressed bytes per xerial snappy block, as the Java client writes.
+const XERIAL_BLOCK: usize = 32 * 1024;
+
+/// A header of a record to append: key (never null) and value.
+pub type HeaderRef<'a> = (&'a [u8], Option<&'a [u8]>);
+
+/// Accumulates records and encodes them as one v2 batch (CreateTime
+/// timestamps, offsets from 0; the log assigns the real offsets).
+#[derive(Debug, Clone)]
+pub struct BatchBuilder {
+    compression: Compression,
+    producer_id: ProducerId,
+    producer_epoch: ProducerEpoch,
+    base_sequence: i32,
+    /// The encoded records, uncompressed.
+    records: Vec<u8>,
+    count: i32,
+    base_timestamp: i64,
+    max_timestamp: i64,
+}
+
+impl BatchBuilder {
+    /// An empty batch whose records will be compressed with `compression`.
+    pub fn new(compression: Compression) -> BatchBuilder {
+        BatchBuilder {
+            compression,
+            producer_id: ProducerId(-1),
+            producer_epoch: ProducerEpoch(-1),
+            base_sequence: -1,
+            records: Vec::new(),
+            count: 0,
+            base_timestamp: -1,
+            max_timestamp: -1,
+        }
+    }
+
+    /// Marks the batch as an idempotent producer's, its first record having
+    /// sequence `base_sequence`.
+    pub fn producer(mut self, id: ProducerId, epoch: ProducerEpoch, base_sequence: i32) -> Self {
+        self.producer_id = id;
+        self.producer_epoch = epoch;
+        self.base_sequence = base_sequence;
+        self
+    }
+
+    /// Number of records appended.
+    pub fn record_count(&self) -> usize {
+        self.count as usize
+    }
+
+    /// Whether no record was appended.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Appends a record. Fails only for sizes the format cannot express
+    /// (lengths over `i32::MAX`, more than `i32::MAX` records).
+    pub fn append(
+        &mut self,
+        timestamp: Timestamp,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[HeaderRef<'_>],
+    ) -> Result<(), BatchError> {
+        let too_big = |reason| BatchError::Unencodable { reason };
+        if self.count == i32::MAX {
+            return Err(too_big("more than 2^31-1 records"));
+        }
+        if self.count == 0 {
+            self.base_timestamp = timestamp.0;
+        }
+        let delta = timestamp
+            .0
+            .checked_sub(self.base_timestamp)
+            .ok_or(too_big("timestamps too far apart"))?;
+        let len = |b: Option<&[u8]>| -> Result<i32, BatchError> {
+            b.map_or(Ok(-1), |b| {
+                i32::try_from(b.len()).map_err(|_| too_big("a field over 2^31-1 bytes"))
+            })
+        };
+        let field_size = |l: i32| varint_len(l) as u64 + l.max(0) as u64;
+        let (key_len, value_len) = (len(key)?, len(value)?);
+        let header_count =
+            i32::try_from(headers.len()).map_err(|_| too_big("more than 2^31-1 headers"))?;
+        let mut body = 1
+            + varlong_len(delta) as u64
+            + varint_len(self.count) as u64
+            + field_size(key_len)
+            + field_size(value_len)
+            + varint_len(header_count) as u64;
+        let mut header_lens = 0u64;
+        for (k, v) in headers {
+            header_lens += field_size(len(Some(k))?) + field_size(len(*v)?);
+        }
+        body += header_lens;
+        let body = i32::try_from(body).map_err(|_| too_big("a record over 2^31-1 bytes"))?;
+
+        let out = &mut self.records;
+        out.reserve(body as usize + 5);
+        put_varint(out, body);
+        out.push(0); // attributes: unused
+        put_varlong(out, delta);
+        put_varint(out, self.count);
+        for (l, b) in [(key_len, key), (value_len, value)] {
+            put_varint(out, l);
+            out.extend_from_slice(b.unwrap_or_default());
+        }
+        put_varint(out, header_count);
+        for (k, v) in headers {
+            put_varint(out, k.len() as i32);
+            out.extend_from_slice(k);
+            put_varint(out, len(*v)?);
+            out.extend_from_slice(v.unwrap_or_default());
+        }
+        self.count += 1;
+        self.max_timestamp = self.max_timestamp.max(timestamp.0);
+        Ok(())
+    }
+
+    /// Encodes the batch: header, CRC and (compressed) records.
+    /// [`BatchError::Empty`] if no record was appended.
+    pub fn build(&self) -> Result<BytesMut, BatchError> {
+        if self.count == 0 {
+            return Err(BatchError::Empty);
+        }
+        let mut out = Vec::with_capacity(HEADER_LEN + self.records.len() / 2);
+        out.resize(HEADER_LEN, 0);
+        compress(self.compression, &self.records, &mut out).map_err(|_| {
+            BatchError::Unencodable {
+                reason: "compression failed",
+            }
+        })?;
+        let batch_length =
+            i32::try_from(out.len() - LOG_OVERHEAD).map_err(|_| BatchError::Unencodable {
+                reason: "a batch over 2^31-1 bytes",
+            })?;
+        let mut h = &mut out[..HEADER_LEN];
+        let mut put = |bytes: &[u8]| {
+            let (field, rest) = std::mem::take(&mut h).split_at_mut(bytes.len());
+            field.copy_from_slice(bytes);
+            h = rest;
+        };
+        put(&0i64.to_be_bytes()); // baseOffset: the log assigns it
+        put(&batch_length.to_be_bytes());
+        put(&(-1i32).to_be_bytes()); // partitionLeaderEpoch: the log stamps it
+        put(&[MAGIC_V2 as u8]);
+        put(&0u32.to_be_bytes()); // crc, below
+        put(&i16::from(self.compression.id()).to_be_bytes()); // CreateTime
+        put(&(self.count - 1).to_be_bytes());
+        put(&self.base_timestamp.to_be_bytes());
+        put(&self.max_timestamp.to_be_bytes());
+        put(&self.producer_id.0.to_be_bytes());
+        put(&self.producer_epoch.0.to_be_bytes());
+        put(&self.base_sequence.to_be_bytes());
+        put(&self.count.to_be_bytes());
+        update_crc(&mut out);
+        Ok(BytesMut::from(bytes::Bytes::from(out)))
+    }
+}
+
+/// Appends `records` compressed with `compression` to `out`.
+pub(crate) fn compress(
+    compression: Compression,
+    records: &[u8],
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    match compression {
+        Compression::None => out.extend_from_slice(records),
+        Compression::Gzip => {
+            let mut e = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+            e.write_all(records)?;
+            e.finish()?;
+        }
+        Compression::Snappy => {
+            out.extend_from_slice(XERIAL_MAGIC);
+            out.extend_from_slice(&1i32.to_be_bytes()); // version
+            out.extend_from_slice(&1i32.to_be_bytes()); // compatible version
+            let mut encoder = snap::raw::Encoder::new();
+            for block in records.chunks(XERIAL_BLOCK) {
+                let compressed = encoder.compress_vec(block).map_err(std::io::Error::other)?;
+                out.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
+                out.extend_from_slice(&compressed);
+            }
+        }
+        Compression::Lz4 => {
+            // Independent 64 KiB blocks, as Kafka's Java client writes them.
+            let info = lz4_flex::frame::FrameInfo::new()
+                .block_size(lz4_flex::frame::BlockSize::Max64KB)
+                .block_mode(lz4_flex::frame::BlockMode::Independent);
+            let mut e = lz4_flex::frame::FrameEncoder::with_frame_info(info, out);
+            e.write_all(records)?;
+            e.finish().map_err(std::io::Error::other)?;
+        }
+        Compression::Zstd => {
+            let mut e = zstd::stream::write::Encoder::new(out, 0)?;
+            e.write_all(records)?;
+            e.finish()?;
+        }
+    }
+    Ok(())
+}
