@@ -31,6 +31,7 @@ pub struct BrokerProcess {
     _tmp: Option<tempfile::TempDir>,
     pub log: Arc<Mutex<Vec<String>>>,
     fsize_limit: Option<u64>,
+    nofile_limit: Option<u64>,
     env: Vec<(String, String)>,
 }
 
@@ -48,6 +49,25 @@ impl BrokerProcess {
     /// Starts a broker whose writes fail (EFBIG) past `bytes` per file.
     pub fn start_with_file_size_limit(settings: &[&str], bytes: u64) -> BrokerProcess {
         Self::launch(&[], settings, Some(bytes))
+    }
+
+    /// Starts a broker whose open-file limit (soft and hard) is `n`.
+    pub fn start_with_open_file_limit(settings: &[&str], n: u64) -> BrokerProcess {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut b = BrokerProcess {
+            child: None,
+            addr: "127.0.0.1:0".parse().unwrap(),
+            data_dir: tmp.path().to_path_buf(),
+            args: Vec::new(),
+            settings: settings.iter().map(|s| s.to_string()).collect(),
+            _tmp: Some(tmp),
+            log: Arc::new(Mutex::new(Vec::new())),
+            fsize_limit: None,
+            nofile_limit: Some(n),
+            env: Vec::new(),
+        };
+        b.spawn("127.0.0.1:0");
+        b
     }
 
     /// Starts a broker with extra environment variables.
@@ -75,6 +95,7 @@ impl BrokerProcess {
             _tmp: Some(tmp),
             log: Arc::new(Mutex::new(Vec::new())),
             fsize_limit,
+            nofile_limit: None,
             env: env
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -102,17 +123,26 @@ impl BrokerProcess {
         for s in &self.settings {
             cmd.arg("--set").arg(s);
         }
-        if let Some(limit) = self.fsize_limit {
+        let limits: Vec<(libc::__rlimit_resource_t, u64)> = [
+            (libc::RLIMIT_FSIZE, self.fsize_limit),
+            (libc::RLIMIT_NOFILE, self.nofile_limit),
+        ]
+        .into_iter()
+        .filter_map(|(r, l)| Some((r, l?)))
+        .collect();
+        if !limits.is_empty() {
             use std::os::unix::process::CommandExt;
             // SAFETY: setrlimit is async-signal-safe and touches only this child.
             unsafe {
                 cmd.pre_exec(move || {
-                    let lim = libc::rlimit {
-                        rlim_cur: limit,
-                        rlim_max: limit,
-                    };
-                    if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
-                        return Err(std::io::Error::last_os_error());
+                    for &(resource, limit) in &limits {
+                        let lim = libc::rlimit {
+                            rlim_cur: limit,
+                            rlim_max: limit,
+                        };
+                        if libc::setrlimit(resource, &lim) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
                     }
                     Ok(())
                 });

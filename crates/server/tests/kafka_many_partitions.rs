@@ -1,0 +1,185 @@
+//! Ten thousand partitions on one broker with fewer file descriptors than
+//! they have files: segment and index files come and go through the
+//! open-file cache, topic creation does not hold up other clients, and
+//! clean and unclean restarts keep everything acknowledged. (Start-up and
+//! shutdown times are benchmarks in the README, not assertions here.)
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{assign_config, client_config, BrokerProcess};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Message, Offset, TopicPartitionList};
+
+const PARTITIONS: i32 = 10_000;
+/// Descriptors for the whole broker: a third of what 10,000 partitions'
+/// segment and index files would need open at once.
+const FILE_LIMIT: u64 = 4096;
+
+async fn create(bootstrap: &str, name: &str, partitions: i32) {
+    let admin: AdminClient<DefaultClientContext> = client_config(bootstrap)
+        .set("socket.timeout.ms", "120000")
+        .create()
+        .unwrap();
+    let r = admin
+        .create_topics(
+            &[NewTopic::new(name, partitions, TopicReplication::Fixed(1))],
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(120))),
+        )
+        .await
+        .unwrap();
+    assert!(r[0].is_ok(), "{r:?}");
+}
+
+/// Produces `value-P` to each partition in `partitions` of `topic`.
+async fn produce_to(bootstrap: &str, topic: &str, partitions: &[i32], tag: &str) {
+    let producer: FutureProducer = client_config(bootstrap)
+        .set("linger.ms", "50")
+        .create()
+        .unwrap();
+    let sends = partitions.iter().map(|p| {
+        let producer = &producer;
+        let value = format!("{tag}-{p}");
+        async move {
+            producer
+                .send(
+                    FutureRecord::to(topic)
+                        .partition(*p)
+                        .key("k")
+                        .payload(&value),
+                    Duration::from_secs(60),
+                )
+                .await
+                .map_err(|(e, _)| e)
+                .unwrap_or_else(|e| panic!("produce to {topic}-{p}: {e}"))
+        }
+    });
+    futures::future::join_all(sends).await;
+}
+
+/// Every value in each of `partitions` of `topic`, read from the start.
+fn read_back(bootstrap: &str, topic: &str, partitions: &[i32]) -> HashMap<i32, Vec<String>> {
+    let consumer: BaseConsumer = assign_config(bootstrap).create().unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in partitions {
+        tpl.add_partition_offset(topic, *p, Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&tpl).unwrap();
+    let ends: HashMap<i32, i64> = partitions
+        .iter()
+        .map(|p| {
+            let (_, high) = consumer
+                .fetch_watermarks(topic, *p, Duration::from_secs(30))
+                .unwrap();
+            (*p, high)
+        })
+        .collect();
+    let mut got: HashMap<i32, Vec<String>> = HashMap::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while partitions
+        .iter()
+        .any(|p| (got.get(p).map_or(0, Vec::len) as i64) < ends[p])
+    {
+        assert!(Instant::now() < deadline, "read back timed out: {got:?}");
+        if let Some(m) = consumer.poll(Duration::from_millis(100)) {
+            let m = m.unwrap();
+            got.entry(m.partition())
+                .or_default()
+                .push(m.payload_view::<str>().unwrap().unwrap().to_string());
+        }
+    }
+    got
+}
+
+fn sample() -> Vec<i32> {
+    (0..PARTITIONS)
+        .step_by(997)
+        .chain([PARTITIONS - 1])
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ten_thousand_partitions_fit_a_small_file_limit_without_stalling_others() {
+    let broker = BrokerProcess::start_with_open_file_limit(&[], FILE_LIMIT);
+    let b = broker.bootstrap();
+    create(&b, "small", 1).await;
+
+    // Another client keeps asking for metadata while the big topic is made.
+    let stop = Arc::new(AtomicBool::new(false));
+    let worst_us = Arc::new(AtomicU64::new(0));
+    let asked = Arc::new(AtomicU64::new(0));
+    let watcher = {
+        let (stop, worst_us, asked, b) = (stop.clone(), worst_us.clone(), asked.clone(), b.clone());
+        std::thread::spawn(move || {
+            let c: BaseConsumer = client_config(&b).create().unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                c.fetch_metadata(Some("small"), Duration::from_secs(30))
+                    .unwrap();
+                worst_us.fetch_max(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+                asked.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    create(&b, "wide", PARTITIONS).await;
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+    let worst = Duration::from_micros(worst_us.load(Ordering::Relaxed));
+    assert!(asked.load(Ordering::Relaxed) > 0);
+    // Blocked for the whole creation, this would be seconds.
+    assert!(
+        worst < Duration::from_millis(1000),
+        "a Metadata request waited {worst:?} during the creation"
+    );
+
+    // Every partition takes writes and reads, files opening and closing as
+    // needed.
+    let all: Vec<i32> = (0..PARTITIONS).collect();
+    produce_to(&b, "wide", &all, "first").await;
+    let got = read_back(&b, "wide", &sample());
+    for p in sample() {
+        assert_eq!(got[&p], vec![format!("first-{p}")], "partition {p}");
+    }
+    assert!(
+        (broker.open_fds() as u64) < FILE_LIMIT,
+        "{} descriptors open",
+        broker.open_fds()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ten_thousand_partitions_survive_sigterm_and_sigkill() {
+    let mut broker = BrokerProcess::start_with_open_file_limit(&[], FILE_LIMIT);
+    let b = broker.bootstrap();
+    create(&b, "wide", PARTITIONS).await;
+    produce_to(&b, "wide", &sample(), "before-term").await;
+
+    assert_eq!(broker.terminate(), Some(0), "clean shutdown");
+    broker.restart();
+    broker.wait_for_log("partitions opened");
+    let got = read_back(&b, "wide", &sample());
+    for p in sample() {
+        assert_eq!(got[&p], vec![format!("before-term-{p}")]);
+    }
+
+    produce_to(&b, "wide", &sample(), "before-kill").await;
+    broker.kill();
+    broker.restart();
+    let got = read_back(&b, "wide", &sample());
+    for p in sample() {
+        assert_eq!(
+            got[&p],
+            vec![format!("before-term-{p}"), format!("before-kill-{p}")],
+            "partition {p}: everything acknowledged, once"
+        );
+    }
+}
