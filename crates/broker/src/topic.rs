@@ -85,6 +85,23 @@ impl Partition {
         Ok(out)
     }
 
+    /// [`Partition::append`] leaving the disk work it causes to the caller
+    /// (see [`storage::Log::append_deferred`]).
+    pub fn append_deferred(
+        &self,
+        batches: &[u8],
+        now: Timestamp,
+    ) -> Result<(AppendOutcome, storage::SyncWork), Error> {
+        let out = self
+            .log
+            .append_deferred(batches, self.leader_epoch(), now)
+            .map_err(|e| self.storage_error(e))?;
+        if matches!(out.0, AppendOutcome::Appended(_)) {
+            self.appended.notify_waiters();
+        }
+        Ok(out)
+    }
+
     /// Reads whole batches from `offset`.
     pub fn read(
         &self,

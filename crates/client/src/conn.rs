@@ -426,12 +426,29 @@ async fn read_loop(rd: OwnedReadHalf, shared: Arc<Shared>) {
         if len < 4 || len as usize > MAX_FRAME {
             break not_kafka(&shared.addr, len);
         }
-        let mut buf = BytesMut::zeroed(len as usize);
-        if let Err(e) = rd.read_exact(&mut buf).await {
-            break Error::Io {
-                broker: shared.addr.clone(),
-                source: Arc::new(e),
-            };
+        // Read into spare capacity: no zeroing of what the socket fills.
+        let len = len as usize;
+        let mut buf = BytesMut::with_capacity(len);
+        let mut body = (&mut rd).take(len as u64);
+        let mut failed = None;
+        while buf.len() < len {
+            match body.read_buf(&mut buf).await {
+                Ok(0) => {
+                    failed = Some(shared.disconnected("closed by broker mid-response"));
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    failed = Some(Error::Io {
+                        broker: shared.addr.clone(),
+                        source: Arc::new(e),
+                    });
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failed {
+            break e;
         }
         let frame = buf.freeze();
         let correlation = (&frame[..4]).get_i32();

@@ -2,9 +2,9 @@
 //! long-polling that honours `max_wait_ms` / `min_bytes` and wakes on append.
 //!
 //! The response is encoded around file regions (`fetch_response`): the
-//! stored batches are written to the socket from their files in bounded
-//! pieces, never gathered in the heap. Reading the logs (walking batch
-//! headers) happens on the blocking pool.
+//! stored batches go to the socket straight from their files
+//! (`sendfile`), never gathered in the heap. Finding them walks a few batch
+//! headers in the page cache.
 //!
 //! Fetch sessions (KIP-227) are answered sessionless (session id 0), which
 //! tells clients to keep sending full requests. From v13 topics are named by
@@ -125,12 +125,7 @@ pub async fn handle(
                 n
             })
             .collect();
-        let p = plan.clone();
-        let (results, bytes, errors) = match tokio::task::spawn_blocking(move || read_all(&p)).await
-        {
-            Ok(r) => r,
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        };
+        let (results, bytes, errors) = read_all(&plan);
         let done = bytes >= min_bytes || errors || waiters.is_empty() || Instant::now() >= deadline;
         if done {
             return fetch_response::encode(

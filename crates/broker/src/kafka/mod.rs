@@ -154,14 +154,17 @@ pub enum Outcome {
     Close(String),
 }
 
-/// Runs one decoded request. Requests that may touch files (appends, topic
+/// Runs one decoded request. Requests that may wait on the disk (topic
 /// creation and deletion, offset commits, timestamp lookups, ...) run on
 /// the blocking pool, so disk work never stalls other connections; the
-/// waiting ones (Fetch long-polls, group joins) stay async.
+/// waiting ones (Fetch long-polls, group joins) stay async, and so does the
+/// hot path: Produce appends and Fetch reads touch the page cache only and
+/// hand their fsyncs to the blocking pool.
 pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestKind) -> Outcome {
     let v = ctx.api_version;
     let reply = match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(v, r)),
+        RequestKind::Produce(r) => return produce::handle(broker, v, r).await,
         RequestKind::Fetch(r) => {
             return Outcome::Frame(fetch::handle(broker, ctx.correlation_id, v, r).await)
         }
@@ -209,7 +212,6 @@ fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestK
     let v = ctx.api_version;
     Outcome::Reply(match request {
         RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(broker, v, r)),
-        RequestKind::Produce(r) => return produce::handle(broker, v, r),
         RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, r)),
         RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(leave_group::handle(broker, v, r)),
         RequestKind::OffsetCommit(r) => {

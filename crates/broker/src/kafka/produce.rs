@@ -2,6 +2,11 @@
 //!
 //! Produce never creates a topic. Each partition is appended on its own, so
 //! one bad partition (corrupt batch, disk error) fails only itself.
+//!
+//! Appends are buffered writes into the page cache and run where the
+//! request is handled; what waits on the disk (the fsync after a segment
+//! roll, a `flush.messages` flush) runs on the blocking pool: in the
+//! background for a roll, awaited before the answer for a flush policy.
 
 use std::sync::Arc;
 
@@ -11,12 +16,12 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 use model::{PartitionId, TopicId};
-use storage::AppendOutcome;
+use storage::{AppendOutcome, SyncWork};
 use tracing::warn;
 
 use super::error::{record_errors, response_error};
 use super::{Outcome, Versions};
-use crate::{now_ms, Broker, Error, Topic};
+use crate::{now_ms, Broker, Error, Partition, Topic};
 
 /// Implemented versions (v13 addresses topics by id).
 pub const VERSIONS: Versions = Versions::new(3, 13);
@@ -24,8 +29,9 @@ pub const VERSIONS: Versions = Versions::new(3, 13);
 /// Answers Produce. With acks=0 there is no response; if a partition
 /// failed the connection is closed instead, as Kafka does, so the producer
 /// notices and refreshes its metadata rather than writing into the void.
-pub fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> Outcome {
+pub async fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> Outcome {
     let acks = req.acks;
+    let mut disk_work = Vec::new();
     let mut responses = Vec::with_capacity(req.topic_data.len());
     let request_error = if !matches!(acks, -1..=1) {
         Some(ResponseError::InvalidRequiredAcks)
@@ -49,7 +55,7 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> Outcom
                 let result = match (request_error, &topic) {
                     (Some(e), _) => Err((e, None, Vec::new())),
                     (None, Err(e)) => Err((response_error(e), Some(e.to_string()), Vec::new())),
-                    (None, Ok(t)) => append(t, pd)
+                    (None, Ok(t)) => append(t, pd, &mut disk_work)
                         .map_err(|e| (response_error(&e), Some(e.to_string()), record_errors(&e))),
                 };
                 match result {
@@ -71,6 +77,7 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> Outcom
                 .with_partition_responses(partition_responses),
         );
     }
+    complete_disk_work(disk_work).await;
     if acks != 0 {
         return Outcome::Reply(ResponseKind::Produce(
             ProduceResponse::default().with_responses(responses),
@@ -91,7 +98,35 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> Outcom
     }
 }
 
-fn append(topic: &Topic, pd: PartitionProduceData) -> Result<PartitionProduceResponse, Error> {
+/// Runs what the appends left for the disk on the blocking pool: flushes a
+/// policy requires are awaited, the rest (fsyncs after rolls) goes on in
+/// the background. Failures are logged; the data is in the page cache and
+/// a later flush or recovery covers it.
+async fn complete_disk_work(work: Vec<(Arc<Partition>, SyncWork)>) {
+    let (required, background): (Vec<_>, Vec<_>) =
+        work.into_iter().partition(|(_, w)| w.flush_required());
+    let run = |items: Vec<(Arc<Partition>, SyncWork)>| {
+        move || {
+            for (p, w) in items {
+                if let Err(e) = p.log().complete(w) {
+                    warn!("flushing {} failed: {e}", p.tp);
+                }
+            }
+        }
+    };
+    if !background.is_empty() {
+        drop(tokio::task::spawn_blocking(run(background)));
+    }
+    if !required.is_empty() {
+        let _ = tokio::task::spawn_blocking(run(required)).await;
+    }
+}
+
+fn append(
+    topic: &Topic,
+    pd: PartitionProduceData,
+    disk_work: &mut Vec<(Arc<Partition>, SyncWork)>,
+) -> Result<PartitionProduceResponse, Error> {
     if topic.name.is_internal() {
         return Err(Error::InvalidTopic(model::Error::InvalidTopicName {
             name: topic.name.to_string(),
@@ -104,8 +139,13 @@ fn append(topic: &Topic, pd: PartitionProduceData) -> Result<PartitionProduceRes
         .ok_or_else(|| Error::InvalidRequest("produce request without records".into()))?;
     // The batches are written from the request's own buffer: the log
     // stamps offsets into the bytes it writes, not into these.
-    let info = match partition.append(&records, now_ms()) {
-        Ok(AppendOutcome::Appended(i)) | Ok(AppendOutcome::Duplicate(i)) => i,
+    let info = match partition.append_deferred(&records, now_ms()) {
+        Ok((AppendOutcome::Appended(i) | AppendOutcome::Duplicate(i), work)) => {
+            if !work.is_empty() {
+                disk_work.push((Arc::clone(partition), work));
+            }
+            i
+        }
         Err(e) => {
             if matches!(
                 e,

@@ -10,9 +10,9 @@ use client::{AutoOffsetReset, Client, Consumer};
 use super::{now_micros, Report, Workload};
 use crate::error::{CliError, Context};
 
-/// What one consumer task ends with: its report and when its last message
-/// arrived.
-type ConsumerResult = client::Result<(Report, Option<Instant>)>;
+/// What one consumer task ends with: its report and when its first and
+/// last messages arrived.
+type ConsumerResult = client::Result<(Report, Option<(Instant, Instant)>)>;
 
 /// Running consumers.
 pub struct Consumers {
@@ -57,7 +57,7 @@ pub async fn start(
         let assigned = assigned.clone();
         tasks.push(tokio::spawn(async move {
             let mut report = Report::new(if measure_latency { "e2e" } else { "consume" });
-            let mut last_at: Option<Instant> = None;
+            let mut seen: Option<(Instant, Instant)> = None;
             loop {
                 tokio::select! {
                     _ = stop.changed() => break,
@@ -76,14 +76,15 @@ pub async fn start(
                             }
                             let latency = if measure_latency { now_micros().saturating_sub(sent) } else { 0 };
                             report.record(value.len(), latency);
-                            last_at = Some(Instant::now());
+                            let now = Instant::now();
+                            seen = Some((seen.map_or(now, |(first, _)| first), now));
                             done.fetch_add(1, Ordering::Relaxed);
                         }
                     }
                 }
             }
             let _ = c.close().await;
-            Ok((report, last_at))
+            Ok((report, seen))
         }));
     }
     Ok(Consumers {
@@ -116,14 +117,20 @@ impl Consumers {
         }
     }
 
-    /// Stops the consumers and merges their reports; the elapsed time runs
-    /// from `started` to the last message received (to now if none came).
-    pub async fn finish(self, started: Instant) -> Result<Report, CliError> {
+    /// Stops the consumers and merges their reports. The elapsed time runs
+    /// from `started` to the last message received, or, with
+    /// `from_first_message`, from the first message to the last (a consume
+    /// benchmark should not count joining the group).
+    pub async fn finish(
+        self,
+        started: Instant,
+        from_first_message: bool,
+    ) -> Result<Report, CliError> {
         let _ = self.stop.send(true);
         let mut total: Option<Report> = None;
-        let mut last: Option<Instant> = None;
+        let mut span: Option<(Instant, Instant)> = None;
         for t in self.tasks {
-            let (r, last_at) = t
+            let (r, seen) = t
                 .await
                 .map_err(|e| CliError::Usage(format!("consumer task failed: {e}")))?
                 .map_err(|e| CliError::Client {
@@ -131,7 +138,12 @@ impl Consumers {
                     broker: String::new(),
                     source: e,
                 })?;
-            last = last.max(last_at);
+            if let Some((first, last)) = seen {
+                span = Some(match span {
+                    None => (first, last),
+                    Some((f, l)) => (f.min(first), l.max(last)),
+                });
+            }
             match &mut total {
                 None => total = Some(r),
                 Some(t) => {
@@ -143,9 +155,11 @@ impl Consumers {
             }
         }
         let mut report = total.unwrap_or_else(|| Report::new("consume"));
-        report.elapsed = last
-            .unwrap_or_else(Instant::now)
-            .saturating_duration_since(started);
+        report.elapsed = match span {
+            Some((first, last)) if from_first_message => last.saturating_duration_since(first),
+            Some((_, last)) => last.saturating_duration_since(started),
+            None => Instant::now().saturating_duration_since(started),
+        };
         Ok(report)
     }
 }

@@ -30,8 +30,8 @@ pub struct BenchArgs {
 enum BenchMode {
     /// Producers only: throughput and acknowledgement latency.
     Produce(Workload),
-    /// Consumers only, reading what the topics hold: throughput, timed until
-    /// the last message (stops early once the backlog is read).
+    /// Consumers only, reading what the topics hold: throughput, timed from
+    /// the first message to the last (stops once the backlog is read).
     Consume(Workload),
     /// Producers and consumers together: throughput and end-to-end latency.
     E2e(Workload),
@@ -201,7 +201,7 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
             {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            let report = consumers.finish(started).await;
+            let report = consumers.finish(started, true).await;
             if let Some(p) = progress {
                 p.finish_and_clear();
             }
@@ -290,7 +290,7 @@ async fn e2e(w: &Workload, admin: &Admin, group: &str) -> Result<(), CliError> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let mut e2e = consumers
-        .finish(std::time::Instant::now() - produced.elapsed)
+        .finish(std::time::Instant::now() - produced.elapsed, false)
         .await?;
     e2e.elapsed = produced.elapsed;
     if w.global.json {

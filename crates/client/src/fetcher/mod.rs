@@ -308,9 +308,14 @@ impl Fetcher {
             },
             Order::Timestamp => self.earliest_head()?,
         };
+        let half = (self.cfg.partition_max_bytes.max(2) / 2) as usize;
         let p = &mut self.parts[i];
         let m = p.buffer.pop_front()?;
         p.pos = Pos::At(m.offset() + 1);
+        let before = p.buffered_bytes;
+        // What a message took in its batch, roughly: enough for flow control.
+        let size = m.key().map_or(0, <[u8]>::len) + m.value().map_or(0, <[u8]>::len) + 16;
+        p.buffered_bytes = p.buffered_bytes.saturating_sub(size);
         if p.buffer.is_empty() {
             p.buffered_bytes = 0;
             if p.out_of_range {
@@ -322,7 +327,34 @@ impl Fetcher {
             p.queued = true;
             self.ready.push_back(i);
         }
+        // Half drained: fetch more now, so the answer is on its way while
+        // the rest is handed out (instead of fetching only once all is).
+        let p = &self.parts[i];
+        if before >= half && p.buffered_bytes < half || p.buffer.is_empty() {
+            self.prefetch();
+        }
         Some(m)
+    }
+
+    /// Takes in fetches that have answered and sends new ones for
+    /// partitions with room, without waiting for anything.
+    fn prefetch(&mut self) {
+        self.take_answers();
+        self.send_fetches();
+        // Polling once sends the new requests; their answers are taken in
+        // by a later prefetch or fill.
+        self.take_answers();
+    }
+
+    /// Takes in every fetch that has answered, without waiting. Polled
+    /// outside tokio's cooperative budget: a consumer handing out buffered
+    /// messages may have used its budget up, and a budget-limited poll
+    /// would then not even send the requests.
+    fn take_answers(&mut self) {
+        while let Some(Some(done)) = tokio::task::unconstrained(self.inflight.next()).now_or_never()
+        {
+            self.complete(done);
+        }
     }
 
     /// The partition whose next message has the smallest (timestamp,
@@ -378,9 +410,9 @@ impl Fetcher {
             _ = tokio::time::sleep_until(until) => {}
             _ = woken => {}
         }
-        while let Some(Some(done)) = self.inflight.next().now_or_never() {
-            self.complete(done);
-        }
+        // Take in whatever else answered and ask again at once, so the
+        // next answers travel while these messages are handed out.
+        self.prefetch();
     }
 
     async fn refresh_metadata_if_stale(&mut self) {
@@ -476,7 +508,9 @@ impl Fetcher {
             && p.inflight.is_none()
             && !p.out_of_range
             && p.retry_at.is_none_or(|t| t <= now)
-            && p.buffered_bytes < self.cfg.partition_max_bytes.max(1) as usize
+            // Room for one more answer: fetching goes on while the
+            // application works through what came before.
+            && p.buffered_bytes < self.cfg.partition_max_bytes.max(1) as usize * 2
     }
 
     /// One Fetch per leader that has none in flight, for every partition

@@ -176,16 +176,34 @@ impl Inner {
     }
 }
 
-/// Work an append leaves for after the lock is released.
+/// Disk work an append leaves for after it: fsyncing a segment closed by a
+/// roll, writing the producer snapshot taken at the roll, and the flush a
+/// `flush_interval_messages` policy asks for. [`Log::append`] does it at
+/// once; [`Log::append_deferred`] hands it back so the caller can run it
+/// where waiting on the disk stalls nobody ([`Log::complete`]).
 #[derive(Debug, Default)]
-struct AfterAppend {
+#[must_use = "the work must be completed with Log::complete"]
+pub struct SyncWork {
     /// The segment closed by a roll, to fsync; then the recovery point may
-    /// move to `rolled_at`.
+    /// move to the offset given.
     sealed: Option<(SyncHandle, Offset)>,
     /// Producer state snapshot taken at the roll.
     snapshot: Option<(Offset, Vec<u8>)>,
     /// The `flush_interval_messages` threshold was reached.
     flush: bool,
+}
+
+impl SyncWork {
+    /// Whether there is nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.sealed.is_none() && self.snapshot.is_none() && !self.flush
+    }
+
+    /// Whether the work includes a flush the log's policy requires before
+    /// the append is acknowledged (`flush_interval_messages`).
+    pub fn flush_required(&self) -> bool {
+        self.flush
+    }
 }
 
 /// One partition's log. Internally synchronized: every method takes `&self`.
@@ -218,15 +236,29 @@ impl Log {
         leader_epoch: LeaderEpoch,
         now: Timestamp,
     ) -> Result<AppendOutcome> {
+        let (outcome, work) = self.append_deferred(batches, leader_epoch, now)?;
+        self.complete(work)?;
+        Ok(outcome)
+    }
+
+    /// [`Log::append`], leaving the disk work it may cause (fsyncs after a
+    /// roll or for a flush policy) to the caller: run it with
+    /// [`Log::complete`], before acknowledging if
+    /// [`SyncWork::flush_required`].
+    pub fn append_deferred(
+        &self,
+        batches: &[u8],
+        leader_epoch: LeaderEpoch,
+        now: Timestamp,
+    ) -> Result<(AppendOutcome, SyncWork)> {
         let rules = batch::ValidationConfig::for_log(&self.inner.read().config);
         let summary = batch::validate(batches, &rules)?;
         if summary.has_transactional {
             return Err(Error::TransactionsNotSupported);
         }
-        let mut after = AfterAppend::default();
-        let outcome = self.append_locked(batches, &summary, leader_epoch, now, &mut after)?;
-        self.finish_append(after)?;
-        Ok(outcome)
+        let mut work = SyncWork::default();
+        let outcome = self.append_locked(batches, &summary, leader_epoch, now, &mut work)?;
+        Ok((outcome, work))
     }
 
     fn append_locked(
@@ -235,7 +267,7 @@ impl Log {
         summary: &BatchesSummary,
         leader_epoch: LeaderEpoch,
         now: Timestamp,
-        after: &mut AfterAppend,
+        after: &mut SyncWork,
     ) -> Result<AppendOutcome> {
         let mut inner = self.inner.write();
         inner.ensure_open()?;
@@ -296,7 +328,7 @@ impl Log {
         summary: &BatchesSummary,
         next: Offset,
         now: Timestamp,
-        after: &mut AfterAppend,
+        after: &mut SyncWork,
     ) -> Result<()> {
         let len = summary.size_bytes as u64;
         let max_timestamp = summary.max_timestamp;
@@ -319,7 +351,7 @@ impl Log {
         self.roll(inner, after)
     }
 
-    fn roll(&self, inner: &mut Inner, after: &mut AfterAppend) -> Result<()> {
+    fn roll(&self, inner: &mut Inner, after: &mut SyncWork) -> Result<()> {
         let new_base = inner.log_end_offset;
         let created = Segment::create(&self.dir, new_base)?;
         let old = inner.active_mut();
@@ -333,7 +365,8 @@ impl Log {
         Ok(())
     }
 
-    fn finish_append(&self, after: AfterAppend) -> Result<()> {
+    /// Does the disk work an append left (see [`SyncWork`]).
+    pub fn complete(&self, after: SyncWork) -> Result<()> {
         if let Some((offset, bytes)) = after.snapshot {
             if let Err(e) = crate::producer_state::write_snapshot(&self.dir, offset, &bytes) {
                 tracing::warn!(log = %self.topic_partition, error = %e, "cannot write producer snapshot");

@@ -182,6 +182,11 @@ impl FileRegion {
             .at(&self.path)
     }
 
+    /// The file and the byte range in it, to send it with `sendfile(2)`.
+    pub fn file_range(&self) -> (&File, u64, usize) {
+        (&self.file, self.position, self.len)
+    }
+
     /// The whole region in memory.
     pub fn read_all(&self) -> Result<Bytes> {
         let mut buf = vec![0u8; self.len];
