@@ -20,12 +20,18 @@ pub struct EpochEntry {
     pub start_offset: Offset,
 }
 
-/// Epoch entries in increasing epoch and start offset order, mirrored to
-/// the checkpoint file.
+/// Epoch entries in increasing epoch and start offset order. Changes stay
+/// in memory until [`LeaderEpochCache::take_checkpoint`] hands out the text
+/// to write: an append that starts a new epoch must not wait for a file
+/// creation and two fsyncs (Kafka moved that write off its append path too,
+/// KAFKA-15046). What a crash loses is rebuilt from the batches recovery
+/// scans.
 #[derive(Debug)]
 pub(crate) struct LeaderEpochCache {
     path: PathBuf,
     entries: Vec<EpochEntry>,
+    /// Entries changed since the last checkpoint text was taken.
+    dirty: bool,
 }
 
 impl LeaderEpochCache {
@@ -36,7 +42,42 @@ impl LeaderEpochCache {
             Some(text) => parse(&path, &text)?,
             None => Vec::new(),
         };
-        Ok(LeaderEpochCache { path, entries })
+        Ok(LeaderEpochCache {
+            path,
+            entries,
+            dirty: false,
+        })
+    }
+
+    /// The checkpoint file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The checkpoint text if entries changed since it was last taken;
+    /// marks the cache clean. Whoever takes it writes it (see
+    /// [`LeaderEpochCache::write`]) or calls [`LeaderEpochCache::mark_dirty`].
+    pub fn take_checkpoint(&mut self) -> Option<String> {
+        if !self.dirty {
+            return None;
+        }
+        self.dirty = false;
+        let mut text = format!("0\n{}\n", self.entries.len());
+        for e in &self.entries {
+            text.push_str(&format!("{} {}\n", e.epoch, e.start_offset));
+        }
+        Some(text)
+    }
+
+    /// Marks the entries as not yet written (a checkpoint write failed).
+    pub fn mark_dirty(&mut self) {
+        self.dirty = true;
+    }
+
+    /// Writes checkpoint text taken from [`LeaderEpochCache::take_checkpoint`]
+    /// atomically and durably.
+    pub fn write(path: &Path, text: &str) -> Result<()> {
+        write_atomic(path, text.as_bytes())
     }
 
     /// All entries, oldest first.
@@ -50,10 +91,10 @@ impl LeaderEpochCache {
     }
 
     /// Records that `epoch` starts at `start_offset` if it is newer than the
-    /// latest epoch. Returns whether the cache changed (and was written).
-    pub fn assign(&mut self, epoch: LeaderEpoch, start_offset: Offset) -> Result<bool> {
+    /// latest epoch. Returns whether the cache changed.
+    pub fn assign(&mut self, epoch: LeaderEpoch, start_offset: Offset) -> bool {
         if epoch.0 < 0 || self.latest_epoch().is_some_and(|l| epoch <= l) {
-            return Ok(false);
+            return false;
         }
         // A newer epoch cannot start before an older one ended.
         self.entries.retain(|e| e.start_offset < start_offset);
@@ -61,8 +102,8 @@ impl LeaderEpochCache {
             epoch,
             start_offset,
         });
-        self.flush()?;
-        Ok(true)
+        self.dirty = true;
+        true
     }
 
     /// Kafka's OffsetForLeaderEpoch: the largest epoch `<= epoch` and the end
@@ -91,39 +132,30 @@ impl LeaderEpochCache {
 
     /// Drops entries starting at or after `end_offset` (the log was
     /// truncated there).
-    pub fn truncate_from_end(&mut self, end_offset: Offset) -> Result<()> {
+    pub fn truncate_from_end(&mut self, end_offset: Offset) {
         let before = self.entries.len();
         self.entries.retain(|e| e.start_offset < end_offset);
         if self.entries.len() != before {
-            self.flush()?;
+            self.dirty = true;
         }
-        Ok(())
     }
 
     /// Drops entries wholly below `start_offset` (the log start moved there);
     /// the epoch covering it is kept, starting at `start_offset`.
-    pub fn truncate_from_start(&mut self, start_offset: Offset) -> Result<()> {
+    pub fn truncate_from_start(&mut self, start_offset: Offset) {
         let covering = self
             .entries
             .iter()
             .rposition(|e| e.start_offset <= start_offset);
         let Some(i) = covering else {
-            return Ok(());
+            return;
         };
         if i == 0 && self.entries[0].start_offset == start_offset {
-            return Ok(());
+            return;
         }
         self.entries.drain(..i);
         self.entries[0].start_offset = start_offset;
-        self.flush()
-    }
-
-    fn flush(&self) -> Result<()> {
-        let mut text = format!("0\n{}\n", self.entries.len());
-        for e in &self.entries {
-            text.push_str(&format!("{} {}\n", e.epoch, e.start_offset));
-        }
-        write_atomic(&self.path, text.as_bytes())
+        self.dirty = true;
     }
 }
 
@@ -167,10 +199,14 @@ mod tests {
     fn checkpoint_round_trips_in_kafka_format() {
         let dir = tempfile::tempdir().unwrap();
         let mut cache = LeaderEpochCache::load(dir.path()).unwrap();
-        assert!(cache.assign(LeaderEpoch(0), Offset(0)).unwrap());
-        assert!(!cache.assign(LeaderEpoch(0), Offset(5)).unwrap());
-        assert!(cache.assign(LeaderEpoch(3), Offset(10)).unwrap());
-        assert!(cache.assign(LeaderEpoch(4), Offset(25)).unwrap());
+        assert!(cache.assign(LeaderEpoch(0), Offset(0)));
+        assert!(!cache.assign(LeaderEpoch(0), Offset(5)));
+        assert!(cache.assign(LeaderEpoch(3), Offset(10)));
+        assert!(cache.assign(LeaderEpoch(4), Offset(25)));
+        assert!(!dir.path().join(LEADER_EPOCH_CHECKPOINT).exists());
+        let taken = cache.take_checkpoint().unwrap();
+        assert_eq!(cache.take_checkpoint(), None, "clean once taken");
+        LeaderEpochCache::write(cache.path(), &taken).unwrap();
         let text = std::fs::read_to_string(dir.path().join(LEADER_EPOCH_CHECKPOINT)).unwrap();
         assert_eq!(text, "0\n3\n0 0\n3 10\n4 25\n");
         let reloaded = LeaderEpochCache::load(dir.path()).unwrap();
@@ -182,9 +218,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut cache = LeaderEpochCache::load(dir.path()).unwrap();
         assert_eq!(cache.end_offset_for(LeaderEpoch(0), Offset(0)), None);
-        cache.assign(LeaderEpoch(1), Offset(0)).unwrap();
-        cache.assign(LeaderEpoch(3), Offset(10)).unwrap();
-        cache.assign(LeaderEpoch(5), Offset(20)).unwrap();
+        cache.assign(LeaderEpoch(1), Offset(0));
+        cache.assign(LeaderEpoch(3), Offset(10));
+        cache.assign(LeaderEpoch(5), Offset(20));
         let leo = Offset(30);
         assert_eq!(
             cache.end_offset_for(LeaderEpoch(5), leo),
@@ -211,10 +247,10 @@ mod tests {
     fn truncation_from_both_ends() {
         let dir = tempfile::tempdir().unwrap();
         let mut cache = LeaderEpochCache::load(dir.path()).unwrap();
-        cache.assign(LeaderEpoch(1), Offset(0)).unwrap();
-        cache.assign(LeaderEpoch(2), Offset(10)).unwrap();
-        cache.assign(LeaderEpoch(3), Offset(20)).unwrap();
-        cache.truncate_from_start(Offset(15)).unwrap();
+        cache.assign(LeaderEpoch(1), Offset(0));
+        cache.assign(LeaderEpoch(2), Offset(10));
+        cache.assign(LeaderEpoch(3), Offset(20));
+        cache.truncate_from_start(Offset(15));
         assert_eq!(
             cache.entries(),
             &[
@@ -228,8 +264,10 @@ mod tests {
                 },
             ]
         );
-        cache.truncate_from_end(Offset(20)).unwrap();
+        cache.truncate_from_end(Offset(20));
         assert_eq!(cache.latest_epoch(), Some(LeaderEpoch(2)));
+        let text = cache.take_checkpoint().unwrap();
+        LeaderEpochCache::write(cache.path(), &text).unwrap();
         let reloaded = LeaderEpochCache::load(dir.path()).unwrap();
         assert_eq!(reloaded.entries(), cache.entries());
     }

@@ -4,6 +4,7 @@ use model::{Offset, Timestamp};
 
 use super::{Inner, Log, State};
 use crate::checkpoint::{self, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT};
+use crate::epoch::LeaderEpochCache;
 use crate::error::Result;
 use crate::producer_state;
 use crate::segment::Segment;
@@ -39,6 +40,8 @@ impl Log {
                 inner.first_unflushed_at = None;
             }
         }
+        // Epochs below the recovery point are never rebuilt from the log.
+        self.persist_epochs()?;
         self.advance_recovery_point(upto)
     }
 
@@ -129,6 +132,9 @@ impl Log {
         };
         let count = removed.len() as u64;
         self.delete_segment_files(removed);
+        if count > 0 {
+            self.persist_epochs()?;
+        }
         Ok(count)
     }
 
@@ -151,7 +157,9 @@ impl Log {
     fn set_log_start_offset(&self, inner: &mut Inner, offset: Offset) -> Result<()> {
         inner.log_start_offset = offset;
         checkpoint::write_offset(&self.dir.join(LOG_START_OFFSET_CHECKPOINT), offset)?;
-        inner.epochs.truncate_from_start(offset)
+        // Written by the caller once the lock is released (persist_epochs).
+        inner.epochs.truncate_from_start(offset);
+        Ok(())
     }
 
     fn delete_segment_files(&self, removed: Vec<Segment>) {
@@ -186,6 +194,7 @@ impl Log {
             (self.remove_oldest(&mut inner, n)?, inner.log_start_offset)
         };
         self.delete_segment_files(removed);
+        self.persist_epochs()?;
         Ok(start)
     }
 
@@ -212,7 +221,26 @@ impl Log {
         )?;
         producer_state::write_snapshot(&self.dir, end, &inner.producers.snapshot_bytes())?;
         inner.state = State::Closed;
-        Ok(())
+        drop(inner);
+        self.persist_epochs()
+    }
+
+    /// Writes the leader epoch checkpoint if the epochs changed since it was
+    /// last written. Writers are serialized and each writes the entries as
+    /// they are when its turn comes, so an older text never replaces a
+    /// newer one.
+    pub(super) fn persist_epochs(&self) -> Result<()> {
+        let _turn = self.epoch_checkpoint.lock();
+        let (path, text) = {
+            let mut inner = self.inner.write();
+            match inner.epochs.take_checkpoint() {
+                Some(text) => (inner.epochs.path().to_path_buf(), text),
+                None => return Ok(()),
+            }
+        };
+        LeaderEpochCache::write(&path, &text).inspect_err(|_| {
+            self.inner.write().epochs.mark_dirty();
+        })
     }
 
     /// Marks the log deleted: every later operation fails with

@@ -191,12 +191,14 @@ pub struct SyncWork {
     snapshot: Option<(Offset, Vec<u8>)>,
     /// The `flush_interval_messages` threshold was reached.
     flush: bool,
+    /// A new leader epoch started: its checkpoint is to be written.
+    epochs: bool,
 }
 
 impl SyncWork {
     /// Whether there is nothing to do.
     pub fn is_empty(&self) -> bool {
-        self.sealed.is_none() && self.snapshot.is_none() && !self.flush
+        self.sealed.is_none() && self.snapshot.is_none() && !self.flush && !self.epochs
     }
 
     /// Whether the work includes a flush the log's policy requires before
@@ -215,6 +217,8 @@ pub struct Log {
     inner: RwLock<Inner>,
     /// Recovery point last written to the checkpoint file.
     checkpointed_recovery_point: Mutex<Offset>,
+    /// Serializes leader epoch checkpoint writes (see `persist_epochs`).
+    epoch_checkpoint: Mutex<()>,
     stats: RecoveryStats,
 }
 
@@ -304,10 +308,7 @@ impl Log {
         inner.log_end_offset = next;
         let Inner { producers, .. } = &mut *inner;
         producers.commit(staged);
-        if let Err(e) = inner.epochs.assign(leader_epoch, base) {
-            // The records are in; a stale checkpoint is repaired at the next change.
-            tracing::warn!(log = %self.topic_partition, error = %e, "cannot write leader epoch checkpoint");
-        }
+        after.epochs = inner.epochs.assign(leader_epoch, base);
         inner.first_unflushed_at.get_or_insert(now);
         if let Some(n) = inner.config.flush_interval_messages {
             after.flush = (next.0 - inner.recovery_point.0) as u64 >= n;
@@ -367,6 +368,12 @@ impl Log {
 
     /// Does the disk work an append left (see [`SyncWork`]).
     pub fn complete(&self, after: SyncWork) -> Result<()> {
+        if after.epochs {
+            if let Err(e) = self.persist_epochs() {
+                // The records are in; the epochs are written again at the next flush.
+                tracing::warn!(log = %self.topic_partition, error = %e, "cannot write leader epoch checkpoint");
+            }
+        }
         if let Some((offset, bytes)) = after.snapshot {
             if let Err(e) = crate::producer_state::write_snapshot(&self.dir, offset, &bytes) {
                 tracing::warn!(log = %self.topic_partition, error = %e, "cannot write producer snapshot");
@@ -374,7 +381,10 @@ impl Log {
         }
         if let Some((handle, upto)) = after.sealed {
             match handle.sync() {
-                Ok(()) => self.advance_recovery_point(upto)?,
+                Ok(()) => {
+                    self.persist_epochs()?;
+                    self.advance_recovery_point(upto)?
+                }
                 Err(e) => {
                     tracing::warn!(log = %self.topic_partition, error = %e, "cannot flush rolled segment")
                 }

@@ -186,8 +186,29 @@ impl Log {
         }
 
         let mut epochs = LeaderEpochCache::load(&dir)?;
-        epochs.truncate_from_end(log_end_offset)?;
-        epochs.truncate_from_start(log_start_offset)?;
+        if !clean {
+            // The checkpoint is only sure to cover what was flushed: the
+            // epochs of the scanned segments come from their batches.
+            for segment in segments.iter().skip(recover_from).filter(|s| !s.is_empty()) {
+                let view = segment.view_for_offset(segment.base_offset())?;
+                scan(
+                    &view.file,
+                    &view.path,
+                    view.start,
+                    view.end,
+                    false,
+                    |_, h, _| {
+                        epochs.assign(h.partition_leader_epoch, h.base_offset);
+                        Ok(true)
+                    },
+                )?;
+            }
+        }
+        epochs.truncate_from_end(log_end_offset);
+        epochs.truncate_from_start(log_start_offset);
+        if let Some(text) = epochs.take_checkpoint() {
+            LeaderEpochCache::write(epochs.path(), &text)?;
+        }
 
         let (producers, replayed) = load_producers(&dir, &segments, log_end_offset)?;
         stats.producer_batches_replayed = replayed;
@@ -210,6 +231,7 @@ impl Log {
                 state: State::Open,
             }),
             checkpointed_recovery_point: Mutex::new(recovery_point),
+            epoch_checkpoint: Mutex::new(()),
             stats,
         })
     }

@@ -474,6 +474,53 @@ fn offset_for_timestamp_and_max_timestamp_scan_records() {
 }
 
 #[test]
+fn a_new_epoch_is_checkpointed_off_the_append_and_rebuilt_after_a_crash() {
+    let f = Fixture::new();
+    let checkpoint = f.dir.join(crate::epoch::LEADER_EPOCH_CHECKPOINT);
+    let log = f.open(LogConfig::default(), false);
+    let b = batch(&simple_records(0, 2, 0));
+    let (_, work) = log.append_deferred(&b, LeaderEpoch(2), NOW).unwrap();
+    assert!(!work.is_empty(), "the new epoch's checkpoint is left to do");
+    assert!(
+        !checkpoint.exists(),
+        "the append itself wrote no checkpoint"
+    );
+    log.complete(work).unwrap();
+    assert_eq!(std::fs::read_to_string(&checkpoint).unwrap(), "0\n1\n2 0\n");
+
+    // An epoch whose checkpoint write never ran (the broker died first) is
+    // found again in the batches recovery scans.
+    let b = batch(&simple_records(0, 3, 0));
+    let (_, work) = log.append_deferred(&b, LeaderEpoch(5), NOW).unwrap();
+    drop(work);
+    drop(log);
+    let log = f.open(LogConfig::default(), false);
+    let expected = vec![
+        EpochEntry {
+            epoch: LeaderEpoch(2),
+            start_offset: Offset(0),
+        },
+        EpochEntry {
+            epoch: LeaderEpoch(5),
+            start_offset: Offset(2),
+        },
+    ];
+    assert_eq!(log.epoch_entries(), expected);
+    assert_eq!(
+        std::fs::read_to_string(&checkpoint).unwrap(),
+        "0\n2\n2 0\n5 2\n"
+    );
+    // A flush makes it durable before the recovery point passes it.
+    let b = batch(&simple_records(0, 1, 0));
+    let (_, work) = log.append_deferred(&b, LeaderEpoch(6), NOW).unwrap();
+    drop(work);
+    log.flush().unwrap();
+    assert!(std::fs::read_to_string(&checkpoint)
+        .unwrap()
+        .ends_with("6 5\n"));
+}
+
+#[test]
 fn leader_epochs_are_stamped_cached_and_persisted() {
     let f = Fixture::new();
     let log = f.open(LogConfig::default(), false);
