@@ -1,5 +1,5 @@
 //! The broker crate's error type. Kafka error codes are assigned from it only
-//! at the protocol edge (`kafka::error`).
+//! at the protocol edges (the front-end crates).
 
 use std::path::PathBuf;
 
@@ -27,6 +27,9 @@ pub enum Error {
     /// A topic name breaks the naming rules.
     #[error(transparent)]
     InvalidTopic(#[from] model::Error),
+    /// A client tried to write an internal topic (written by the broker only).
+    #[error("topic {0} is internal and written by the broker only")]
+    InternalTopic(String),
     /// The topic does not exist.
     #[error("topic {0} does not exist")]
     UnknownTopic(String),

@@ -1,8 +1,10 @@
 //! Magnetar's broker core: topics and partitions over the storage engine,
-//! and the protocol front ends that expose them.
+//! consumer groups, broker metadata, and what every protocol front end
+//! shares (connection limits, rate-limited logging).
 //!
 //! The core ([`Broker`], [`Topic`], [`Partition`]) speaks only domain types;
-//! wire formats and error codes live under [`kafka`].
+//! wire formats and error codes live in the front-end crates
+//! (`magnetar-kafka`, `magnetar-pulsar`), which depend on this one.
 
 #![warn(missing_docs)]
 
@@ -10,15 +12,16 @@ pub mod config;
 mod core;
 mod error;
 pub mod group;
-pub mod kafka;
+pub mod limits;
 pub mod log_limit;
 pub mod maintenance;
 mod metadata_store;
+pub mod net;
 mod topic;
 
 pub use crate::core::{Broker, Endpoint, NewTopic};
 pub use error::Error;
-pub use topic::{Partition, Topic};
+pub use topic::{complete_disk_work, Partition, Topic};
 
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> model::Timestamp {

@@ -1,6 +1,6 @@
-//! Limits shared by every connection of a listener: how many connections
-//! (in all and per IP address), and how many request bytes may be held at
-//! once.
+//! Limits shared by every connection of a listener, whatever its protocol:
+//! how many connections (in all and per IP address), and how many request
+//! bytes may be held at once.
 
 use std::collections::HashMap;
 use std::net::IpAddr;

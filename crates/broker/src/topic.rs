@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use model::{LeaderEpoch, Offset, PartitionId, Timestamp, TopicId, TopicName, TopicPartition};
-use storage::{AppendOutcome, Log, ReadResult};
+use storage::{AppendOutcome, Log, ReadResult, SyncWork};
 use tokio::sync::Notify;
 
 use crate::config::{TopicConfig, TopicKind};
@@ -26,6 +26,15 @@ pub struct Topic {
 }
 
 impl Topic {
+    /// [`Error::InternalTopic`] for a topic only the broker writes
+    /// (`__consumer_offsets`); clients of any protocol are refused.
+    pub fn ensure_client_writable(&self) -> Result<(), Error> {
+        if self.name.is_internal() {
+            return Err(Error::InternalTopic(self.name.to_string()));
+        }
+        Ok(())
+    }
+
     /// Partition `p`, if it exists.
     pub fn partition(&self, p: PartitionId) -> Result<&Arc<Partition>, Error> {
         usize::try_from(p.0)
@@ -127,11 +136,26 @@ impl Partition {
             .map_err(|e| self.storage_error(e))
     }
 
-    /// A future that completes at the next append. Call
-    /// `Notified::enable` (or create it) *before* checking for data, so an
-    /// append in between is not missed.
-    pub fn appended(&self) -> tokio::sync::futures::Notified<'_> {
-        self.appended.notified()
+    /// Waits until the log end offset is past `offset` (a record at or
+    /// after `offset` exists) or `deadline` passes; true if it is. The
+    /// long-poll primitive of every front end: Kafka's Fetch waits with the
+    /// log end it last saw, a Pulsar dispatcher with its read position.
+    pub async fn wait_for(&self, offset: Offset, deadline: tokio::time::Instant) -> bool {
+        loop {
+            // Registered before the check, so an append in between is seen.
+            let notified = self.appended.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.log.log_end_offset() > offset {
+                return true;
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep_until(deadline) => {
+                    return self.log.log_end_offset() > offset;
+                }
+            }
+        }
     }
 
     /// Wraps a storage error with this partition's name.
@@ -140,5 +164,29 @@ impl Partition {
             partition: self.tp.to_string(),
             source,
         }
+    }
+}
+
+/// Runs what the appends left for the disk on the blocking pool: flushes a
+/// policy requires are awaited, the rest (fsyncs after rolls) goes on in
+/// the background. Failures are logged; the data is in the page cache and
+/// a later flush or recovery covers it.
+pub async fn complete_disk_work(work: Vec<(Arc<Partition>, SyncWork)>) {
+    let (required, background): (Vec<_>, Vec<_>) =
+        work.into_iter().partition(|(_, w)| w.flush_required());
+    let run = |items: Vec<(Arc<Partition>, SyncWork)>| {
+        move || {
+            for (p, w) in items {
+                if let Err(e) = p.log().complete(w) {
+                    tracing::warn!("flushing {} failed: {e}", p.tp);
+                }
+            }
+        }
+    };
+    if !background.is_empty() {
+        drop(tokio::task::spawn_blocking(run(background)));
+    }
+    if !required.is_empty() {
+        let _ = tokio::task::spawn_blocking(run(required)).await;
     }
 }

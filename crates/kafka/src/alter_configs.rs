@@ -11,8 +11,8 @@ use kafka_protocol::protocol::StrBytes;
 use super::describe_configs::{resource, Resource};
 use super::error::code_and_message;
 use super::Versions;
-use crate::config::{TopicConfig, BROKER_KEYS};
-use crate::Broker;
+use broker::config::{TopicConfig, BROKER_KEYS};
+use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 2);

@@ -13,9 +13,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::Versions;
-use crate::group::consumer::Assignment;
-use crate::group::coordinator::Group;
-use crate::Broker;
+use broker::group::consumer::Assignment;
+use broker::group::coordinator::GroupView;
+use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 1);
@@ -26,7 +26,6 @@ pub fn handle(
     version: i16,
     req: ConsumerGroupDescribeRequest,
 ) -> ConsumerGroupDescribeResponse {
-    let config = broker.groups().config().consumer.clone();
     let groups = req
         .group_ids
         .into_iter()
@@ -34,15 +33,15 @@ pub fn handle(
             let base = DescribedGroup::default()
                 .with_group_id(id.clone())
                 .with_authorized_operations(i32::MIN);
-            let described = broker.groups().with_group(id.as_str(), |g| match g {
-                Group::Consumer(g) => Ok(base
+            let described = broker.groups().describe(id.as_str()).map(|g| match g {
+                GroupView::Consumer(g) => Ok(base
                     .clone()
-                    .with_group_state(StrBytes::from_static_str(g.state()))
-                    .with_group_epoch(g.epoch())
-                    .with_assignment_epoch(g.assignment_epoch())
-                    .with_assignor_name(StrBytes::from_static_str(g.assignor_name(&config)))
+                    .with_group_state(StrBytes::from_static_str(g.state))
+                    .with_group_epoch(g.epoch)
+                    .with_assignment_epoch(g.assignment_epoch)
+                    .with_assignor_name(StrBytes::from_static_str(g.assignor))
                     .with_members(
-                        g.members()
+                        g.members
                             .into_iter()
                             .map(|m| {
                                 let mut member = Member::default()
@@ -70,7 +69,9 @@ pub fn handle(
                             })
                             .collect(),
                     )),
-                Group::Classic(_) => Err(format!("group {} is not a consumer group", id.as_str())),
+                GroupView::Classic(_) => {
+                    Err(format!("group {} is not a consumer group", id.as_str()))
+                }
             });
             match described {
                 Some(Ok(d)) => d,

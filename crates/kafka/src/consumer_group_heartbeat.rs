@@ -13,9 +13,9 @@ use model::TopicId;
 
 use super::error::coordinator_error;
 use super::{RequestContext, Versions};
-use crate::group::consumer::{Assignment, Heartbeat};
-use crate::group::topic_infos;
-use crate::Broker;
+use broker::group::consumer::{Assignment, Heartbeat};
+use broker::group::topic_infos;
+use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 1);

@@ -8,7 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::error::response_error;
 use super::Versions;
-use crate::{Broker, Error};
+use broker::{Broker, Error};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 3);

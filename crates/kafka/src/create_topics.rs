@@ -15,8 +15,8 @@ use kafka_protocol::protocol::StrBytes;
 use super::describe_configs::source_code;
 use super::error::response_error;
 use super::Versions;
-use crate::config::{TopicConfig, TopicKind};
-use crate::{Broker, Error, NewTopic};
+use broker::config::{TopicConfig, TopicKind};
+use broker::{Broker, Error, NewTopic};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(2, 7);

@@ -10,7 +10,7 @@ use model::{Offset, PartitionId};
 
 use super::error::response_error;
 use super::Versions;
-use crate::{Broker, Error};
+use broker::{Broker, Error};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 2);

@@ -11,7 +11,7 @@ use model::TopicId;
 
 use super::error::response_error;
 use super::Versions;
-use crate::{Broker, Error};
+use broker::{Broker, Error};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(1, 6);

@@ -12,8 +12,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::error::response_error;
 use super::Versions;
-use crate::config::{ConfigKey, ConfigSource, BROKER_KEYS, TOPIC_KEYS};
-use crate::Broker;
+use broker::config::{ConfigKey, ConfigSource, ValueKind, BROKER_KEYS, TOPIC_KEYS};
+use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(1, 4);
@@ -51,15 +51,15 @@ pub fn resource<'a>(
     broker: &Broker,
     resource_type: i8,
     name: &'a str,
-) -> Result<Resource<'a>, crate::Error> {
+) -> Result<Resource<'a>, broker::Error> {
     match resource_type {
         RESOURCE_TOPIC => Ok(Resource::Topic(name)),
         RESOURCE_BROKER if is_this_broker(broker, name) => Ok(Resource::ThisBroker),
-        RESOURCE_BROKER => Err(crate::Error::InvalidRequest(format!(
+        RESOURCE_BROKER => Err(broker::Error::InvalidRequest(format!(
             "this is broker {}, not {name}",
             broker.node_id()
         ))),
-        other => Err(crate::Error::InvalidRequest(format!(
+        other => Err(broker::Error::InvalidRequest(format!(
             "unsupported resource type {other}"
         ))),
     }
@@ -99,12 +99,10 @@ pub fn handle(
                         Vec::new()
                     });
                 if version >= 3 {
-                    e = e
-                        .with_config_type(spec.kind.kafka_type())
-                        .with_documentation(
-                            req.include_documentation
-                                .then(|| StrBytes::from_static_str(spec.doc)),
-                        );
+                    e = e.with_config_type(config_type(spec)).with_documentation(
+                        req.include_documentation
+                            .then(|| StrBytes::from_static_str(spec.doc)),
+                    );
                 }
                 e
             };
@@ -185,4 +183,17 @@ fn synonym(name: &str, value: &str, source: ConfigSource) -> DescribeConfigsSyno
         .with_name(StrBytes::from_string(name.to_string()))
         .with_value(Some(StrBytes::from_string(value.to_string())))
         .with_source(source_code(source))
+}
+
+/// Kafka's DescribeConfigs type code for a declared key: BOOLEAN 1,
+/// STRING 2, INT 3, LONG 5, LIST 7.
+fn config_type(spec: &ConfigKey) -> i8 {
+    match spec.kind {
+        ValueKind::Bool => 1,
+        ValueKind::Int { max, .. } if max <= i64::from(i32::MAX) => 3,
+        ValueKind::Int { .. } | ValueKind::Limit { .. } => 5,
+        ValueKind::Choice(_) if spec.name == "cleanup.policy" => 7,
+        ValueKind::Choice(_) => 2,
+        ValueKind::Listener => 7,
+    }
 }

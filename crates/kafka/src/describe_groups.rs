@@ -13,9 +13,9 @@ use kafka_protocol::protocol::{Encodable, StrBytes};
 use model::TopicId;
 
 use super::Versions;
-use crate::group::consumer::Assignment;
-use crate::group::coordinator::Group;
-use crate::Broker;
+use broker::group::consumer::Assignment;
+use broker::group::coordinator::GroupView;
+use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 6);
@@ -40,45 +40,37 @@ pub fn handle(
             let base = DescribedGroup::default()
                 .with_group_id(id.clone())
                 .with_authorized_operations(ops(req.include_authorized_operations));
-            let described = broker.groups().with_group(id.as_str(), |g| match g {
-                Group::Classic(g) => {
-                    let d = g.describe();
-                    base.clone()
-                        .with_group_state(StrBytes::from_string(d.state.to_string()))
-                        .with_protocol_type(StrBytes::from_string(
-                            d.protocol_type.unwrap_or_default(),
-                        ))
-                        .with_protocol_data(StrBytes::from_string(
-                            d.protocol_name.unwrap_or_default(),
-                        ))
-                        .with_members(
-                            d.members
-                                .into_iter()
-                                .map(|m| {
-                                    DescribedGroupMember::default()
-                                        .with_member_id(StrBytes::from_string(m.member_id))
-                                        .with_group_instance_id(if version >= 4 {
-                                            m.group_instance_id.map(StrBytes::from_string)
-                                        } else {
-                                            None
-                                        })
-                                        .with_client_id(StrBytes::from_string(m.client_id))
-                                        .with_client_host(StrBytes::from_string(m.client_host))
-                                        .with_member_metadata(m.metadata)
-                                        .with_member_assignment(m.assignment)
-                                })
-                                .collect(),
-                        )
-                }
-                Group::Consumer(g) => base
+            let described = broker.groups().describe(id.as_str()).map(|g| match g {
+                GroupView::Classic(d) => base
                     .clone()
-                    .with_group_state(StrBytes::from_static_str(g.state()))
-                    .with_protocol_type(StrBytes::from_static_str("consumer"))
-                    .with_protocol_data(StrBytes::from_static_str(
-                        g.assignor_name(&broker.groups().config().consumer),
-                    ))
+                    .with_group_state(StrBytes::from_string(d.state.to_string()))
+                    .with_protocol_type(StrBytes::from_string(d.protocol_type.unwrap_or_default()))
+                    .with_protocol_data(StrBytes::from_string(d.protocol_name.unwrap_or_default()))
                     .with_members(
-                        g.members()
+                        d.members
+                            .into_iter()
+                            .map(|m| {
+                                DescribedGroupMember::default()
+                                    .with_member_id(StrBytes::from_string(m.member_id))
+                                    .with_group_instance_id(if version >= 4 {
+                                        m.group_instance_id.map(StrBytes::from_string)
+                                    } else {
+                                        None
+                                    })
+                                    .with_client_id(StrBytes::from_string(m.client_id))
+                                    .with_client_host(StrBytes::from_string(m.client_host))
+                                    .with_member_metadata(m.metadata)
+                                    .with_member_assignment(m.assignment)
+                            })
+                            .collect(),
+                    ),
+                GroupView::Consumer(g) => base
+                    .clone()
+                    .with_group_state(StrBytes::from_static_str(g.state))
+                    .with_protocol_type(StrBytes::from_static_str("consumer"))
+                    .with_protocol_data(StrBytes::from_static_str(g.assignor))
+                    .with_members(
+                        g.members
                             .into_iter()
                             .map(|m| {
                                 DescribedGroupMember::default()

@@ -4,14 +4,14 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_response::BatchIndexAndErrorMessage;
 use kafka_protocol::protocol::StrBytes;
 
-use crate::Error;
+use broker::Error;
 
 /// The Kafka error for a broker error.
 pub fn response_error(e: &Error) -> ResponseError {
     use ResponseError as R;
     match e {
         Error::Config { .. } | Error::InvalidConfig { .. } => R::InvalidConfig,
-        Error::InvalidTopic(_) => R::InvalidTopicException,
+        Error::InvalidTopic(_) | Error::InternalTopic(_) => R::InvalidTopicException,
         Error::UnknownTopic(_) | Error::UnknownPartition { .. } => R::UnknownTopicOrPartition,
         Error::UnknownTopicId(_) => R::UnknownTopicId,
         Error::TopicExists(_) => R::TopicAlreadyExists,
@@ -74,8 +74,8 @@ pub fn code_and_message(r: &Result<(), Error>) -> (i16, Option<String>) {
 }
 
 /// The Kafka error for a classic group state-machine error.
-pub fn classic_error(e: &crate::group::classic::GroupError) -> ResponseError {
-    use crate::group::classic::GroupError as G;
+pub fn classic_error(e: &broker::group::classic::GroupError) -> ResponseError {
+    use broker::group::classic::GroupError as G;
     use ResponseError as R;
     match e {
         G::UnknownMemberId => R::UnknownMemberId,
@@ -91,8 +91,8 @@ pub fn classic_error(e: &crate::group::classic::GroupError) -> ResponseError {
 }
 
 /// The Kafka error for a consumer-protocol state-machine error.
-pub fn consumer_error(e: &crate::group::consumer::ConsumerError) -> ResponseError {
-    use crate::group::consumer::ConsumerError as C;
+pub fn consumer_error(e: &broker::group::consumer::ConsumerError) -> ResponseError {
+    use broker::group::consumer::ConsumerError as C;
     use ResponseError as R;
     match e {
         C::FencedMemberEpoch(_) => R::FencedMemberEpoch,
@@ -107,8 +107,8 @@ pub fn consumer_error(e: &crate::group::consumer::ConsumerError) -> ResponseErro
 }
 
 /// The Kafka error for a coordinator error.
-pub fn coordinator_error(e: &crate::group::coordinator::CoordinatorError) -> ResponseError {
-    use crate::group::coordinator::{CoordinatorError as E, ProtocolMismatch};
+pub fn coordinator_error(e: &broker::group::coordinator::CoordinatorError) -> ResponseError {
+    use broker::group::coordinator::{CoordinatorError as E, ProtocolMismatch};
     use ResponseError as R;
     match e {
         E::Classic(g) => classic_error(g),

@@ -11,7 +11,6 @@
 //! id; an unknown id (never existed, or deleted and recreated under the same
 //! name) is UNKNOWN_TOPIC_ID and never returns another topic's data.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +23,7 @@ use super::error::response_error;
 use super::fetch_response::{self, FetchAnswer, PartitionAnswer, TopicAnswer};
 use super::response::ResponseFrame;
 use super::Versions;
-use crate::{Broker, Error, Partition, Topic};
+use broker::{Broker, Error, Partition, Topic};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(4, 16);
@@ -113,20 +112,9 @@ pub async fn handle(
     });
 
     loop {
-        // Register for wake-ups before reading, so an append that lands
-        // between the read and the wait is not missed.
-        let mut waiters: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> = plan
-            .targets
-            .iter()
-            .filter_map(|t| t.log.as_ref())
-            .map(|p| {
-                let mut n = Box::pin(p.appended());
-                n.as_mut().enable();
-                n
-            })
-            .collect();
         let (results, bytes, errors) = read_all(&plan);
-        let done = bytes >= min_bytes || errors || waiters.is_empty() || Instant::now() >= deadline;
+        let waiting = plan.targets.iter().any(|t| t.log.is_some());
+        let done = bytes >= min_bytes || errors || !waiting || Instant::now() >= deadline;
         if done {
             return fetch_response::encode(
                 &assemble(topics_out, &plan.targets, results),
@@ -134,11 +122,13 @@ pub async fn handle(
                 version,
             );
         }
-        let any_append = futures::future::select_all(waiters.iter_mut().map(|w| w.as_mut()));
-        tokio::select! {
-            _ = any_append => {}
-            _ = tokio::time::sleep_until(deadline) => {}
-        }
+        // Wait for any partition to grow past what this read saw (an append
+        // since the read ends the wait at once).
+        let waits = plan.targets.iter().zip(&results).filter_map(|(t, r)| {
+            let p = t.log.as_ref()?;
+            Some(Box::pin(p.wait_for(Offset(r.high_watermark), deadline)))
+        });
+        futures::future::select_all(waits).await;
     }
 }
 

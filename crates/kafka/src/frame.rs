@@ -2,63 +2,13 @@
 //! Decoding and encoding use the `kafka-protocol` crate; this module decides
 //! which frames are acceptable before any of that runs.
 
+use super::{supported_versions, RequestContext};
+pub use broker::net::{read_frame, FrameLimits, ReadError as FrameError};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsResponse, RequestHeader, RequestKind, ResponseHeader, ResponseKind,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
-use std::time::Duration;
-
-use tokio::io::{AsyncRead, AsyncReadExt};
-
-use super::conn_limits::{BudgetPermit, RequestBudget};
-use super::{supported_versions, RequestContext};
-
-/// Why a frame could not be read; each closes the connection.
-#[derive(Debug, thiserror::Error)]
-pub enum FrameError {
-    /// The size prefix is negative.
-    #[error("negative frame size {0}")]
-    NegativeLength(i32),
-    /// The size prefix exceeds `socket.request.max.bytes`.
-    #[error("frame of {len} bytes exceeds socket.request.max.bytes = {max}")]
-    TooLarge {
-        /// Announced size.
-        len: usize,
-        /// The limit.
-        max: usize,
-    },
-    /// The peer closed the connection in the middle of a frame.
-    #[error("connection closed in the middle of a frame")]
-    Truncated,
-    /// A frame did not arrive whole in time.
-    #[error("a request of {len} bytes did not arrive within {timeout:?} (socket.request.read.timeout.ms); {received} bytes came")]
-    ReadTimeout {
-        /// Announced size (0 if the size prefix itself did not arrive).
-        len: usize,
-        /// Bytes of it received.
-        received: usize,
-        /// The limit.
-        timeout: Duration,
-    },
-    /// No request started within `connections.max.idle.ms`.
-    #[error("idle for {0:?}")]
-    Idle(Duration),
-    /// A socket error.
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-}
-
-/// Per-frame limits of a listener.
-#[derive(Debug, Clone)]
-pub struct FrameLimits {
-    /// `socket.request.max.bytes`.
-    pub max_size: usize,
-    /// `socket.request.read.timeout.ms`: from the first byte of the size
-    /// prefix to the whole prefix, and from then (once the request's bytes
-    /// are admitted by `queued.max.request.bytes`) to the whole frame.
-    pub read_timeout: Option<Duration>,
-}
 
 /// Why a complete frame is not a request we can serve; each closes the
 /// connection except where the protocol defines an answer.
@@ -113,95 +63,6 @@ pub enum Parsed {
         /// Echoed in the response header.
         correlation_id: i32,
     },
-}
-
-/// Reads one frame, taking its bytes from the request budget as they arrive
-/// (held by the returned permit until the caller drops it). `Ok(None)` is a
-/// clean end of stream between frames. `idle` bounds the wait for a frame
-/// to start; `limits.read_timeout` the time from its first byte to its last,
-/// waits for the budget included.
-pub async fn read_frame<R: AsyncRead + Unpin>(
-    r: &mut R,
-    limits: &FrameLimits,
-    budget: &RequestBudget,
-    idle: Option<Duration>,
-) -> Result<Option<(Bytes, BudgetPermit)>, FrameError> {
-    let mut len_buf = [0u8; 4];
-    let first = match idle {
-        Some(d) => tokio::time::timeout(d, r.read(&mut len_buf))
-            .await
-            .map_err(|_| FrameError::Idle(d))??,
-        None => r.read(&mut len_buf).await?,
-    };
-    if first == 0 {
-        return Ok(None);
-    }
-    let timed_out = |len: usize, received: usize| FrameError::ReadTimeout {
-        len,
-        received,
-        timeout: limits.read_timeout.unwrap_or_default(),
-    };
-    let mut got = first;
-    within(limits.read_timeout, async {
-        while got < 4 {
-            let n = r.read(&mut len_buf[got..]).await?;
-            if n == 0 {
-                return Err(FrameError::Truncated);
-            }
-            got += n;
-        }
-        Ok(())
-    })
-    .await
-    .unwrap_or_else(|| Err(timed_out(0, got)))?;
-    let len = i32::from_be_bytes(len_buf);
-    if len < 0 {
-        return Err(FrameError::NegativeLength(len));
-    }
-    let len = len as usize;
-    if len > limits.max_size {
-        return Err(FrameError::TooLarge {
-            len,
-            max: limits.max_size,
-        });
-    }
-    // The request's bytes are taken from the budget as they arrive, so a
-    // connection holds what it sent, not what it announced.
-    let mut permit = BudgetPermit::default();
-    let mut held = 0usize;
-    let mut buf = BytesMut::new();
-    let mut body = (&mut *r).take(len as u64);
-    within(limits.read_timeout, async {
-        while buf.len() < len {
-            if buf.len() == held {
-                let more = (len - held).min(BUDGET_CHUNK);
-                permit.merge(budget.acquire(more).await);
-                held += more;
-                buf.reserve(more);
-            }
-            let mut room = (&mut body).take((held - buf.len()) as u64);
-            if room.read_buf(&mut buf).await? == 0 {
-                return Err(FrameError::Truncated);
-            }
-        }
-        Ok(())
-    })
-    .await
-    .unwrap_or_else(|| Err(timed_out(len, buf.len())))?;
-    Ok(Some((buf.freeze(), permit)))
-}
-
-/// How much of a request's size is taken from the budget (and allocated)
-/// at a time while it arrives.
-const BUDGET_CHUNK: usize = 1 << 20;
-
-/// Runs `f` to completion, or gives up after `limit` (`None` when it ran
-/// out of time).
-async fn within<T>(limit: Option<Duration>, f: impl std::future::Future<Output = T>) -> Option<T> {
-    match limit {
-        Some(d) => tokio::time::timeout(d, f).await.ok(),
-        None => Some(f.await),
-    }
 }
 
 /// Parses a request frame (without its size prefix).
@@ -288,8 +149,10 @@ pub fn peek_correlation_id(frame: &[u8]) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use broker::limits::RequestBudget;
     use kafka_protocol::messages::{ApiVersionsRequest, MetadataRequest};
     use kafka_protocol::protocol::StrBytes;
+    use std::time::Duration;
 
     fn request_frame(key: ApiKey, version: i16, body: &impl Encodable) -> Bytes {
         let mut buf = BytesMut::new();
@@ -415,7 +278,7 @@ mod tests {
         /// Any bytes after a valid header prefix decode to a request or a
         /// Malformed error; never a panic or an abort.
         #[test]
-        fn arbitrary_bodies_never_crash(key in proptest::sample::select(super::super::SUPPORTED_APIS.to_vec()), version_offset in 0i16..20, body in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+        fn arbitrary_bodies_never_crash(key in proptest::sample::select(crate::SUPPORTED_APIS.to_vec()), version_offset in 0i16..20, body in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
             let (api, range) = key;
             let version = range.min + version_offset % (range.max - range.min + 1);
             let mut b = BytesMut::new();
@@ -430,6 +293,7 @@ mod tests {
     fn limits(max_size: usize) -> FrameLimits {
         FrameLimits {
             max_size,
+            max_size_key: "socket.request.max.bytes",
             read_timeout: Some(Duration::from_secs(5)),
         }
     }

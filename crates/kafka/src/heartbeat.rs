@@ -8,7 +8,7 @@ use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
 use super::error::coordinator_error;
 use super::Versions;
-use crate::Broker;
+use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 4);

@@ -11,8 +11,8 @@ use kafka_protocol::protocol::StrBytes;
 use super::describe_configs::{resource, Resource};
 use super::error::code_and_message;
 use super::Versions;
-use crate::config::TopicConfig;
-use crate::{Broker, Error};
+use broker::config::TopicConfig;
+use broker::{Broker, Error};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 1);
@@ -70,7 +70,7 @@ fn alter_topic(
 fn apply_ops(
     mut config: TopicConfig,
     ops: &[AlterableConfig],
-    broker_config: &crate::config::BrokerConfig,
+    broker_config: &broker::config::BrokerConfig,
 ) -> Result<TopicConfig, Error> {
     for op in ops {
         let key = op.name.as_str();

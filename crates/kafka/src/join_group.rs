@@ -9,9 +9,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::error::coordinator_error;
 use super::{RequestContext, Versions};
-use crate::group::classic::{GroupError, JoinRequest, Protocol};
-use crate::group::coordinator::CoordinatorError;
-use crate::Broker;
+use broker::group::classic::{GroupError, JoinRequest, Protocol};
+use broker::group::coordinator::CoordinatorError;
+use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 9);

@@ -9,7 +9,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::error::{classic_error, coordinator_error};
 use super::Versions;
-use crate::Broker;
+use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 5);

@@ -1,18 +1,20 @@
-//! The Kafka wire-protocol front end.
+//! The Kafka wire-protocol front end over Magnetar's protocol-neutral
+//! broker core.
 //!
 //! `frame` turns bytes into requests, one module per API turns a request
 //! into a response (handlers never touch sockets), and `server` runs the
-//! listener. Wire types and error codes stay inside this module.
+//! listener. Kafka's wire types and error codes stay inside this crate.
+
+#![warn(missing_docs)]
 
 use std::sync::Arc;
 
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 
-use crate::Broker;
+use broker::Broker;
 
 mod alter_configs;
 mod api_versions;
-mod conn_limits;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
 mod create_partitions;
@@ -261,6 +263,6 @@ fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestK
 }
 
 /// Resolves a topic named on the wire, without ever creating it.
-pub(crate) fn find_topic(broker: &Broker, name: &str) -> Result<Arc<crate::Topic>, crate::Error> {
+pub(crate) fn find_topic(broker: &Broker, name: &str) -> Result<Arc<broker::Topic>, broker::Error> {
     broker.resolve_topic_name(name)
 }

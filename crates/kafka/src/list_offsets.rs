@@ -11,7 +11,7 @@ use model::{PartitionId, Timestamp};
 
 use super::error::response_error;
 use super::Versions;
-use crate::{Broker, Error, Partition};
+use broker::{Broker, Error, Partition};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(1, 10);

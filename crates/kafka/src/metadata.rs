@@ -18,7 +18,7 @@ use model::TopicId;
 
 use super::error::response_error;
 use super::Versions;
-use crate::{Broker, Error, Topic};
+use broker::{Broker, Error, Topic};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 13);

@@ -12,9 +12,9 @@ use model::PartitionId;
 
 use super::error::coordinator_error;
 use super::Versions;
-use crate::group::coordinator::CoordinatorError;
-use crate::group::store::CommittedOffset;
-use crate::{now_ms, Broker};
+use broker::group::coordinator::CoordinatorError;
+use broker::group::store::CommittedOffset;
+use broker::{now_ms, Broker};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(2, 9);

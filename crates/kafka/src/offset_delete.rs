@@ -14,21 +14,24 @@ use kafka_protocol::protocol::Decodable;
 
 use super::error::coordinator_error;
 use super::Versions;
-use crate::group::coordinator::Group;
-use crate::Broker;
+use broker::group::coordinator::SubscriptionsView;
+use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 0);
 
 /// Topics a group's members subscribe to, read from the classic consumer
 /// protocol's member metadata or the consumer protocol's subscriptions.
-pub fn subscribed_topics(g: &Group) -> Vec<String> {
+pub fn subscribed_topics(g: SubscriptionsView) -> Vec<String> {
     match g {
-        Group::Classic(g) => {
-            if g.protocol_type().as_deref() != Some("consumer") {
+        SubscriptionsView::Classic {
+            protocol_type,
+            metadata,
+        } => {
+            if protocol_type.as_deref() != Some("consumer") {
                 return Vec::new();
             }
-            g.protocol_metadata()
+            metadata
                 .into_iter()
                 .filter_map(|m| {
                     let mut meta = m;
@@ -42,11 +45,7 @@ pub fn subscribed_topics(g: &Group) -> Vec<String> {
                 .flat_map(|s| s.topics.into_iter().map(|t| t.to_string()))
                 .collect()
         }
-        Group::Consumer(g) => g
-            .members()
-            .into_iter()
-            .flat_map(|m| m.subscribed_topic_names)
-            .collect(),
+        SubscriptionsView::Consumer { topics } => topics,
     }
 }
 
@@ -58,7 +57,8 @@ pub fn handle(broker: &Arc<Broker>, req: OffsetDeleteRequest) -> OffsetDeleteRes
     }
     let subscribed = broker
         .groups()
-        .with_group(req.group_id.as_str(), subscribed_topics)
+        .subscriptions(req.group_id.as_str())
+        .map(subscribed_topics)
         .unwrap_or_default();
     let wanted: Vec<(String, i32)> = req
         .topics

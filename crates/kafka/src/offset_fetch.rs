@@ -13,8 +13,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::error::coordinator_error;
 use super::Versions;
-use crate::group::store::CommittedOffset;
-use crate::Broker;
+use broker::group::store::CommittedOffset;
+use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(1, 9);

@@ -12,7 +12,7 @@ use model::{LeaderEpoch, PartitionId};
 
 use super::error::response_error;
 use super::Versions;
-use crate::Broker;
+use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(2, 4);

@@ -21,7 +21,7 @@ use tracing::warn;
 
 use super::error::{record_errors, response_error};
 use super::{Outcome, Versions};
-use crate::{now_ms, Broker, Error, Partition, Topic};
+use broker::{now_ms, Broker, Error, Partition, Topic};
 
 /// Implemented versions (v13 addresses topics by id).
 pub const VERSIONS: Versions = Versions::new(3, 13);
@@ -77,7 +77,7 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> 
                 .with_partition_responses(partition_responses),
         );
     }
-    complete_disk_work(disk_work).await;
+    broker::complete_disk_work(disk_work).await;
     if acks != 0 {
         return Outcome::Reply(ResponseKind::Produce(
             ProduceResponse::default().with_responses(responses),
@@ -98,41 +98,12 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> 
     }
 }
 
-/// Runs what the appends left for the disk on the blocking pool: flushes a
-/// policy requires are awaited, the rest (fsyncs after rolls) goes on in
-/// the background. Failures are logged; the data is in the page cache and
-/// a later flush or recovery covers it.
-async fn complete_disk_work(work: Vec<(Arc<Partition>, SyncWork)>) {
-    let (required, background): (Vec<_>, Vec<_>) =
-        work.into_iter().partition(|(_, w)| w.flush_required());
-    let run = |items: Vec<(Arc<Partition>, SyncWork)>| {
-        move || {
-            for (p, w) in items {
-                if let Err(e) = p.log().complete(w) {
-                    warn!("flushing {} failed: {e}", p.tp);
-                }
-            }
-        }
-    };
-    if !background.is_empty() {
-        drop(tokio::task::spawn_blocking(run(background)));
-    }
-    if !required.is_empty() {
-        let _ = tokio::task::spawn_blocking(run(required)).await;
-    }
-}
-
 fn append(
     topic: &Topic,
     pd: PartitionProduceData,
     disk_work: &mut Vec<(Arc<Partition>, SyncWork)>,
 ) -> Result<PartitionProduceResponse, Error> {
-    if topic.name.is_internal() {
-        return Err(Error::InvalidTopic(model::Error::InvalidTopicName {
-            name: topic.name.to_string(),
-            reason: "internal topics are written by the broker only",
-        }));
-    }
+    topic.ensure_client_writable()?;
     let partition = topic.partition(PartitionId(pd.index))?;
     let records = pd
         .records

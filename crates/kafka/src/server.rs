@@ -20,11 +20,11 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::debug;
 
-use super::conn_limits::{ConnectionGuard, ConnectionTracker, Refused, RequestBudget};
 use super::frame::{self, FrameError, FrameLimits, Parsed};
 use super::{handle, Outcome};
-use crate::log_limit::RateLimiter;
-use crate::{warn_limited, Broker};
+use broker::limits::{ConnectionGuard, ConnectionTracker, Refused, RequestBudget};
+use broker::log_limit::RateLimiter;
+use broker::{warn_limited, Broker};
 
 /// Warnings about bad or refused connections: a few per second at most.
 static BAD_CONNECTION_LOG: RateLimiter = RateLimiter::new(10, Duration::from_secs(1));
@@ -66,6 +66,7 @@ pub fn serve(listener: TcpListener, broker: Arc<Broker>) -> std::io::Result<Serv
         budget: RequestBudget::new(config.queued_max_request_bytes()),
         frame_limits: FrameLimits {
             max_size: config.socket_request_max_bytes(),
+            max_size_key: "socket.request.max.bytes",
             read_timeout: config.request_read_timeout(),
         },
         idle: config.connections_max_idle(),

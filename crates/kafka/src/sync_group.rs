@@ -8,8 +8,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::error::coordinator_error;
 use super::{RequestContext, Versions};
-use crate::group::classic::SyncRequest;
-use crate::Broker;
+use broker::group::classic::SyncRequest;
+use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 5);

@@ -27,8 +27,8 @@ use kafka_protocol::records::{
 };
 
 use super::{frame, handle, Outcome, RequestContext, SUPPORTED_APIS};
-use crate::config::BrokerConfig;
-use crate::{Broker, Endpoint};
+use broker::config::BrokerConfig;
+use broker::{Broker, Endpoint};
 
 fn broker(dir: &std::path::Path) -> Arc<Broker> {
     let mut config = BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap());
@@ -303,7 +303,7 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
 async fn every_supported_version_encodes_and_decodes() {
     let dir = tempfile::tempdir().unwrap();
     let b = broker(dir.path());
-    let timers = crate::group::coordinator::spawn_timers(b.clone());
+    let timers = broker::group::coordinator::spawn_timers(b.clone());
     let topic = b
         .lookup_topic(&model::TopicName::new("t").unwrap(), true)
         .unwrap();
@@ -343,7 +343,7 @@ async fn every_supported_version_encodes_and_decodes() {
 /// ApiVersions advertises.
 #[test]
 fn readme_lists_every_advertised_api_and_version_range() {
-    let readme = include_str!("../../../../README.md");
+    let readme = include_str!("../../../README.md");
     for (key, v) in SUPPORTED_APIS {
         let row = format!("| {key:?} | {}–{} |", v.min, v.max);
         assert!(readme.contains(&row), "README lacks the row {row}");
@@ -365,11 +365,11 @@ fn readme_lists_every_advertised_api_and_version_range() {
 async fn invalid_records_are_reported_per_record_from_v8() {
     let dir = tempfile::tempdir().unwrap();
     let b = broker(dir.path());
-    let mut config = crate::config::TopicConfig::default();
+    let mut config = broker::config::TopicConfig::default();
     config.set("cleanup.policy", "compact").unwrap();
     let topic = b
         .create_topic(
-            crate::NewTopic {
+            broker::NewTopic {
                 name: model::TopicName::new("compacted").unwrap(),
                 partitions: Some(1),
                 replication_factor: None,

@@ -6,8 +6,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub mod pulsar_name;
 mod topic_name;
 
+pub use pulsar_name::{Namespace, PulsarTopic};
 pub use topic_name::{is_internal_topic, TopicName, INTERNAL_TOPICS};
 
 /// Errors raised when constructing a domain value from untrusted input.
@@ -16,6 +18,14 @@ pub enum Error {
     /// A topic name breaks Kafka's naming rules.
     #[error("invalid topic name {name:?}: {reason}")]
     InvalidTopicName {
+        /// The rejected name.
+        name: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+    /// A Pulsar topic, tenant or namespace name that Magnetar cannot hold.
+    #[error("invalid Pulsar name {name:?}: {reason}")]
+    InvalidPulsarName {
         /// The rejected name.
         name: String,
         /// Why it was rejected.

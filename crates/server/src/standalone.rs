@@ -141,7 +141,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     };
     let data_dir = config.data_dir.clone();
     let broker = tokio::task::spawn_blocking(move || Broker::open(config, endpoint)).await??;
-    let server = broker::kafka::serve(listener, broker.clone())?;
+    let server = magnetar_kafka::serve(listener, broker.clone())?;
     let maintenance = broker::maintenance::spawn(broker.clone());
     info!(
         kafka = %server.local_addr,

@@ -69,17 +69,6 @@ impl ValueKind {
             }
         }
     }
-
-    /// The Kafka DescribeConfigs config type code for this kind.
-    pub fn kafka_type(&self) -> i8 {
-        match self {
-            ValueKind::Bool => 1,
-            ValueKind::Int { .. } => 3,
-            ValueKind::Limit { .. } => 4,
-            ValueKind::Choice(_) => 2,
-            ValueKind::Listener => 7,
-        }
-    }
 }
 
 /// Parses `PLAINTEXT://host:port` or `host:port`.

@@ -35,7 +35,7 @@ pub struct CoordinatorConfig {
 
 /// A group of either protocol. Both share one namespace of group ids.
 #[derive(Debug)]
-pub enum Group {
+pub(crate) enum Group {
     /// JoinGroup/SyncGroup protocol.
     Classic(Box<ClassicGroup>),
     /// ConsumerGroupHeartbeat protocol (KIP-848).
@@ -111,6 +111,49 @@ impl std::fmt::Debug for GroupCoordinator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GroupCoordinator").finish_non_exhaustive()
     }
+}
+
+/// A group as the describe APIs show it: the protocol's own view types,
+/// never the state machines.
+#[derive(Debug, Clone)]
+pub enum GroupView {
+    /// A classic (JoinGroup/SyncGroup) group.
+    Classic(crate::group::classic::GroupDescription),
+    /// A consumer-protocol (KIP-848) group.
+    Consumer(ConsumerGroupView),
+}
+
+/// What a group's members subscribe to.
+#[derive(Debug, Clone)]
+pub enum SubscriptionsView {
+    /// A classic group: its members' opaque protocol metadata (for the
+    /// `consumer` protocol type, Kafka's ConsumerProtocolSubscription).
+    Classic {
+        /// The group's protocol type, if it ever had members.
+        protocol_type: Option<String>,
+        /// Each member's metadata for the group's protocol.
+        metadata: Vec<bytes::Bytes>,
+    },
+    /// A consumer-protocol group: the topics its members named.
+    Consumer {
+        /// Subscribed topic names, over all members.
+        topics: Vec<String>,
+    },
+}
+
+/// A consumer-protocol group as the describe APIs show it.
+#[derive(Debug, Clone)]
+pub struct ConsumerGroupView {
+    /// Kafka's state name (`Empty`, `Assigning`, `Reconciling`, `Stable`).
+    pub state: &'static str,
+    /// The group epoch.
+    pub epoch: i32,
+    /// The epoch of the target assignment.
+    pub assignment_epoch: i32,
+    /// The server-side assignor in use.
+    pub assignor: &'static str,
+    /// Members with their current and target assignments.
+    pub members: Vec<crate::group::consumer::MemberDescription>,
 }
 
 /// One entry of ListGroups.
@@ -602,9 +645,39 @@ impl GroupCoordinator {
         self.inner.lock().offsets.contains_key(group_id)
     }
 
-    /// Runs `f` on a group, if it exists.
-    pub fn with_group<T>(&self, group_id: &str, f: impl FnOnce(&Group) -> T) -> Option<T> {
-        self.inner.lock().groups.get(group_id).map(f)
+    /// What a group's members subscribe to, for OffsetDelete's check:
+    /// `None` if the group does not exist.
+    pub fn subscriptions(&self, group_id: &str) -> Option<SubscriptionsView> {
+        self.inner.lock().groups.get(group_id).map(|g| match g {
+            Group::Classic(g) => SubscriptionsView::Classic {
+                protocol_type: g.protocol_type(),
+                metadata: g.protocol_metadata(),
+            },
+            Group::Consumer(g) => SubscriptionsView::Consumer {
+                topics: g
+                    .members()
+                    .into_iter()
+                    .flat_map(|m| m.subscribed_topic_names)
+                    .collect(),
+            },
+        })
+    }
+
+    /// What a group looks like now, for describe APIs: `None` if the group
+    /// has neither members nor state (it may still have committed offsets,
+    /// see [`GroupCoordinator::has_offsets`]).
+    pub fn describe(&self, group_id: &str) -> Option<GroupView> {
+        let config = self.config().consumer.clone();
+        self.inner.lock().groups.get(group_id).map(|g| match g {
+            Group::Classic(g) => GroupView::Classic(g.describe()),
+            Group::Consumer(g) => GroupView::Consumer(ConsumerGroupView {
+                state: g.state(),
+                epoch: g.epoch(),
+                assignment_epoch: g.assignment_epoch(),
+                assignor: g.assignor_name(&config),
+                members: g.members(),
+            }),
+        })
     }
 
     /// Fires due timers; returns the next deadline.

@@ -1,0 +1,152 @@
+//! Reading length-prefixed frames (a 4-byte big-endian size, then the
+//! frame), as both Kafka and Pulsar frame their commands, with the bounds
+//! every listener applies: a size limit, the global request-bytes budget
+//! taken as bytes arrive, a read timeout for a frame that stops arriving,
+//! and an idle limit between frames.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::limits::{BudgetPermit, RequestBudget};
+
+/// Why a frame could not be read; each closes the connection.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The size prefix is negative.
+    #[error("negative frame size {0}")]
+    NegativeLength(i32),
+    /// The size prefix exceeds the listener's limit.
+    #[error("frame of {len} bytes exceeds {limit} = {max}")]
+    TooLarge {
+        /// Announced size.
+        len: usize,
+        /// The limit.
+        max: usize,
+        /// The limit's configuration key.
+        limit: &'static str,
+    },
+    /// The peer closed the connection in the middle of a frame.
+    #[error("connection closed in the middle of a frame")]
+    Truncated,
+    /// A frame did not arrive whole in time.
+    #[error("a frame of {len} bytes did not arrive within {timeout:?} (socket.request.read.timeout.ms); {received} bytes came")]
+    ReadTimeout {
+        /// Announced size (0 if the size prefix itself did not arrive).
+        len: usize,
+        /// Bytes of it received.
+        received: usize,
+        /// The limit.
+        timeout: Duration,
+    },
+    /// No frame started within the idle limit.
+    #[error("idle for {0:?}")]
+    Idle(Duration),
+    /// A socket error.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Per-frame limits of a listener.
+#[derive(Debug, Clone)]
+pub struct FrameLimits {
+    /// Largest frame, its size prefix excluded.
+    pub max_size: usize,
+    /// The configuration key of `max_size`, for errors.
+    pub max_size_key: &'static str,
+    /// `socket.request.read.timeout.ms`: from the first byte of the size
+    /// prefix to the whole prefix, and from then (once the request's bytes
+    /// are admitted by `queued.max.request.bytes`) to the whole frame.
+    pub read_timeout: Option<Duration>,
+}
+
+/// Reads one frame, taking its bytes from the request budget as they arrive
+/// (held by the returned permit until the caller drops it). `Ok(None)` is a
+/// clean end of stream between frames. `idle` bounds the wait for a frame
+/// to start; `limits.read_timeout` the time from its first byte to its last,
+/// waits for the budget included.
+pub async fn read_frame<R: AsyncRead + Unpin>(
+    r: &mut R,
+    limits: &FrameLimits,
+    budget: &RequestBudget,
+    idle: Option<Duration>,
+) -> Result<Option<(Bytes, BudgetPermit)>, ReadError> {
+    let mut len_buf = [0u8; 4];
+    let first = match idle {
+        Some(d) => tokio::time::timeout(d, r.read(&mut len_buf))
+            .await
+            .map_err(|_| ReadError::Idle(d))??,
+        None => r.read(&mut len_buf).await?,
+    };
+    if first == 0 {
+        return Ok(None);
+    }
+    let timed_out = |len: usize, received: usize| ReadError::ReadTimeout {
+        len,
+        received,
+        timeout: limits.read_timeout.unwrap_or_default(),
+    };
+    let mut got = first;
+    within(limits.read_timeout, async {
+        while got < 4 {
+            let n = r.read(&mut len_buf[got..]).await?;
+            if n == 0 {
+                return Err(ReadError::Truncated);
+            }
+            got += n;
+        }
+        Ok(())
+    })
+    .await
+    .unwrap_or_else(|| Err(timed_out(0, got)))?;
+    let len = i32::from_be_bytes(len_buf);
+    if len < 0 {
+        return Err(ReadError::NegativeLength(len));
+    }
+    let len = len as usize;
+    if len > limits.max_size {
+        return Err(ReadError::TooLarge {
+            len,
+            max: limits.max_size,
+            limit: limits.max_size_key,
+        });
+    }
+    // The request's bytes are taken from the budget as they arrive, so a
+    // connection holds what it sent, not what it announced.
+    let mut permit = BudgetPermit::default();
+    let mut held = 0usize;
+    let mut buf = BytesMut::new();
+    let mut body = (&mut *r).take(len as u64);
+    within(limits.read_timeout, async {
+        while buf.len() < len {
+            if buf.len() == held {
+                let more = (len - held).min(BUDGET_CHUNK);
+                permit.merge(budget.acquire(more).await);
+                held += more;
+                buf.reserve(more);
+            }
+            let mut room = (&mut body).take((held - buf.len()) as u64);
+            if room.read_buf(&mut buf).await? == 0 {
+                return Err(ReadError::Truncated);
+            }
+        }
+        Ok(())
+    })
+    .await
+    .unwrap_or_else(|| Err(timed_out(len, buf.len())))?;
+    Ok(Some((buf.freeze(), permit)))
+}
+
+/// How much of a request's size is taken from the budget (and allocated)
+/// at a time while it arrives.
+const BUDGET_CHUNK: usize = 1 << 20;
+
+/// Runs `f` to completion, or gives up after `limit` (`None` when it ran
+/// out of time).
+async fn within<T>(limit: Option<Duration>, f: impl std::future::Future<Output = T>) -> Option<T> {
+    match limit {
+        Some(d) => tokio::time::timeout(d, f).await.ok(),
+        None => Some(f.await),
+    }
+}
