@@ -106,6 +106,53 @@ impl BrokerProcess {
     }
 
     fn spawn(&mut self, addr: &str) {
+        let (child, rx) = self.spawn_child(addr);
+        let addr = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("broker did not start; log:\n{}", self.log_text()));
+        self.addr = addr.parse().unwrap();
+        self.child = Some(child);
+    }
+
+    /// Starts again on the same data dir and port and SIGKILLs the broker
+    /// as soon as it logs its `nth` line containing `needle` in this run
+    /// (the kill lands wherever the broker has got to by then). Returns what
+    /// that run logged.
+    pub fn restart_and_kill_at(&mut self, needle: &str, nth: usize) -> Vec<String> {
+        assert!(self.child.is_none(), "stop the broker first");
+        let already = self.log.lock().unwrap().len();
+        let addr = self.addr.to_string();
+        let (mut child, _ready) = self.spawn_child(&addr);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let seen = self.log.lock().unwrap()[already..]
+                .iter()
+                .filter(|l| l.contains(needle))
+                .count();
+            if seen >= nth {
+                break;
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!(
+                    "broker exited ({status}) before logging {needle:?} {nth} times; log:\n{}",
+                    self.log_text()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "broker did not log {needle:?} {nth} times; log:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        self.log.lock().unwrap()[already..].to_vec()
+    }
+
+    /// Spawns the broker; the receiver gets the Kafka listener address once
+    /// it is ready.
+    fn spawn_child(&mut self, addr: &str) -> (Child, std::sync::mpsc::Receiver<String>) {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_magnetar"));
         cmd.arg("standalone")
             .arg("--data-dir")
@@ -163,11 +210,7 @@ impl BrokerProcess {
                 log.lock().unwrap().push(line);
             }
         });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("broker did not start; log:\n{}", self.log_text()));
-        self.addr = addr.parse().unwrap();
-        self.child = Some(child);
+        (child, rx)
     }
 
     /// `host:port` for clients.
