@@ -1,12 +1,14 @@
 //! The Pulsar binary protocol as Magnetar speaks it: wire types generated
-//! from our own `proto/pulsar.proto` ([`proto`]) and the frame codec
-//! ([`frame`]). Pure codec: no I/O, no async runtime, no broker types.
+//! from our own `proto/pulsar.proto` ([`proto`]), the frame codec
+//! ([`frame`]) and the message-payload codec ([`payload`]: compression and
+//! batches). Pure codec: no I/O, no async runtime, no broker types.
 //!
 //! Reading: feed a connection's read buffer to a [`FrameDecoder`]; each
 //! [`Frame`] holds the decoded [`proto::BaseCommand`] and, for SEND and
 //! MESSAGE frames, a [`Payload`] whose data is a slice of the read buffer
 //! (never copied). [`Command::try_from`] turns the envelope into a
-//! matchable [`Command`].
+//! matchable [`Command`]; [`payload::decode_payload`] decompresses and
+//! splits batches.
 //!
 //! Writing: build a command with [`command`] (which sets `type` for you)
 //! and write it with [`encode_command`], or with
@@ -21,6 +23,7 @@
 mod command;
 mod error;
 pub mod frame;
+pub mod payload;
 pub mod proto;
 mod wire;
 
@@ -30,3 +33,4 @@ pub use frame::{
     encode_command, encode_payload_command, ChecksumState, Frame, FrameDecoder, Payload,
     DEFAULT_MAX_FRAME_SIZE,
 };
+pub use payload::{decode_payload, MessagePayload};
