@@ -1,8 +1,8 @@
 //! Presence checks for proto2 `required` fields.
 //!
 //! prost decodes a missing `required uint64` as 0, indistinguishable from
-//! a real 0, so after prost has decoded a message we walk its wire bytes
-//! once more, guided by a table generated from `proto/pulsar.proto` by
+//! a real 0, so before prost decodes a message we walk its wire bytes,
+//! guided by a table generated from `proto/pulsar.proto` by
 //! `build.rs`, and report the first required field that never appeared
 //! (also inside nested messages, e.g. `MessageIdData.ledgerId` of a
 //! `CommandMessage`).
@@ -29,20 +29,21 @@ pub(crate) struct FieldSchema {
 
 include!(concat!(env!("OUT_DIR"), "/pulsar_schema.rs"));
 
-// prost's own default recursion limit; deeper input was already refused
-// by prost before we walk it.
+// prost's own default recursion limit.
 const MAX_DEPTH: u32 = 100;
 
 /// Decodes `bytes` as `M` (index `schema` in [`MESSAGES`]) and checks that
 /// every required field is present, at every nesting level.
+///
+/// The walk comes first: it allocates nothing, so a message that would be
+/// refused for a missing field (for instance thousands of empty
+/// `MessageIdData` entries in an ACK) is refused before prost builds it.
 pub(crate) fn decode_checked<M: Message + Default>(bytes: Bytes, schema: usize) -> Result<M> {
-    let name = MESSAGES[schema].name;
-    let message = M::decode(bytes.clone()).map_err(|e| FrameError::InvalidProtobuf {
-        message: name,
-        reason: e.to_string(),
-    })?;
     check_required(&bytes, schema, 0)?;
-    Ok(message)
+    M::decode(bytes).map_err(|e| FrameError::InvalidProtobuf {
+        message: MESSAGES[schema].name,
+        reason: e.to_string(),
+    })
 }
 
 /// Walks one message's wire bytes; errors name the innermost message.
