@@ -784,3 +784,17 @@ fn message_frames_for_consumers() {
     assert_eq!(frame.command, cmd);
     assert_eq!(frame.payload.unwrap().metadata, meta);
 }
+
+#[test]
+fn sizes_past_u32_are_refused_when_encoding() {
+    // Frames over 4 GiB cannot be described by totalSize; building one in
+    // a test would take 4 GiB, so the size check is exercised directly.
+    assert_eq!(to_u32("frame", u64::from(u32::MAX)).unwrap(), u32::MAX);
+    assert_eq!(
+        to_u32("frame", u64::from(u32::MAX) + 1).unwrap_err(),
+        FrameError::TooLargeToEncode {
+            what: "frame",
+            size: 1 << 32
+        }
+    );
+}
