@@ -14,6 +14,7 @@ pub mod kafka;
 pub mod log_limit;
 pub mod maintenance;
 mod metadata_store;
+pub mod subscription;
 mod topic;
 
 pub use crate::core::{Broker, Endpoint, NewTopic};
