@@ -16,10 +16,15 @@
 //!    [`Subscription::dispatch`];
 //! 3. which returns the [`Delivery`]s to send: never more messages to a
 //!    consumer than its permits, redeliveries first.
+//!
+//! [`Subscriptions`] is the broker's registry of them (behind one mutex),
+//! and persists durable cursors as their own record type in the group log
+//! (see [`crate::group::store::RecordKey::Subscription`]).
 
 mod cursor;
 mod dispatcher;
 mod keyshared;
+mod registry;
 
 #[cfg(test)]
 mod tests;
@@ -31,6 +36,7 @@ use model::Offset;
 pub use cursor::{Cursor, CursorRecord, MAX_PERSISTED_RANGES};
 pub use dispatcher::{Subscription, MAX_HELD_MESSAGES, ROUND_ROBIN_BATCH};
 pub use keyshared::HASH_RANGE_SIZE;
+pub use registry::{spawn_cursor_flusher, SubscribeRequest, SubscriptionKey, Subscriptions};
 
 /// How a subscription hands messages to its consumers (Pulsar's SubType;
 /// the codes are Pulsar's enum values).
