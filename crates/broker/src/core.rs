@@ -174,6 +174,12 @@ impl Broker {
             .expect("group coordinator initialized in Broker::open")
     }
 
+    /// Subscriptions (cursors of Pulsar-style consumers), kept by the group
+    /// coordinator in its log.
+    pub fn subscriptions(&self) -> &crate::subscription::Subscriptions {
+        self.groups().subscriptions()
+    }
+
     /// The internal offsets topic's partition, created on first start.
     fn offsets_partition(&self) -> Result<Arc<Partition>, Error> {
         let name = TopicName::new(OFFSETS_TOPIC)?;
@@ -416,6 +422,9 @@ impl Broker {
             if let Err(e) = groups.forget_topic(name) {
                 warn!(topic = %name, "could not remove committed offsets of the deleted topic: {e}");
             }
+            if let Err(e) = groups.subscriptions().forget_topic(name) {
+                warn!(topic = %name, "could not remove subscriptions of the deleted topic: {e}");
+            }
         }
         info!(topic = %name, id = %topic.id, "deleted topic");
         Ok(topic.id)
@@ -620,8 +629,14 @@ impl Broker {
         }
     }
 
-    /// Flushes everything and marks the shutdown clean.
+    /// Flushes everything (subscription cursors first) and marks the
+    /// shutdown clean.
     pub fn shutdown(&self) -> Result<(), Error> {
+        if let Some(groups) = self.groups.get() {
+            if let Err(e) = groups.subscriptions().flush_cursors() {
+                warn!("could not persist subscription cursors: {e}");
+            }
+        }
         self.logs.shutdown().map_err(|source| Error::Storage {
             partition: "all".into(),
             source,

@@ -78,6 +78,31 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A consumer cannot attach, or cannot unsubscribe, while others are
+    /// attached (Pulsar's ConsumerBusy).
+    #[error("{0}")]
+    ConsumerBusy(String),
+    /// Subscribing with another type than the subscription's while
+    /// consumers are attached.
+    #[error("Subscription is of different type: {subscription} is {existing}, not {requested}")]
+    SubscriptionTypeMismatch {
+        /// The subscription.
+        subscription: String,
+        /// Its type.
+        existing: crate::subscription::SubscriptionType,
+        /// The type asked for.
+        requested: crate::subscription::SubscriptionType,
+    },
+    /// No subscription of this name on the partition.
+    #[error("subscription {0} does not exist")]
+    SubscriptionNotFound(String),
+    /// The consumer is not attached to the subscription.
+    #[error("{0}")]
+    ConsumerNotFound(String),
+    /// The operation is not allowed on this subscription (a cumulative ack
+    /// on Shared or Key_Shared).
+    #[error("{0}")]
+    NotAllowed(String),
     /// The metadata file is unreadable.
     #[error("metadata file {path} is corrupt: {reason}")]
     MetadataCorrupt {

@@ -17,6 +17,7 @@ pub mod log_limit;
 pub mod maintenance;
 mod metadata_store;
 pub mod net;
+pub mod subscription;
 mod topic;
 
 pub use crate::core::{Broker, Endpoint, NewTopic};

@@ -18,6 +18,12 @@ pub fn response_error(e: &Error) -> ResponseError {
         Error::InvalidPartitions(_) => R::InvalidPartitions,
         Error::InvalidReplicationFactor(_) => R::InvalidReplicationFactor,
         Error::InvalidRequest(_) => R::InvalidRequest,
+        // Subscriptions are not reachable from Kafka requests.
+        Error::ConsumerBusy(_)
+        | Error::SubscriptionTypeMismatch { .. }
+        | Error::SubscriptionNotFound(_)
+        | Error::ConsumerNotFound(_)
+        | Error::NotAllowed(_) => R::InvalidRequest,
         Error::Storage { source, .. } => storage_error(source),
         Error::DataDir(_) | Error::MetadataIo { .. } | Error::MetadataCorrupt { .. } => {
             R::KafkaStorageError

@@ -57,7 +57,7 @@ pub fn handle(broker: &Arc<Broker>, req: OffsetDeleteRequest) -> OffsetDeleteRes
     }
     let subscribed = broker
         .groups()
-        .subscriptions(req.group_id.as_str())
+        .group_subscriptions(req.group_id.as_str())
         .map(subscribed_topics)
         .unwrap_or_default();
     let wanted: Vec<(String, i32)> = req

@@ -20,6 +20,7 @@ use super::consumer::{
     ConsumerConfig, ConsumerError, ConsumerGroup, Heartbeat, HeartbeatReply, TopicInfo,
 };
 use super::store::{CommittedOffset, GroupLog, RecordKey};
+use crate::subscription::{SubscriptionKey, Subscriptions};
 use crate::{now_ms, Error};
 
 /// Settings of the coordinator, from broker configuration.
@@ -103,6 +104,7 @@ struct Inner {
 pub struct GroupCoordinator {
     inner: Mutex<Inner>,
     log: GroupLog,
+    subscriptions: Subscriptions,
     config: CoordinatorConfig,
     wake: Notify,
 }
@@ -174,6 +176,7 @@ impl GroupCoordinator {
     pub fn open(log: GroupLog, config: CoordinatorConfig) -> Result<GroupCoordinator, Error> {
         let mut inner = Inner::default();
         let mut group_records: HashMap<String, Bytes> = HashMap::new();
+        let mut subscription_records = Vec::new();
         let records = log.replay()?;
         let count = records.len();
         for r in records {
@@ -215,6 +218,17 @@ impl GroupCoordinator {
                 (RecordKey::Group { group }, None) => {
                     group_records.remove(&group);
                 }
+                (
+                    RecordKey::Subscription {
+                        topic,
+                        partition,
+                        subscription,
+                    },
+                    value,
+                ) => {
+                    subscription_records
+                        .push((SubscriptionKey::new(topic, partition, subscription), value));
+                }
             }
         }
         let now = now_ms().0;
@@ -245,9 +259,11 @@ impl GroupCoordinator {
             groups = inner.groups.len(),
             "group log replayed"
         );
+        let subscriptions = Subscriptions::restore(log.clone(), subscription_records);
         Ok(GroupCoordinator {
             inner: Mutex::new(inner),
             log,
+            subscriptions,
             config,
             wake: Notify::new(),
         })
@@ -256,6 +272,11 @@ impl GroupCoordinator {
     /// The coordinator's settings.
     pub fn config(&self) -> &CoordinatorConfig {
         &self.config
+    }
+
+    /// Subscriptions (Pulsar-style cursors), persisted in the same log.
+    pub fn subscriptions(&self) -> &Subscriptions {
+        &self.subscriptions
     }
 
     /// JoinGroup: waits until the rebalance it joins completes.
@@ -647,7 +668,7 @@ impl GroupCoordinator {
 
     /// What a group's members subscribe to, for OffsetDelete's check:
     /// `None` if the group does not exist.
-    pub fn subscriptions(&self, group_id: &str) -> Option<SubscriptionsView> {
+    pub fn group_subscriptions(&self, group_id: &str) -> Option<SubscriptionsView> {
         self.inner.lock().groups.get(group_id).map(|g| match g {
             Group::Classic(g) => SubscriptionsView::Classic {
                 protocol_type: g.protocol_type(),
@@ -800,15 +821,21 @@ impl GroupCoordinator {
             inner.groups.remove(id);
             inner.persisted.remove(id);
         }
-        let live = self.live_records(&inner);
-        let live_bytes: usize = live
-            .iter()
-            .map(|(_, v)| v.as_ref().map_or(0, Vec::len) + 64)
-            .sum();
-        if self.log.size_bytes() as usize > (16 << 20).max(live_bytes * 4) {
-            self.log.snapshot(&live)?;
-            tracing::info!(records = live.len(), "compacted the group log");
-        }
+        let mut live = self.live_records(&inner);
+        // Cursor writes wait while the snapshot is taken, so none of them
+        // lands before an older copy of itself.
+        self.subscriptions.with_persisted(|cursors| {
+            live.extend(cursors);
+            let live_bytes: usize = live
+                .iter()
+                .map(|(_, v)| v.as_ref().map_or(0, Vec::len) + 64)
+                .sum();
+            if self.log.size_bytes() as usize > (16 << 20).max(live_bytes * 4) {
+                self.log.snapshot(&live)?;
+                tracing::info!(records = live.len(), "compacted the group log");
+            }
+            Ok::<_, Error>(())
+        })?;
         Ok(expired)
     }
 

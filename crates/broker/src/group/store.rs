@@ -2,7 +2,8 @@
 //! in the internal `__consumer_offsets` topic, replayed at start-up.
 //!
 //! Each record's key says what it is about (an offset of one group and
-//! partition, or a group's metadata); a record with no value is a tombstone.
+//! partition, a group's metadata, or a subscription's cursor); a record with
+//! no value is a tombstone.
 //! The log is kept small by snapshotting: the live state is appended as new
 //! records and the log start moves past everything older, so a crash at any
 //! point replays to the same state.
@@ -39,6 +40,16 @@ pub enum RecordKey {
     Group {
         /// Group id.
         group: String,
+    },
+    /// A durable subscription's cursor (value:
+    /// [`crate::subscription::CursorRecord::encode`]).
+    Subscription {
+        /// Topic name.
+        topic: String,
+        /// Partition index.
+        partition: i32,
+        /// Subscription name.
+        subscription: String,
     },
 }
 
