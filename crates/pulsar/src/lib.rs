@@ -1,36 +1,24 @@
-//! The Pulsar binary protocol as Magnetar speaks it: wire types generated
-//! from our own `proto/pulsar.proto` ([`proto`]), the frame codec
-//! ([`frame`]) and the message-payload codec ([`payload`]: compression and
-//! batches). Pure codec: no I/O, no async runtime, no broker types.
+//! Magnetar's Pulsar front end: Pulsar clients produce, subscribe and read
+//! over the same topics and log Kafka clients use.
 //!
-//! Reading: feed a connection's read buffer to a [`FrameDecoder`]; each
-//! [`Frame`] holds the decoded [`proto::BaseCommand`] and, for SEND and
-//! MESSAGE frames, a [`Payload`] whose data is a slice of the read buffer
-//! (never copied). [`Command::try_from`] turns the envelope into a
-//! matchable [`Command`]; [`payload::decode_payload`] decompresses and
-//! splits batches.
-//!
-//! Writing: build a command with [`command`] (which sets `type` for you)
-//! and write it with [`encode_command`], or with
-//! [`encode_payload_command`] for frames that carry a message, which always
-//! get the `0x0e01` magic and CRC32C.
-//!
-//! Everything returns [`FrameError`] on bad input; nothing panics on what a
-//! peer sends, and no buffer is sized from an unchecked length.
+//! The wire format is `magnetar-pulsar-wire`'s; this crate translates
+//! commands to the protocol-neutral broker core: topics ([`topics`], names
+//! mapped by `model::pulsar_name`), messages to and from Kafka record
+//! batches ([`convert`]), message ids over offsets ([`message_id`]),
+//! subscriptions in `broker::subscription` driven by [`dispatch`].
 
 #![warn(missing_docs)]
 
-mod command;
-mod error;
-pub mod frame;
-pub mod payload;
-pub mod proto;
-mod wire;
+pub mod consumer;
+pub mod convert;
+pub mod dispatch;
+pub mod error;
+pub mod lookup;
+pub mod message_id;
+pub mod producer;
+pub mod schema;
+pub mod server;
+pub mod session;
+pub mod topics;
 
-pub use command::{command, Command};
-pub use error::{FrameError, Result};
-pub use frame::{
-    encode_command, encode_payload_command, ChecksumState, Frame, FrameDecoder, Payload,
-    DEFAULT_MAX_FRAME_SIZE,
-};
-pub use payload::{decode_payload, MessagePayload};
+pub use server::{serve, Server};

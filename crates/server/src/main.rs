@@ -33,6 +33,9 @@ pub struct StandaloneArgs {
     /// Address of the Kafka listener (port 0 picks a free port).
     #[arg(long, default_value = broker::config::DEFAULT_KAFKA_ADDR, env = "MAGNETAR_KAFKA_ADDR")]
     pub kafka_addr: String,
+    /// Address of the Pulsar listener (port 0 picks a free port).
+    #[arg(long, default_value = broker::config::DEFAULT_PULSAR_ADDR, env = "MAGNETAR_PULSAR_ADDR")]
+    pub pulsar_addr: String,
     /// A TOML file of configuration keys (Kafka property names).
     #[arg(long)]
     pub config: Option<PathBuf>,

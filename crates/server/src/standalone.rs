@@ -111,6 +111,13 @@ fn build_config(args: &StandaloneArgs) -> Result<BrokerConfig, broker::Error> {
         reason,
     })?;
     let mut config = BrokerConfig::new(&args.data_dir, addr);
+    config.pulsar_addr =
+        Some(
+            resolve(&args.pulsar_addr).map_err(|reason| broker::Error::Config {
+                key: "--pulsar-addr".into(),
+                reason,
+            })?,
+        );
     if let Some(path) = &args.config {
         config.apply_toml_file(path)?;
     }
@@ -132,6 +139,14 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.kafka_addr))?;
     let bound = listener.local_addr()?;
+    let pulsar_listener = match config.pulsar_addr {
+        Some(a) => Some(
+            TcpListener::bind(a)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot listen on {a} (--pulsar-addr): {e}"))?,
+        ),
+        None => None,
+    };
     let endpoint = match config.advertised_listener() {
         Some((host, port)) => Endpoint { host, port },
         None => Endpoint {
@@ -142,21 +157,40 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let data_dir = config.data_dir.clone();
     let broker = tokio::task::spawn_blocking(move || Broker::open(config, endpoint)).await??;
     let server = magnetar_kafka::serve(listener, broker.clone())?;
+    let pulsar = match pulsar_listener {
+        Some(l) => {
+            let bound = l.local_addr()?;
+            let advertised = match broker.config().pulsar_advertised_address() {
+                Some((host, port)) => format!("{host}:{port}"),
+                None => format!("{}:{}", advertised_host(bound), bound.port()),
+            };
+            Some(magnetar_pulsar::serve(l, broker.clone(), advertised)?)
+        }
+        None => None,
+    };
     let maintenance = broker::maintenance::spawn(broker.clone());
     info!(
         kafka = %server.local_addr,
+        pulsar = %pulsar.as_ref().map_or("-".to_string(), |p| p.local_addr.to_string()),
         open_file_limit = broker.config().open_file_limit.unwrap_or(0),
         max_connections = broker.config().max_connections(),
         advertised = %format!("{}:{}", broker.endpoint().host, broker.endpoint().port),
         data_dir = %data_dir.display(),
         "magnetar is ready"
     );
-    // A line tests and scripts can wait for, independent of log formatting.
+    // Lines tests and scripts can wait for, independent of log formatting;
+    // the Kafka one comes last and means everything is ready.
+    if let Some(p) = &pulsar {
+        eprintln!("magnetar: pulsar listener on {}", p.local_addr);
+    }
     eprintln!("magnetar: kafka listener on {}", server.local_addr);
 
     wait_for_signal().await?;
     info!("shutting down");
     maintenance.abort();
+    if let Some(p) = pulsar {
+        p.shutdown().await;
+    }
     server.shutdown().await;
     let b = broker.clone();
     tokio::task::spawn_blocking(move || b.shutdown()).await??;

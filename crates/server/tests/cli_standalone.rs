@@ -16,7 +16,12 @@ fn run_with(args: &[&str]) -> (Option<i32>, String) {
         .arg("standalone")
         .arg("--data-dir")
         .arg(dir.path())
-        .args(["--kafka-addr", "127.0.0.1:0"])
+        .args([
+            "--kafka-addr",
+            "127.0.0.1:0",
+            "--pulsar-addr",
+            "127.0.0.1:0",
+        ])
         .args(args)
         .output()
         .unwrap();
@@ -139,7 +144,8 @@ fn json_logs_are_one_object_per_line() {
     let (code, err) = {
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_magnetar"))
-            .args(["standalone", "--kafka-addr", "127.0.0.1:0", "--data-dir"])
+            .args(["standalone", "--kafka-addr", "127.0.0.1:0"])
+            .args(["--pulsar-addr", "127.0.0.1:0", "--data-dir"])
             .arg(dir.path())
             .env("MAGNETAR_LOG_FORMAT", "xml")
             .output()
@@ -196,7 +202,12 @@ fn a_data_directory_serves_one_broker_at_a_time() {
         .arg("standalone")
         .arg("--data-dir")
         .arg(broker.dir())
-        .args(["--kafka-addr", "127.0.0.1:0"])
+        .args([
+            "--kafka-addr",
+            "127.0.0.1:0",
+            "--pulsar-addr",
+            "127.0.0.1:0",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

@@ -74,7 +74,12 @@ impl ValueKind {
 /// Parses `PLAINTEXT://host:port` or `host:port`.
 pub fn parse_listener(v: &str) -> Result<(String, u16), String> {
     let rest = match v.split_once("://") {
-        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("PLAINTEXT") => rest,
+        Some((scheme, rest))
+            if scheme.eq_ignore_ascii_case("PLAINTEXT")
+                || scheme.eq_ignore_ascii_case("pulsar") =>
+        {
+            rest
+        }
         Some((scheme, _)) => return Err(format!("unsupported listener scheme {scheme:?}")),
         None => v,
     };
@@ -341,6 +346,30 @@ pub const BROKER_KEYS: &[ConfigKey] = &[
         dynamic: false,
         broker_default: None,
         doc: "How often expired offsets are removed.",
+    },
+    ConfigKey {
+        name: "pulsar.advertised.address",
+        default: "",
+        kind: ValueKind::Listener,
+        dynamic: false,
+        broker_default: None,
+        doc: "Address Pulsar Lookup answers give clients (host:port or pulsar://host:port); defaults to the Pulsar listen address.",
+    },
+    ConfigKey {
+        name: "pulsar.max.message.size",
+        default: "5242880",
+        kind: ValueKind::Int { min: 1024, max: i32::MAX as i64 - 10240 },
+        dynamic: false,
+        broker_default: None,
+        doc: "Largest Pulsar message (metadata and payload) accepted, announced in Connected; frames may be 10 KiB larger (upstream maxMessageSize).",
+    },
+    ConfigKey {
+        name: "pulsar.keep.alive.interval.seconds",
+        default: "30",
+        kind: ValueKind::Int { min: 1, max: 3600 },
+        dynamic: false,
+        broker_default: None,
+        doc: "Pulsar connections are pinged this often and closed after two intervals without traffic (upstream keepAliveIntervalSeconds).",
     },
 ];
 

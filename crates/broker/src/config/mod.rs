@@ -19,6 +19,8 @@ use crate::Error;
 
 /// Where a broker listens for Kafka clients by default.
 pub const DEFAULT_KAFKA_ADDR: &str = "127.0.0.1:9092";
+/// Where the Pulsar listener binds unless told otherwise.
+pub const DEFAULT_PULSAR_ADDR: &str = "127.0.0.1:6650";
 /// Where a broker keeps its data by default (relative to the working dir).
 pub const DEFAULT_DATA_DIR: &str = "./data";
 
@@ -29,6 +31,8 @@ pub struct BrokerConfig {
     pub data_dir: PathBuf,
     /// Address the Kafka listener binds.
     pub kafka_addr: SocketAddr,
+    /// Address the Pulsar listener binds, if it runs.
+    pub pulsar_addr: Option<SocketAddr>,
     /// The process's open-file limit (soft RLIMIT_NOFILE), when known; sizes
     /// `max.connections = -1` and the open-file cache.
     pub open_file_limit: Option<u64>,
@@ -73,6 +77,7 @@ impl BrokerConfig {
         BrokerConfig {
             data_dir: data_dir.into(),
             kafka_addr,
+            pulsar_addr: None,
             open_file_limit: None,
             values,
             explicit: BTreeMap::new(),
@@ -306,6 +311,25 @@ impl BrokerConfig {
     /// A key's value as an integer (for keys declared with an integer kind).
     pub fn int_value(&self, key: &str) -> i64 {
         self.int(key)
+    }
+
+    /// `pulsar.advertised.address`, parsed to host and port, if set.
+    pub fn pulsar_advertised_address(&self) -> Option<(String, u16)> {
+        let v = self.raw("pulsar.advertised.address");
+        if v.is_empty() {
+            return None;
+        }
+        keys::parse_listener(v).ok()
+    }
+
+    /// `pulsar.max.message.size`.
+    pub fn pulsar_max_message_size(&self) -> usize {
+        self.int("pulsar.max.message.size") as usize
+    }
+
+    /// `pulsar.keep.alive.interval.seconds`.
+    pub fn pulsar_keep_alive(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.int("pulsar.keep.alive.interval.seconds") as u64)
     }
 
     /// `advertised.listeners`, parsed to host and port, if set.

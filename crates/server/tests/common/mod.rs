@@ -33,6 +33,10 @@ pub struct BrokerProcess {
     fsize_limit: Option<u64>,
     nofile_limit: Option<u64>,
     env: Vec<(String, String)>,
+    /// The Pulsar listener's address, kept across restarts.
+    pulsar_addr: Option<SocketAddr>,
+    /// The Pulsar address the running broker logged.
+    pulsar_seen: Arc<Mutex<Option<SocketAddr>>>,
 }
 
 impl BrokerProcess {
@@ -65,6 +69,8 @@ impl BrokerProcess {
             fsize_limit: None,
             nofile_limit: Some(n),
             env: Vec::new(),
+            pulsar_addr: None,
+            pulsar_seen: Arc::default(),
         };
         b.spawn("127.0.0.1:0");
         b
@@ -100,6 +106,8 @@ impl BrokerProcess {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            pulsar_addr: None,
+            pulsar_seen: Arc::default(),
         };
         b.spawn("127.0.0.1:0");
         b
@@ -111,7 +119,17 @@ impl BrokerProcess {
             .recv_timeout(Duration::from_secs(30))
             .unwrap_or_else(|_| panic!("broker did not start; log:\n{}", self.log_text()));
         self.addr = addr.parse().unwrap();
+        self.pulsar_addr = *self.pulsar_seen.lock().unwrap();
         self.child = Some(child);
+    }
+
+    /// The Pulsar service URL (`pulsar://127.0.0.1:PORT`).
+    pub fn pulsar_url(&self) -> String {
+        format!(
+            "pulsar://{}",
+            self.pulsar_addr
+                .expect("the broker logged its pulsar listener")
+        )
     }
 
     /// Starts again on the same data dir and port and SIGKILLs the broker
@@ -159,6 +177,11 @@ impl BrokerProcess {
             .arg(&self.data_dir)
             .arg("--kafka-addr")
             .arg(addr)
+            .arg("--pulsar-addr")
+            .arg(
+                self.pulsar_addr
+                    .map_or("127.0.0.1:0".to_string(), |a| a.to_string()),
+            )
             .env(
                 "MAGNETAR_LOG",
                 std::env::var("MAGNETAR_TEST_LOG").unwrap_or_else(|_| "info".into()),
@@ -199,9 +222,13 @@ impl BrokerProcess {
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         let log = self.log.clone();
+        let pulsar = self.pulsar_seen.clone();
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.strip_prefix("magnetar: pulsar listener on ") {
+                    *pulsar.lock().unwrap() = rest.trim().parse().ok();
+                }
                 if let Some(rest) = line.strip_prefix("magnetar: kafka listener on ") {
                     if let Some(tx) = tx.take() {
                         let _ = tx.send(rest.trim().to_string());

@@ -6,9 +6,11 @@ mod common;
 
 use bytes::{Bytes, BytesMut};
 use common::*;
-use magnetar_pulsar::payload::decode_payload;
-use magnetar_pulsar::proto::*;
-use magnetar_pulsar::{ChecksumState, Command, Frame, FrameDecoder, FrameError, MessagePayload};
+use magnetar_pulsar_wire::payload::decode_payload;
+use magnetar_pulsar_wire::proto::*;
+use magnetar_pulsar_wire::{
+    ChecksumState, Command, Frame, FrameDecoder, FrameError, MessagePayload,
+};
 use proptest::prelude::*;
 
 fn decode_one(mut buf: BytesMut) -> Result<Frame, FrameError> {
@@ -179,7 +181,7 @@ proptest! {
         claimed in 0u32..4096,
     ) {
         let codec = CODECS[codec];
-        if let Ok(out) = magnetar_pulsar::payload::decompress(codec, Bytes::from(data), claimed, 4096) {
+        if let Ok(out) = magnetar_pulsar_wire::payload::decompress(codec, Bytes::from(data), claimed, 4096) {
             prop_assert_eq!(out.len(), claimed as usize);
         }
     }
@@ -192,7 +194,7 @@ proptest! {
         count in -2i32..8,
     ) {
         let len = data.len();
-        if let Ok(batch) = magnetar_pulsar::payload::BatchIter::new(Bytes::from(data), count) {
+        if let Ok(batch) = magnetar_pulsar_wire::payload::BatchIter::new(Bytes::from(data), count) {
             let mut n = 0;
             let mut total = 0;
             for entry in batch {

@@ -16,8 +16,8 @@ use std::cell::Cell;
 
 use bytes::{BufMut, BytesMut};
 use common::*;
-use magnetar_pulsar::proto::{command_ack, CommandAck, MessageIdData};
-use magnetar_pulsar::{command, FrameDecoder};
+use magnetar_pulsar_wire::proto::{command_ack, CommandAck, MessageIdData};
+use magnetar_pulsar_wire::{command, FrameDecoder};
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -88,7 +88,7 @@ fn peak_during(f: impl FnOnce()) -> isize {
 
 /// Fixed costs: a boxed `BaseCommand` (kept by a checksum error) and 4 KiB.
 fn slack() -> isize {
-    (std::mem::size_of::<magnetar_pulsar::proto::BaseCommand>() + 4096) as isize
+    (std::mem::size_of::<magnetar_pulsar_wire::proto::BaseCommand>() + 4096) as isize
 }
 
 /// Input that reaches past the size checks: valid frames, damaged.
@@ -144,7 +144,7 @@ proptest! {
             framed_input(),
             announced_size_input(),
         ],
-        max_frame_size in prop_oneof![16u32..1024, 1024u32..65536, Just(magnetar_pulsar::DEFAULT_MAX_FRAME_SIZE)],
+        max_frame_size in prop_oneof![16u32..1024, 1024u32..65536, Just(magnetar_pulsar_wire::DEFAULT_MAX_FRAME_SIZE)],
         chunks in vec(1usize..512, 1..32),
     ) {
         // The read buffer is the caller's; sized up front so that filling

@@ -4,9 +4,9 @@
 #![allow(dead_code)]
 
 use bytes::{Bytes, BytesMut};
-use magnetar_pulsar::payload::{build_batch, build_single};
-use magnetar_pulsar::proto::*;
-use magnetar_pulsar::{command, encode_command, encode_payload_command, Command};
+use magnetar_pulsar_wire::payload::{build_batch, build_single};
+use magnetar_pulsar_wire::proto::*;
+use magnetar_pulsar_wire::{command, encode_command, encode_payload_command, Command};
 use proptest::collection::vec;
 use proptest::option::of;
 use proptest::prelude::*;

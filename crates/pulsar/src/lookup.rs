@@ -1,0 +1,190 @@
+//! Topic discovery: PartitionedTopicMetadata (PIP-344), Lookup and
+//! GetTopicsOfNamespace. These may create topics or list many, so the
+//! session runs them on the blocking pool.
+
+use broker::Broker;
+use magnetar_pulsar_wire::proto::command_get_topics_of_namespace::Mode;
+use magnetar_pulsar_wire::proto::command_lookup_topic_response::LookupType as LookupResult;
+use magnetar_pulsar_wire::proto::command_partitioned_topic_metadata_response::LookupType as MetadataResult;
+use magnetar_pulsar_wire::proto::{
+    CommandGetTopicsOfNamespace, CommandGetTopicsOfNamespaceResponse, CommandLookupTopic,
+    CommandLookupTopicResponse, CommandPartitionedTopicMetadata,
+    CommandPartitionedTopicMetadataResponse, ServerError,
+};
+use model::pulsar_name::Namespace;
+use model::PartitionId;
+
+use crate::error::PulsarError;
+use crate::topics;
+
+/// PartitionedTopicMetadata, the PIP-344 table:
+///
+/// - an existing topic gives its partitions (0 when non-partitioned, and
+///   for a `-partition-N` name of an existing partition);
+/// - a missing topic is created only when the client allows it
+///   (`metadata_auto_creation_enabled`, field 6, default true) *and* the
+///   broker does (`auto.create.topics.enable`), by the broker's type and
+///   partition count; otherwise TopicNotFound.
+///
+/// Like upstream's `ServerCnx.handlePartitionMetadataRequest`, the client's
+/// feature flags are not consulted: a client that never announced
+/// `supports_get_partitioned_metadata_without_auto_creation` never sends
+/// field 6, which then takes its default (true).
+pub fn partitioned_metadata(
+    broker: &Broker,
+    cmd: &CommandPartitionedTopicMetadata,
+) -> CommandPartitionedTopicMetadataResponse {
+    let request_id = cmd.request_id;
+    let allow = cmd.metadata_auto_creation_enabled.unwrap_or(true);
+    match metadata_partitions(broker, &cmd.topic, allow) {
+        Ok(partitions) => CommandPartitionedTopicMetadataResponse {
+            partitions: Some(partitions),
+            request_id,
+            response: Some(MetadataResult::Success as i32),
+            ..Default::default()
+        },
+        Err(e) => CommandPartitionedTopicMetadataResponse {
+            request_id,
+            response: Some(MetadataResult::Failed as i32),
+            error: Some(e.code as i32),
+            message: Some(e.message),
+            ..Default::default()
+        },
+    }
+}
+
+fn metadata_partitions(broker: &Broker, name: &str, allow: bool) -> Result<u32, PulsarError> {
+    let parsed = topics::parse(name)?;
+    let kafka = parsed.kafka_name();
+    if let Some(n) = parsed.partition {
+        let topic = broker.resolve_topic_name(kafka.as_str())?;
+        topic.partition(PartitionId(n as i32))?;
+        return Ok(0);
+    }
+    match broker.lookup_topic(&kafka, allow) {
+        Ok(topic) => Ok(topics::reported_partitions(&topic)),
+        // Not-found answers carry no text, as upstream's do.
+        Err(broker::Error::UnknownTopic(_)) => {
+            Err(PulsarError::new(ServerError::TopicNotFound, ""))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Lookup: this broker serves every topic, so the answer is always
+/// "connect here", authoritative. A topic that does not exist and may not
+/// be created by a producer or consumer is TopicNotFound.
+pub fn lookup(
+    broker: &Broker,
+    service_url: &str,
+    cmd: &CommandLookupTopic,
+) -> CommandLookupTopicResponse {
+    let request_id = cmd.request_id;
+    let found = topics::parse(&cmd.topic).and_then(|t| {
+        let kafka = t.kafka_name();
+        let exists = broker.topic(kafka.as_str()).is_some();
+        if exists || broker.config().auto_create_topics_enable() {
+            Ok(())
+        } else {
+            Err(PulsarError::new(
+                ServerError::TopicNotFound,
+                format!("topic {t} does not exist"),
+            ))
+        }
+    });
+    match found {
+        Ok(()) => CommandLookupTopicResponse {
+            broker_service_url: Some(service_url.to_string()),
+            response: Some(LookupResult::Connect as i32),
+            request_id,
+            authoritative: Some(true),
+            proxy_through_service_url: Some(false),
+            ..Default::default()
+        },
+        Err(e) => CommandLookupTopicResponse {
+            response: Some(LookupResult::Failed as i32),
+            request_id,
+            error: Some(e.code as i32),
+            message: Some(e.message),
+            ..Default::default()
+        },
+    }
+}
+
+/// GetTopicsOfNamespace: every persistent topic of the namespace, each
+/// partition of a partitioned topic by its partition name (as upstream
+/// lists them), filtered by `topics_pattern` when given; with the client's
+/// `topics_hash` unchanged, nothing is listed and `changed` is false.
+pub fn topics_of_namespace(
+    broker: &Broker,
+    cmd: &CommandGetTopicsOfNamespace,
+) -> Result<CommandGetTopicsOfNamespaceResponse, PulsarError> {
+    let (tenant, ns) = cmd.namespace.split_once('/').ok_or_else(|| {
+        PulsarError::new(
+            ServerError::MetadataError,
+            format!("{:?} is not a tenant/namespace name", cmd.namespace),
+        )
+    })?;
+    let namespace = Namespace::new(tenant, ns)?;
+    if !topics::namespace_exists(&namespace) {
+        return Err(PulsarError::new(
+            ServerError::MetadataError,
+            format!("namespace {namespace} does not exist"),
+        ));
+    }
+    let pattern = match cmd.topics_pattern.as_deref().filter(|p| !p.is_empty()) {
+        Some(p) => Some(
+            regex::Regex::new(&format!("^(?:{})$", strip_domain(p))).map_err(|e| {
+                PulsarError::new(
+                    ServerError::MetadataError,
+                    format!("bad topics_pattern: {e}"),
+                )
+            })?,
+        ),
+        None => None,
+    };
+    let mut names = Vec::new();
+    if cmd.mode() != Mode::NonPersistent {
+        for topic in broker.topics() {
+            if topic.name.is_internal() {
+                continue;
+            }
+            let base = topics::pulsar_name(&topic);
+            if base.namespace != namespace {
+                continue;
+            }
+            match topics::reported_partitions(&topic) {
+                0 => names.push(base.to_string()),
+                n => names.extend((0..n).map(|i| base.partition(i).to_string())),
+            }
+        }
+    }
+    if let Some(re) = &pattern {
+        names.retain(|n| re.is_match(strip_domain(n)));
+    }
+    names.sort();
+    let hash = topics_hash(&names);
+    let unchanged = cmd.topics_hash.as_deref() == Some(hash.as_str());
+    Ok(CommandGetTopicsOfNamespaceResponse {
+        request_id: cmd.request_id,
+        topics: if unchanged { Vec::new() } else { names },
+        filtered: Some(pattern.is_some()),
+        topics_hash: Some(hash),
+        changed: Some(!unchanged),
+    })
+}
+
+/// Patterns may or may not carry the `persistent://` domain; match without.
+fn strip_domain(s: &str) -> &str {
+    s.strip_prefix("persistent://").unwrap_or(s)
+}
+
+/// A hash of a topic list (CRC32C of the sorted names, as upstream's
+/// `TopicList.calculateHash` does with CRC32C), in hex.
+fn topics_hash(sorted: &[String]) -> String {
+    let mut crc = 0u32;
+    for n in sorted {
+        crc = crc32c::crc32c_append(crc, n.as_bytes());
+    }
+    format!("{crc:x}")
+}

@@ -1,0 +1,281 @@
+//! The Pulsar listener: accepts connections (within the broker's connection
+//! limits), reads frames with the shared frame reader (size limit, request
+//! budget, read timeout, idle limit of two keep-alive intervals), and runs
+//! each connection's commands in order. A writer task per connection sends
+//! answers, messages and keep-alive pings.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use broker::limits::{ConnectionGuard, ConnectionTracker, Refused, RequestBudget};
+use broker::log_limit::RateLimiter;
+use broker::net::{read_frame, FrameLimits, ReadError};
+use broker::{warn_limited, Broker};
+use bytes::Bytes;
+use magnetar_pulsar_wire::frame::decode_frame_body;
+use magnetar_pulsar_wire::proto::{CommandPing, CommandSendError, ServerError};
+use magnetar_pulsar_wire::{command, Command, FrameError};
+use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+use tracing::debug;
+
+use crate::dispatch::Dispatchers;
+use crate::producer::ProducerRegistry;
+use crate::schema::Schemas;
+use crate::session::{self, Session};
+
+static BAD_CONNECTION_LOG: RateLimiter = RateLimiter::new(10, Duration::from_secs(1));
+static ACCEPT_LOG: RateLimiter = RateLimiter::new(5, Duration::from_secs(1));
+
+/// Frames queued for one connection's writer before senders wait.
+const OUT_QUEUE: usize = 1024;
+/// Upstream allows frames this much larger than the largest message.
+const FRAME_OVERHEAD: usize = 10 * 1024;
+
+/// What every connection of the listener shares.
+pub struct Shared {
+    /// The broker.
+    pub broker: Arc<Broker>,
+    /// `pulsar://host:port` given in Lookup answers.
+    pub service_url: String,
+    /// Largest message accepted (announced in Connected).
+    pub max_message_size: usize,
+    /// Keep-alive interval.
+    pub keep_alive: Duration,
+    budget: RequestBudget,
+    frame_limits: FrameLimits,
+    /// Producers across connections.
+    pub producers: Arc<ProducerRegistry>,
+    /// Declared schemas.
+    pub schemas: Schemas,
+    /// Consumers and subscription dispatchers.
+    pub dispatchers: Arc<Dispatchers>,
+    next_connection: AtomicU64,
+}
+
+/// A running listener.
+#[derive(Debug)]
+pub struct Server {
+    /// The bound address.
+    pub local_addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    /// Stops accepting and closes every connection (consumers detach).
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.task.await;
+    }
+}
+
+/// Starts serving Pulsar clients on `listener`; Lookup answers point at
+/// `advertised` (`host:port`).
+pub fn serve(
+    listener: TcpListener,
+    broker: Arc<Broker>,
+    advertised: String,
+) -> std::io::Result<Server> {
+    let local_addr = listener.local_addr()?;
+    let config = broker.config();
+    let max_message_size = config.pulsar_max_message_size();
+    let tracker = ConnectionTracker::new(config.max_connections(), config.max_connections_per_ip());
+    let shared = Arc::new(Shared {
+        service_url: format!("pulsar://{advertised}"),
+        max_message_size,
+        keep_alive: config.pulsar_keep_alive(),
+        budget: RequestBudget::new(config.queued_max_request_bytes()),
+        frame_limits: FrameLimits {
+            max_size: max_message_size + FRAME_OVERHEAD,
+            max_size_key: "pulsar.max.message.size (+10 KiB)",
+            read_timeout: config.request_read_timeout(),
+        },
+        producers: Arc::default(),
+        schemas: Schemas::default(),
+        dispatchers: Arc::default(),
+        next_connection: AtomicU64::new(1),
+        broker: broker.clone(),
+    });
+    let (tx, rx) = watch::channel(false);
+    let flusher = broker::subscription::spawn_cursor_flusher(broker, Duration::from_millis(100));
+    let task = tokio::spawn(async move {
+        accept_loop(listener, shared, tracker, rx).await;
+        flusher.abort();
+    });
+    Ok(Server {
+        local_addr,
+        shutdown: tx,
+        task,
+    })
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    tracker: ConnectionTracker,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let guard = match tracker.admit(peer.ip()) {
+                        Ok(g) => g,
+                        Err(refused) => {
+                            refuse(stream, peer, refused);
+                            continue;
+                        }
+                    };
+                    let _ = stream.set_nodelay(true);
+                    let shared = shared.clone();
+                    let rx = shutdown.clone();
+                    conns.spawn(async move {
+                        connection(stream, peer, shared, rx, guard).await;
+                    });
+                }
+                Err(e) => {
+                    warn_limited!(ACCEPT_LOG, "pulsar accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let drain = async { while conns.join_next().await.is_some() {} };
+    if tokio::time::timeout(Duration::from_secs(5), drain)
+        .await
+        .is_err()
+    {
+        conns.shutdown().await;
+    }
+}
+
+fn refuse(stream: TcpStream, peer: SocketAddr, why: Refused) {
+    warn_limited!(BAD_CONNECTION_LOG, %peer, "refusing pulsar connection: {why}");
+    #[allow(deprecated)]
+    let _ = stream.set_linger(Some(Duration::ZERO));
+    drop(stream);
+}
+
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+    _guard: ConnectionGuard,
+) {
+    let conn = shared.next_connection.fetch_add(1, Ordering::Relaxed);
+    let (read, write) = stream.into_split();
+    let mut read = BufReader::with_capacity(64 * 1024, read);
+    let (out, rx) = mpsc::channel::<Bytes>(OUT_QUEUE);
+    let writer = tokio::spawn(write_loop(write, rx, shared.keep_alive));
+    let mut session = Session::new(conn, shared.clone(), out.clone());
+    // Two keep-alive intervals without a frame: the peer is gone.
+    let idle = Some(shared.keep_alive * 2);
+    let reason = loop {
+        let frame = tokio::select! {
+            _ = shutdown.changed() => break None,
+            f = read_frame(&mut read, &shared.frame_limits, &shared.budget, idle) => f,
+        };
+        let (body, _permit) = match frame {
+            Ok(Some(f)) => f,
+            Ok(None) => break None,
+            Err(ReadError::Io(e)) => {
+                debug!(%peer, "pulsar connection ended: {e}");
+                break None;
+            }
+            Err(ReadError::Idle(d)) => {
+                debug!(%peer, "closing pulsar connection silent for {d:?} (keep-alive)");
+                break None;
+            }
+            Err(e) => break Some(e.to_string()),
+        };
+        let decoded = decode_frame_body(body);
+        let frame = match decoded {
+            Ok(f) => f,
+            Err(FrameError::ChecksumMismatch { .. }) => {
+                // The frame was whole; only its message is bad: refuse that
+                // one send and carry on, as upstream does.
+                if let Some(send) = checksum_failed_send(&decoded) {
+                    let _ = session::send(&out, command(send)).await;
+                    continue;
+                }
+                break Some("checksum mismatch".into());
+            }
+            Err(e) => break Some(e.to_string()),
+        };
+        let cmd = match Command::try_from(frame.command) {
+            Ok(c) => c,
+            Err(e) => break Some(e.to_string()),
+        };
+        tracing::trace!(%peer, kind = ?cmd.kind(), "pulsar command");
+        if let Err(why) = session.handle(cmd, frame.payload).await {
+            break Some(why);
+        }
+    };
+    if let Some(why) = reason {
+        warn_limited!(BAD_CONNECTION_LOG, %peer, "closing pulsar connection: {why}");
+    }
+    session.close().await;
+    drop(session);
+    drop(out);
+    let _ = writer.await;
+}
+
+/// The SendError answering a SEND whose checksum did not match.
+fn checksum_failed_send(
+    decoded: &Result<magnetar_pulsar_wire::Frame, FrameError>,
+) -> Option<CommandSendError> {
+    let Err(e) = decoded else { return None };
+    let send = e.command()?.send.as_ref()?;
+    Some(CommandSendError {
+        producer_id: send.producer_id,
+        sequence_id: send.sequence_id,
+        error: ServerError::ChecksumError as i32,
+        message: "checksum mismatch".into(),
+    })
+}
+
+/// Writes queued frames; pings the peer every keep-alive interval.
+async fn write_loop(write: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>, keep_alive: Duration) {
+    let mut w = BufWriter::with_capacity(64 * 1024, write);
+    let mut ping = tokio::time::interval(keep_alive);
+    ping.tick().await;
+    let mut ping_frame = bytes::BytesMut::new();
+    if magnetar_pulsar_wire::encode_command(&command(CommandPing {}), &mut ping_frame).is_err() {
+        return;
+    }
+    let ping_frame = ping_frame.freeze();
+    loop {
+        let frame = tokio::select! {
+            f = rx.recv() => match f {
+                Some(f) => f,
+                None => break,
+            },
+            _ = ping.tick() => ping_frame.clone(),
+        };
+        if w.write_all(&frame).await.is_err() {
+            return;
+        }
+        // Coalesce what is already queued into one write.
+        while let Ok(more) = rx.try_recv() {
+            if w.write_all(&more).await.is_err() {
+                return;
+            }
+        }
+        if w.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = w.flush().await;
+    let _ = w.into_inner().shutdown().await;
+}

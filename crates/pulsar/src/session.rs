@@ -1,0 +1,533 @@
+//! One Pulsar connection's state and its command dispatch: the handshake,
+//! keep-alive answers, and the producers and consumers it attached. Each
+//! command gets its answer (or the connection is closed for a protocol
+//! violation); answers and messages leave through the connection's
+//! outbound queue, written by the server's writer task.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use broker::subscription::{Effect, SubscriptionType};
+use bytes::{Bytes, BytesMut};
+use magnetar_pulsar_wire::proto::{
+    BaseCommand, CommandActiveConsumerChange, CommandCloseConsumer, CommandConnected,
+    CommandConsumerStatsResponse, CommandError, CommandGetOrCreateSchemaResponse,
+    CommandGetSchemaResponse, CommandPong, CommandSendError, CommandSuccess, FeatureFlags,
+    ServerError,
+};
+use magnetar_pulsar_wire::{command, encode_command, Command, Payload};
+use model::TopicName;
+use tokio::sync::mpsc;
+use tracing::debug;
+
+use crate::consumer::{self, Consumer};
+use crate::dispatch::ConsumerOutlet;
+use crate::error::PulsarError;
+use crate::producer::{self, Producer};
+use crate::server::Shared;
+use crate::{lookup, topics};
+
+/// Highest protocol version spoken (ProtocolVersion v21).
+pub const PROTOCOL_VERSION: i32 = 21;
+
+/// Why a connection is closed.
+pub type Close = String;
+
+/// One connection.
+pub struct Session {
+    conn: u64,
+    shared: Arc<Shared>,
+    out: mpsc::Sender<Bytes>,
+    connected: bool,
+    producers: HashMap<u64, Producer>,
+    consumers: HashMap<u64, Consumer>,
+}
+
+impl Session {
+    /// A fresh connection numbered `conn`, answering through `out`.
+    pub fn new(conn: u64, shared: Arc<Shared>, out: mpsc::Sender<Bytes>) -> Session {
+        Session {
+            conn,
+            shared,
+            out,
+            connected: false,
+            producers: HashMap::new(),
+            consumers: HashMap::new(),
+        }
+    }
+
+    async fn reply(&self, cmd: impl Into<Command>) -> Result<(), Close> {
+        send(&self.out, command(cmd)).await
+    }
+
+    async fn error(&self, request_id: u64, e: PulsarError) -> Result<(), Close> {
+        debug!(conn = self.conn, request_id, code = ?e.code, "refused: {}", e.message);
+        self.reply(CommandError {
+            request_id,
+            error: e.code as i32,
+            message: e.message,
+        })
+        .await
+    }
+
+    async fn answer(&self, request_id: u64, r: Result<(), PulsarError>) -> Result<(), Close> {
+        match r {
+            Ok(()) => {
+                self.reply(CommandSuccess {
+                    request_id,
+                    schema: None,
+                })
+                .await
+            }
+            Err(e) => self.error(request_id, e).await,
+        }
+    }
+
+    /// Handles one command; `Err` closes the connection.
+    pub async fn handle(&mut self, cmd: Command, payload: Option<Payload>) -> Result<(), Close> {
+        let broker = self.shared.broker.clone();
+        if !self.connected {
+            let Command::Connect(c) = cmd else {
+                return Err(format!("{:?} before CONNECT", cmd.kind()));
+            };
+            self.connected = true;
+            let version = c.protocol_version.unwrap_or(0).min(PROTOCOL_VERSION);
+            return self
+                .reply(CommandConnected {
+                    server_version: format!("Magnetar {}", env!("CARGO_PKG_VERSION")),
+                    protocol_version: Some(version),
+                    max_message_size: Some(self.shared.max_message_size as i32),
+                    feature_flags: Some(FeatureFlags {
+                        supports_get_partitioned_metadata_without_auto_creation: Some(true),
+                        ..Default::default()
+                    }),
+                })
+                .await;
+        }
+        match cmd {
+            Command::Connect(_) => Err("a second CONNECT".into()),
+            Command::Ping(_) => self.reply(CommandPong {}).await,
+            Command::Pong(_) => Ok(()),
+            Command::PartitionedMetadata(c) => {
+                let r = blocking(move || lookup::partitioned_metadata(&broker, &c)).await?;
+                self.reply(r).await
+            }
+            Command::Lookup(c) => {
+                let url = self.shared.service_url.clone();
+                let r = blocking(move || lookup::lookup(&broker, &url, &c)).await?;
+                self.reply(r).await
+            }
+            Command::GetTopicsOfNamespace(c) => {
+                let request_id = c.request_id;
+                match blocking(move || lookup::topics_of_namespace(&broker, &c)).await? {
+                    Ok(r) => self.reply(r).await,
+                    Err(e) => self.error(request_id, e).await,
+                }
+            }
+            Command::GetSchema(c) => {
+                let r = schema_of(&self.shared, &c.topic, c.schema_version.as_deref());
+                let resp = match r {
+                    Ok((schema, version)) => CommandGetSchemaResponse {
+                        request_id: c.request_id,
+                        schema: Some(schema),
+                        schema_version: Some(version),
+                        ..Default::default()
+                    },
+                    Err(e) => CommandGetSchemaResponse {
+                        request_id: c.request_id,
+                        error_code: Some(e.code as i32),
+                        error_message: Some(e.message),
+                        ..Default::default()
+                    },
+                };
+                self.reply(resp).await
+            }
+            Command::GetOrCreateSchema(c) => {
+                let resp = match topics::parse(&c.topic) {
+                    Ok(t) => CommandGetOrCreateSchemaResponse {
+                        request_id: c.request_id,
+                        schema_version: Some(
+                            self.shared
+                                .schemas
+                                .get_or_create(&t.kafka_name(), &c.schema),
+                        ),
+                        ..Default::default()
+                    },
+                    Err(e) => CommandGetOrCreateSchemaResponse {
+                        request_id: c.request_id,
+                        error_code: Some(e.code as i32),
+                        error_message: Some(e.message),
+                        ..Default::default()
+                    },
+                };
+                self.reply(resp).await
+            }
+            Command::Producer(c) => {
+                let request_id = c.request_id;
+                if let Some(p) = self.producers.get(&c.producer_id) {
+                    // A client re-creating a producer it has (after a timeout).
+                    if p.target.name.to_string()
+                        == topics::parse(&c.topic)
+                            .map(|t| t.to_string())
+                            .unwrap_or_default()
+                    {
+                        let ok = magnetar_pulsar_wire::proto::CommandProducerSuccess {
+                            request_id,
+                            producer_name: p.name.clone(),
+                            last_sequence_id: Some(-1),
+                            producer_ready: Some(true),
+                            ..Default::default()
+                        };
+                        return self.reply(ok).await;
+                    }
+                    return self
+                        .error(
+                            request_id,
+                            PulsarError::new(
+                                ServerError::ProducerBusy,
+                                "producer id in use on this connection",
+                            ),
+                        )
+                        .await;
+                }
+                let shared = self.shared.clone();
+                let conn = self.conn;
+                let created = blocking(move || {
+                    producer::create(&shared.broker, &shared.producers, &shared.schemas, conn, &c)
+                        .map(|(p, ok)| (c.producer_id, p, ok))
+                })
+                .await?;
+                match created {
+                    Ok((id, p, ok)) => {
+                        self.producers.insert(id, p);
+                        self.reply(ok).await
+                    }
+                    Err(e) => self.error(request_id, e).await,
+                }
+            }
+            Command::Send(c) => {
+                let Some(payload) = payload else {
+                    return Err("SEND without a message".into());
+                };
+                let Some(p) = self.producers.get(&c.producer_id) else {
+                    return self
+                        .reply(CommandSendError {
+                            producer_id: c.producer_id,
+                            sequence_id: c.sequence_id,
+                            error: ServerError::NotAllowedError as i32,
+                            message: format!(
+                                "producer {} is not open on this connection",
+                                c.producer_id
+                            ),
+                        })
+                        .await;
+                };
+                match producer::send(
+                    p,
+                    &c,
+                    &payload.metadata,
+                    payload.data,
+                    self.shared.max_message_size,
+                    broker::now_ms(),
+                ) {
+                    Ok((receipt, work)) => {
+                        if let Some(work) = work {
+                            broker::complete_disk_work(vec![(p.target.partition.clone(), work)])
+                                .await;
+                        }
+                        self.reply(receipt).await
+                    }
+                    Err(e) => {
+                        self.reply(CommandSendError {
+                            producer_id: c.producer_id,
+                            sequence_id: c.sequence_id,
+                            error: e.code as i32,
+                            message: e.message,
+                        })
+                        .await
+                    }
+                }
+            }
+            Command::CloseProducer(c) => {
+                self.producers.remove(&c.producer_id);
+                self.reply(CommandSuccess {
+                    request_id: c.request_id,
+                    schema: None,
+                })
+                .await
+            }
+            Command::Subscribe(c) => self.subscribe(c).await,
+            Command::Flow(c) => {
+                if let Some(cons) = self.consumers.get(&c.consumer_id) {
+                    // A consumer whose subscription was deleted just gets nothing.
+                    let _ = broker
+                        .subscriptions()
+                        .flow(&cons.key, cons.id, c.message_permits);
+                }
+                Ok(())
+            }
+            Command::Ack(c) => {
+                let Some(cons) = self.consumers.get(&c.consumer_id).cloned() else {
+                    return Ok(());
+                };
+                let request_id = c.request_id;
+                let consumer_id = c.consumer_id;
+                let r = blocking(move || consumer::ack(&broker, &cons, &c)).await?;
+                if let Some(request_id) = request_id {
+                    let (error, message) = match r {
+                        Ok(()) => (None, None),
+                        Err(e) => (Some(e.code as i32), Some(e.message)),
+                    };
+                    return self
+                        .reply(magnetar_pulsar_wire::proto::CommandAckResponse {
+                            consumer_id,
+                            error,
+                            message,
+                            request_id: Some(request_id),
+                            ..Default::default()
+                        })
+                        .await;
+                }
+                Ok(())
+            }
+            Command::RedeliverUnacknowledgedMessages(c) => {
+                if let Some(cons) = self.consumers.get(&c.consumer_id).cloned() {
+                    let _ = blocking(move || consumer::redeliver(&broker, &cons, &c.message_ids))
+                        .await?;
+                }
+                Ok(())
+            }
+            Command::Seek(c) => {
+                let request_id = c.request_id;
+                let consumer_id = c.consumer_id;
+                let Some(cons) = self.consumers.get(&consumer_id).cloned() else {
+                    return self.error(request_id, not_found(consumer_id)).await;
+                };
+                let r = blocking(move || consumer::seek(&broker, &cons, &c).map(|_| ())).await?;
+                let ok = r.is_ok();
+                self.answer(request_id, r).await?;
+                if ok {
+                    // As upstream: the consumer is disconnected and comes
+                    // back (a Reader with the seek target as its start).
+                    self.close_consumer_of_client(consumer_id).await?;
+                }
+                Ok(())
+            }
+            Command::GetLastMessageId(c) => {
+                let request_id = c.request_id;
+                let Some(cons) = self.consumers.get(&c.consumer_id).cloned() else {
+                    return self.error(request_id, not_found(c.consumer_id)).await;
+                };
+                let r = blocking(move || consumer::last_message_id(&broker, &cons, &c)).await?;
+                self.reply(r).await
+            }
+            Command::Unsubscribe(c) => {
+                let request_id = c.request_id;
+                let Some(cons) = self.consumers.get(&c.consumer_id).cloned() else {
+                    return self.error(request_id, not_found(c.consumer_id)).await;
+                };
+                let force = c.force.unwrap_or(false);
+                let r = blocking(move || {
+                    broker
+                        .subscriptions()
+                        .unsubscribe(&cons.key, (!force).then_some(cons.id))
+                        .map_err(PulsarError::from)
+                })
+                .await?;
+                if r.is_ok() {
+                    if let Some(cons) = self.consumers.remove(&c.consumer_id) {
+                        self.shared.dispatchers.remove_outlet(cons.id);
+                    }
+                }
+                self.answer(request_id, r).await
+            }
+            Command::CloseConsumer(c) => {
+                self.detach_consumer(c.consumer_id).await;
+                self.reply(CommandSuccess {
+                    request_id: c.request_id,
+                    schema: None,
+                })
+                .await
+            }
+            Command::ConsumerStats(c) => {
+                let resp = match self.consumers.get(&c.consumer_id) {
+                    Some(cons) => {
+                        let end = cons.target.partition.log().log_end_offset();
+                        let stats = broker.subscriptions().stats(&cons.key, end);
+                        let me = stats
+                            .as_ref()
+                            .and_then(|s| s.consumers.iter().find(|x| x.id == cons.id).cloned());
+                        CommandConsumerStatsResponse {
+                            request_id: c.request_id,
+                            consumer_name: Some(cons.name.clone()),
+                            available_permits: me.as_ref().map(|m| m.permits),
+                            unacked_messages: me.as_ref().map(|m| m.unacked as u64),
+                            r#type: Some(cons.sub_type.to_string()),
+                            msg_backlog: stats.map(|s| s.backlog),
+                            ..Default::default()
+                        }
+                    }
+                    None => CommandConsumerStatsResponse {
+                        request_id: c.request_id,
+                        error_code: Some(ServerError::ConsumerNotFound as i32),
+                        error_message: Some(format!("consumer {} not found", c.consumer_id)),
+                        ..Default::default()
+                    },
+                };
+                self.reply(resp).await
+            }
+            Command::AuthResponse(_) => Ok(()),
+            other => Err(format!("unexpected {:?} from a client", other.kind())),
+        }
+    }
+
+    async fn subscribe(
+        &mut self,
+        c: magnetar_pulsar_wire::proto::CommandSubscribe,
+    ) -> Result<(), Close> {
+        let request_id = c.request_id;
+        let consumer_id = c.consumer_id;
+        if self.consumers.contains_key(&consumer_id) {
+            // A client subscribing again under the same id (reconnect
+            // logic): start over.
+            self.detach_consumer(consumer_id).await;
+        }
+        let shared = self.shared.clone();
+        let conn = self.conn;
+        let schema = c.schema.clone();
+        let topic = c.topic.clone();
+        let r = blocking(move || consumer::subscribe(&shared.broker, conn, &c)).await?;
+        let (cons, effects) = match r {
+            Ok(x) => x,
+            Err(e) => return self.error(request_id, e).await,
+        };
+        if let (Some(schema), Ok(t)) = (schema, topics::parse(&topic)) {
+            self.shared.schemas.get_or_create(&t.kafka_name(), &schema);
+        }
+        self.shared.dispatchers.add_outlet(
+            cons.id,
+            ConsumerOutlet {
+                out: self.out.clone(),
+                consumer_id,
+                ids: cons.target.ids,
+                report_redeliveries: matches!(
+                    cons.sub_type,
+                    SubscriptionType::Shared | SubscriptionType::KeyShared
+                ),
+            },
+        );
+        self.shared.dispatchers.ensure_running(
+            &self.shared.broker,
+            cons.key.clone(),
+            cons.target.partition.clone(),
+        );
+        self.consumers.insert(consumer_id, cons);
+        self.reply(CommandSuccess {
+            request_id,
+            schema: None,
+        })
+        .await?;
+        self.tell(effects).await;
+        Ok(())
+    }
+
+    /// Sends Failover activity changes to the consumers concerned, on
+    /// whichever connection they are.
+    async fn tell(&self, effects: Vec<Effect>) {
+        tell(&self.shared, effects).await;
+    }
+
+    async fn detach_consumer(&mut self, consumer_id: u64) {
+        if let Some(cons) = self.consumers.remove(&consumer_id) {
+            self.shared.dispatchers.remove_outlet(cons.id);
+            let effects = self
+                .shared
+                .broker
+                .subscriptions()
+                .detach(&cons.key, cons.id)
+                .unwrap_or_default();
+            self.tell(effects).await;
+        }
+    }
+
+    /// Tells the client its consumer is closed (it reconnects it) and
+    /// detaches it here.
+    async fn close_consumer_of_client(&mut self, consumer_id: u64) -> Result<(), Close> {
+        self.detach_consumer(consumer_id).await;
+        self.reply(CommandCloseConsumer {
+            consumer_id,
+            request_id: u64::MAX,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// Detaches everything this connection attached (it is closing).
+    pub async fn close(&mut self) {
+        self.producers.clear();
+        for cons in self.consumers.values() {
+            self.shared.dispatchers.remove_outlet(cons.id);
+        }
+        self.consumers.clear();
+        let detached = self
+            .shared
+            .broker
+            .subscriptions()
+            .detach_connection(self.conn);
+        for (_, effects) in detached {
+            tell(&self.shared, effects).await;
+        }
+    }
+}
+
+async fn tell(shared: &Shared, effects: Vec<Effect>) {
+    for Effect::ActiveConsumerChanged { consumer, active } in effects {
+        if let Some(outlet) = shared.dispatchers.outlet_of(consumer) {
+            let _ = send(
+                &outlet.out,
+                command(CommandActiveConsumerChange {
+                    consumer_id: consumer.consumer,
+                    is_active: Some(active),
+                }),
+            )
+            .await;
+        }
+    }
+}
+
+fn not_found(consumer_id: u64) -> PulsarError {
+    PulsarError::new(
+        ServerError::ConsumerNotFound,
+        format!("consumer {consumer_id} not found"),
+    )
+}
+
+fn schema_of(
+    shared: &Shared,
+    topic: &str,
+    version: Option<&[u8]>,
+) -> Result<(magnetar_pulsar_wire::proto::Schema, Bytes), PulsarError> {
+    let t = topics::parse(topic)?;
+    let name: TopicName = t.kafka_name();
+    shared
+        .schemas
+        .get(&name, version)
+        .ok_or_else(|| PulsarError::new(ServerError::TopicNotFound, format!("no schema for {t}")))
+}
+
+/// Encodes and queues a command.
+pub async fn send(out: &mpsc::Sender<Bytes>, cmd: BaseCommand) -> Result<(), Close> {
+    let mut buf = BytesMut::new();
+    encode_command(&cmd, &mut buf).map_err(|e| format!("cannot encode an answer: {e}"))?;
+    out.send(buf.freeze())
+        .await
+        .map_err(|_| "connection writer gone".to_string())
+}
+
+/// Runs file work (topic creation, group-log writes, header reads) on the
+/// blocking pool.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Close> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| format!("handler failed: {e}"))
+}
