@@ -42,10 +42,14 @@ pub struct Consumer {
 /// Subscribes (creating the topic if allowed and the subscription if new).
 /// Runs on the blocking pool: a new durable subscription is written to the
 /// group log before the answer.
+/// `after_seek` is where a consumer that was disconnected by a Seek
+/// resumes when its client comes back without a start id (a Reader after a
+/// seek by time).
 pub fn subscribe(
     broker: &Broker,
     connection: u64,
     cmd: &CommandSubscribe,
+    after_seek: Option<Offset>,
 ) -> Result<(Consumer, Vec<broker::subscription::Effect>), PulsarError> {
     let target = topics::resolve(broker, &cmd.topic, cmd.force_topic_creation.unwrap_or(true))?;
     let sub_type = SubscriptionType::from_code(cmd.sub_type as u8).ok_or_else(|| {
@@ -69,20 +73,9 @@ pub fn subscribe(
         InitialPosition::Latest => StartPosition::Latest,
         InitialPosition::Earliest => StartPosition::Earliest,
     };
-    let start = match &cmd.start_message_id {
-        Some(id) => match target.ids.position(id) {
-            Position::Earliest | Position::OtherLedger => StartPosition::Earliest,
-            Position::Latest => latest_or_earliest,
-            Position::At(o) if o >= bounds.end => latest_or_earliest,
-            Position::At(o) => StartPosition::Offset(o),
-        },
-        None => match cmd.start_message_rollback_duration_sec.unwrap_or(0) {
-            0 => latest_or_earliest,
-            secs => {
-                let since = Timestamp(now_ms().0 - (secs as i64).saturating_mul(1000));
-                StartPosition::Offset(offset_at_time(&target.partition, since)?)
-            }
-        },
+    let start = match (&cmd.start_message_id, after_seek) {
+        (None, Some(o)) => StartPosition::Offset(o),
+        _ => start_position(&target, cmd, bounds, latest_or_earliest)?,
     };
     let id = ConsumerId {
         connection,
@@ -120,6 +113,31 @@ pub fn subscribe(
         },
         effects,
     ))
+}
+
+/// Where a new subscription starts: the start id (Readers), a rollback
+/// duration, or the initial position.
+fn start_position(
+    target: &Target,
+    cmd: &CommandSubscribe,
+    bounds: LogBounds,
+    latest_or_earliest: StartPosition,
+) -> Result<StartPosition, PulsarError> {
+    Ok(match &cmd.start_message_id {
+        Some(id) => match target.ids.position(id) {
+            Position::Earliest | Position::OtherLedger => StartPosition::Earliest,
+            Position::Latest => latest_or_earliest,
+            Position::At(o) if o >= bounds.end => latest_or_earliest,
+            Position::At(o) => StartPosition::Offset(o),
+        },
+        None => match cmd.start_message_rollback_duration_sec.unwrap_or(0) {
+            0 => latest_or_earliest,
+            secs => {
+                let since = Timestamp(now_ms().0 - (secs as i64).saturating_mul(1000));
+                StartPosition::Offset(offset_at_time(&target.partition, since)?)
+            }
+        },
+    })
 }
 
 /// The first offset with a timestamp at or after `ts` (the log end if none).
@@ -186,6 +204,7 @@ pub fn ack(broker: &Broker, consumer: &Consumer, cmd: &CommandAck) -> Result<(),
                 .iter()
                 .flat_map(|id| acked_offsets(p, ids, id))
                 .collect();
+            tracing::trace!(?ranges, "individual ack");
             if !ranges.is_empty() {
                 subs.ack(&consumer.key, consumer.id, Ack::Individual(ranges))?;
             }

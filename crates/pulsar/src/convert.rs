@@ -8,8 +8,8 @@
 //! | payload (decompressed) | value; `null_value` ↔ null value |
 //! | `partition_key` (`partition_key_b64_encoded`: base64 of the bytes) | key |
 //! | `properties` | headers (values UTF-8; a null header value reads as `""`) |
-//! | `publish_time` | timestamp (CreateTime) |
-//! | `event_time` (when set) | header `pulsar.event_time` (decimal ms) |
+//! | `publish_time` | timestamp (CreateTime); delivered: the first record's timestamp, for the whole entry |
+//! | `event_time` (when set) | header `pulsar.event_time` (decimal ms); delivered: that header, else the record's own timestamp |
 //! | `ordering_key` (when set) | header `pulsar.ordering_key` (raw bytes) |
 //! | compression LZ4 / ZLIB / ZSTD / SNAPPY | batch compression lz4 / gzip / zstd / snappy |
 
@@ -215,8 +215,11 @@ pub fn to_pulsar_entry(batch: Bytes, max_decompressed: u64) -> Result<Entry, Con
 }
 
 fn single_metadata(r: &Record) -> SingleMessageMetadata {
+    // Each message keeps its own Kafka timestamp as its event time (an
+    // entry has one publish time); a stored Pulsar event time wins.
     let mut m = SingleMessageMetadata {
         sequence_id: Some(r.offset.0.max(0) as u64),
+        event_time: (r.timestamp.0 > 0).then_some(r.timestamp.0 as u64),
         ..Default::default()
     };
     for h in r.headers.iter() {

@@ -104,20 +104,15 @@ async fn run(d: &Dispatchers, broker: &Broker, key: &SubscriptionKey, partition:
             Ok(p) => p,
             Err(_) => return,
         };
-        let plan = match plan {
-            Some(p) if p.from < bounds.end => p,
-            Some(p) => {
-                // Everything is delivered: wait for new records or a change.
-                tokio::select! {
-                    _ = waker.notified() => {}
-                    _ = partition.wait_for(p.from, tokio::time::Instant::now() + Duration::from_secs(30)) => {}
-                }
-                continue;
+        let Some(plan) = plan.filter(|p| p.from < bounds.end) else {
+            // Nothing to send (no permits, or everything delivered): wait
+            // for a change in the subscription or for new records.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            tokio::select! {
+                _ = waker.notified() => {}
+                _ = partition.wait_for(bounds.end, deadline) => {}
             }
-            None => {
-                waker.notified().await;
-                continue;
-            }
+            continue;
         };
         let read = {
             let partition = partition.clone();

@@ -38,6 +38,11 @@ impl From<broker::Error> for PulsarError {
                 ServerError::NotAllowedError
             }
             E::Storage { .. } => ServerError::PersistenceError,
+            // Upstream's SubscriptionBusyException is ConsumerBusy too.
+            E::ConsumerBusy(_) | E::SubscriptionTypeMismatch { .. } => ServerError::ConsumerBusy,
+            E::SubscriptionNotFound(_) => ServerError::SubscriptionNotFound,
+            E::ConsumerNotFound(_) => ServerError::ConsumerNotFound,
+            E::NotAllowed(_) => ServerError::NotAllowedError,
             _ => ServerError::UnknownError,
         };
         PulsarError::new(code, e.to_string())

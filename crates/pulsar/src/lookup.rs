@@ -58,6 +58,12 @@ fn metadata_partitions(broker: &Broker, name: &str, allow: bool) -> Result<u32, 
     let kafka = parsed.kafka_name();
     if let Some(n) = parsed.partition {
         let topic = broker.resolve_topic_name(kafka.as_str())?;
+        if topics::reported_partitions(&topic) == 0 {
+            return Err(PulsarError::new(
+                ServerError::TopicNotFound,
+                format!("{} is not a partitioned topic", parsed.base()),
+            ));
+        }
         topic.partition(PartitionId(n as i32))?;
         return Ok(0);
     }

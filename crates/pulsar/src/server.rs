@@ -34,8 +34,12 @@ static ACCEPT_LOG: RateLimiter = RateLimiter::new(5, Duration::from_secs(1));
 
 /// Frames queued for one connection's writer before senders wait.
 const OUT_QUEUE: usize = 1024;
-/// Upstream allows frames this much larger than the largest message.
-const FRAME_OVERHEAD: usize = 10 * 1024;
+/// Upstream allows frames this much larger than the largest message
+/// (counting the 4-byte size field, which `read_frame`'s limit does not).
+const FRAME_OVERHEAD: usize = 10 * 1024 - 4;
+/// Room for the Kafka batch header, record framing and the message's
+/// metadata carried as headers.
+const BATCH_OVERHEAD: usize = 16 * 1024;
 
 /// What every connection of the listener shares.
 pub struct Shared {
@@ -84,7 +88,14 @@ pub fn serve(
 ) -> std::io::Result<Server> {
     let local_addr = listener.local_addr()?;
     let config = broker.config();
-    let max_message_size = config.pulsar_max_message_size();
+    // A message becomes one Kafka batch, so it must also fit
+    // message.max.bytes with the batch's framing and the message's
+    // metadata as headers; announcing no more than that lets clients refuse
+    // a larger message themselves instead of retrying a refused send.
+    let max_message_size = config
+        .pulsar_max_message_size()
+        .min((config.message_max_bytes() as usize).saturating_sub(BATCH_OVERHEAD))
+        .max(1024);
     let tracker = ConnectionTracker::new(config.max_connections(), config.max_connections_per_ip());
     let shared = Arc::new(Shared {
         service_url: format!("pulsar://{advertised}"),

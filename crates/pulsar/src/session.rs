@@ -41,6 +41,8 @@ pub struct Session {
     connected: bool,
     producers: HashMap<u64, Producer>,
     consumers: HashMap<u64, Consumer>,
+    /// Where consumers disconnected by a Seek resume (by consumer id).
+    sought: HashMap<u64, model::Offset>,
 }
 
 impl Session {
@@ -53,6 +55,7 @@ impl Session {
             connected: false,
             producers: HashMap::new(),
             consumers: HashMap::new(),
+            sought: HashMap::new(),
         }
     }
 
@@ -273,6 +276,9 @@ impl Session {
                 let request_id = c.request_id;
                 let consumer_id = c.consumer_id;
                 let r = blocking(move || consumer::ack(&broker, &cons, &c)).await?;
+                if let Err(e) = &r {
+                    debug!(conn = self.conn, consumer_id, "ack refused: {e}");
+                }
                 if let Some(request_id) = request_id {
                     let (error, message) = match r {
                         Ok(()) => (None, None),
@@ -303,15 +309,16 @@ impl Session {
                 let Some(cons) = self.consumers.get(&consumer_id).cloned() else {
                     return self.error(request_id, not_found(consumer_id)).await;
                 };
-                let r = blocking(move || consumer::seek(&broker, &cons, &c).map(|_| ())).await?;
-                let ok = r.is_ok();
-                self.answer(request_id, r).await?;
-                if ok {
-                    // As upstream: the consumer is disconnected and comes
-                    // back (a Reader with the seek target as its start).
+                let r = blocking(move || consumer::seek(&broker, &cons, &c)).await?;
+                if let Ok(offset) = r {
+                    self.sought.insert(consumer_id, offset);
+                    // As upstream: the consumer is disconnected before the
+                    // answer, so the client completes the seek when it
+                    // reconnects (a Reader comes back with the seek target
+                    // as its start).
                     self.close_consumer_of_client(consumer_id).await?;
                 }
-                Ok(())
+                self.answer(request_id, r.map(|_| ())).await
             }
             Command::GetLastMessageId(c) => {
                 let request_id = c.request_id;
@@ -343,6 +350,17 @@ impl Session {
             }
             Command::CloseConsumer(c) => {
                 self.detach_consumer(c.consumer_id).await;
+                // The client flushed its acks before closing: store them
+                // before answering, so a closed consumer's acks survive a
+                // crash.
+                match blocking(move || broker.subscriptions().flush_cursors()).await? {
+                    Ok(n) => debug!(
+                        conn = self.conn,
+                        cursors = n,
+                        "stored cursors at consumer close"
+                    ),
+                    Err(e) => tracing::warn!("cannot store subscription cursors: {e}"),
+                }
                 self.reply(CommandSuccess {
                     request_id: c.request_id,
                     schema: None,
@@ -392,11 +410,13 @@ impl Session {
             // logic): start over.
             self.detach_consumer(consumer_id).await;
         }
+        debug!(conn = self.conn, topic = %c.topic, subscription = %c.subscription, start = ?c.start_message_id, durable = ?c.durable, "subscribe");
         let shared = self.shared.clone();
         let conn = self.conn;
         let schema = c.schema.clone();
         let topic = c.topic.clone();
-        let r = blocking(move || consumer::subscribe(&shared.broker, conn, &c)).await?;
+        let after_seek = self.sought.remove(&consumer_id);
+        let r = blocking(move || consumer::subscribe(&shared.broker, conn, &c, after_seek)).await?;
         let (cons, effects) = match r {
             Ok(x) => x,
             Err(e) => return self.error(request_id, e).await,

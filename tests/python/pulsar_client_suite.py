@@ -1,0 +1,372 @@
+"""The official Pulsar Python client (C++ client underneath) against Magnetar.
+
+Usage: pulsar_client_suite.py CHECK PULSAR_URL [BOOTSTRAP]
+
+Each CHECK exercises one area and exits non-zero with a message on any
+mismatch; it prints OK at the end. The broker is started by the Rust test
+(crates/server/tests/pulsar_python.rs) with the settings the check needs.
+"""
+
+import re
+import sys
+import time
+
+import pulsar
+from pulsar import ConsumerType, InitialPosition, MessageId
+
+QUIET = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+TIMEOUT_MS = 10_000
+
+
+def client(url):
+    return pulsar.Client(url, operation_timeout_seconds=15, logger=QUIET)
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def drain(consumer, n, ack=True):
+    out = []
+    for _ in range(n):
+        m = consumer.receive(TIMEOUT_MS)
+        out.append(m)
+        if ack:
+            consumer.acknowledge(m)
+    return out
+
+
+def nothing_more(consumer, wait_ms=300):
+    try:
+        m = consumer.receive(wait_ms)
+    except pulsar.Timeout:
+        return True
+    fail("unexpected extra message %r" % m.data())
+
+
+def produce(c, topic, n, prefix="m", keyed=False, **kw):
+    p = c.create_producer(topic, **kw)
+    ids = []
+    for i in range(n):
+        ids.append(
+            p.send(
+                ("%s-%d" % (prefix, i)).encode(),
+                properties={"i": str(i)},
+                partition_key=("key-%d" % (i % 7)) if keyed else None,
+            )
+        )
+    p.close()
+    return ids
+
+
+def subscriptions(url, _bootstrap):
+    """Every subscription type, partitioned (3) and not."""
+    c = client(url)
+    for topic, parts in (("subs-np", 0), ("subs-p", 3)):
+        got = len(c.get_topic_partitions(topic))
+        check(got == max(parts, 1), "%s: %d partitions" % (topic, got))
+
+        # Exclusive: one consumer, a second is refused.
+        ex = c.subscribe(topic, "ex", consumer_type=ConsumerType.Exclusive,
+                         initial_position=InitialPosition.Earliest)
+        try:
+            c.subscribe(topic, "ex", consumer_type=ConsumerType.Exclusive)
+            fail("a second exclusive consumer was accepted")
+        except pulsar.ConsumerBusy:
+            pass
+        # Shared, Key_Shared and Failover with two consumers each.
+        pairs = {}
+        for name, t in (("sh", ConsumerType.Shared), ("ks", ConsumerType.KeyShared),
+                        ("fo", ConsumerType.Failover)):
+            pairs[name] = [
+                c.subscribe(topic, name, consumer_type=t, consumer_name="%s-%d" % (name, k),
+                            initial_position=InitialPosition.Earliest)
+                for k in range(2)
+            ]
+        produce(c, topic, 60, keyed=True)
+        values = sorted(m.data() for m in drain(ex, 60))
+        expected = sorted(("m-%d" % i).encode() for i in range(60))
+        check(values == expected, "%s exclusive got %r" % (topic, values[:5]))
+        nothing_more(ex)
+        for name, (a, b) in pairs.items():
+            seen = {}
+            deadline = time.time() + 20
+            while len(seen) < 60 and time.time() < deadline:
+                for cons in (a, b):
+                    try:
+                        m = cons.receive(100)
+                    except pulsar.Timeout:
+                        continue
+                    check(m.data() not in seen, "%s/%s: %r twice" % (topic, name, m.data()))
+                    seen[m.data()] = cons.consumer_name()
+                    cons.acknowledge(m)
+            check(sorted(seen) == expected, "%s/%s got %d of 60" % (topic, name, len(seen)))
+            if name == "ks":
+                owner = {}
+                for value, who in seen.items():
+                    key = "key-%d" % (int(value.split(b"-")[1]) % 7)
+                    part = key  # one owner per key (per partition for partitioned topics)
+                    owner.setdefault(part, set()).add(who)
+                if parts == 0:
+                    check(all(len(v) == 1 for v in owner.values()), "key_shared split a key: %r" % owner)
+            if name == "fo" and parts == 0:
+                check(len(set(seen.values())) == 1, "failover delivered to both: %r" % set(seen.values()))
+        # A departed Shared consumer's unacked messages go to the other.
+        a, b = pairs["sh"]
+        produce(c, topic, 10, prefix="late")
+        held = []
+        deadline = time.time() + 10
+        while len(held) < 1 and time.time() < deadline:
+            try:
+                held.append(a.receive(200))
+            except pulsar.Timeout:
+                pass
+        a.close()
+        got = set(m.data() for m in held)
+        deadline = time.time() + 20
+        while len(got) < 10 and time.time() < deadline:
+            try:
+                m = b.receive(200)
+                got.add(m.data())
+                b.acknowledge(m)
+            except pulsar.Timeout:
+                pass
+        check(len(got) == 10, "%s: after a shared consumer left, %d of 10 arrived" % (topic, len(got)))
+        for cons in [ex, b] + pairs["ks"] + pairs["fo"]:
+            cons.close()
+    c.close()
+
+
+def acks_and_redelivery(url, _bootstrap):
+    """Unacked messages come back to a durable subscription; acked ones never."""
+    c = client(url)
+    topic = "acks"
+    produce(c, topic, 20)
+    # Shared: upstream counts redeliveries only for Shared and Key_Shared.
+    cons = c.subscribe(topic, "durable", consumer_type=ConsumerType.Shared,
+                       initial_position=InitialPosition.Earliest,
+                       negative_ack_redelivery_delay_ms=100)
+    msgs = drain(cons, 20, ack=False)
+    for m in msgs[:10]:
+        cons.acknowledge(m)
+    cons.negative_acknowledge(msgs[10])
+    again = cons.receive(TIMEOUT_MS)
+    check(again.data() == msgs[10].data(), "negative ack: got %r" % again.data())
+    check(again.redelivery_count() >= 1, "redelivery count %d" % again.redelivery_count())
+    cons.acknowledge(again)
+    cons.close()
+    # Reattach: everything not acknowledged, nothing acknowledged.
+    cons = c.subscribe(topic, "durable", consumer_type=ConsumerType.Shared)
+    rest = sorted(m.data() for m in drain(cons, 9))
+    check(rest == sorted(("m-%d" % i).encode() for i in range(11, 20)), "after reattach %r" % rest)
+    nothing_more(cons)
+    cons.unsubscribe()
+    # Cumulative ack on an exclusive subscription.
+    cons = c.subscribe(topic, "cumulative", initial_position=InitialPosition.Earliest)
+    produce(c, topic, 5, prefix="cum")
+    last = drain(cons, 25, ack=False)[-1]
+    check(last.data() == b"cum-4", "cumulative: last %r" % last.data())
+    cons.acknowledge_cumulative(last)
+    cons.close()
+    cons = c.subscribe(topic, "cumulative")
+    nothing_more(cons, 500)
+    cons.unsubscribe()
+    c.close()
+
+
+def readers(url, _bootstrap):
+    """Readers from earliest, latest and any id, inclusive or not; seek; has_message_available."""
+    c = client(url)
+    topic = "readers"
+    ids = produce(c, topic, 10)
+    values = [("m-%d" % i).encode() for i in range(10)]
+
+    def read_all(r, n):
+        return [r.read_next(TIMEOUT_MS).data() for _ in range(n)]
+
+    r = c.create_reader(topic, MessageId.earliest)
+    check(read_all(r, 10) == values, "reader from earliest")
+    check(not r.has_message_available(), "has_message_available at the end")
+    r.close()
+
+    r = c.create_reader(topic, ids[4])
+    check(read_all(r, 5) == values[5:], "reader after id 4 (exclusive)")
+    r.close()
+    r = c.create_reader(topic, ids[4], start_message_id_inclusive=True)
+    check(read_all(r, 6) == values[4:], "reader from id 4 (inclusive)")
+    r.close()
+
+    r = c.create_reader(topic, MessageId.latest)
+    check(not r.has_message_available(), "latest reader sees nothing yet")
+    p = c.create_producer(topic)
+    p.send(b"new")
+    check(r.has_message_available(), "latest reader sees the new message")
+    check(r.read_next(TIMEOUT_MS).data() == b"new", "latest reader reads it")
+
+    # Seek by id and by publish time.
+    r.seek(ids[2])
+    first = r.read_next(TIMEOUT_MS).data()
+    check(first in (values[2], values[3]), "after seek(id 2): %r" % first)
+    t = int(time.time() * 1000)
+    p.send(b"after-t")
+    r.seek(t)
+    check(r.read_next(TIMEOUT_MS).data() == b"after-t", "seek by time")
+    r.close()
+    p.close()
+
+    # A reader on each partition of a partitioned topic.
+    pr = c.create_producer("readers-p")
+    for i in range(9):
+        pr.send(b"p-%d" % i)
+    pr.close()
+    seen = []
+    for part in c.get_topic_partitions("readers-p"):
+        rr = c.create_reader(part, MessageId.earliest)
+        while rr.has_message_available():
+            seen.append(rr.read_next(TIMEOUT_MS).data())
+        rr.close()
+    check(sorted(seen) == sorted(b"p-%d" % i for i in range(9)), "partition readers %r" % seen)
+    c.close()
+
+
+class DiscoveryEverySecond(pulsar._pulsar.ConsumerConfiguration):
+    """pulsar-client 3.13's subscribe() checks pattern_auto_discovery_period
+    but never passes it on (the C++ default of 60 s stays); set it here."""
+
+    def __init__(self):
+        super().__init__()
+        self.pattern_auto_discovery_period(1)
+
+
+def pattern(url, _bootstrap):
+    """A regex subscription discovers a topic created after it subscribed."""
+    pulsar._pulsar.ConsumerConfiguration = DiscoveryEverySecond
+    c = client(url)
+    produce(c, "orders-eu", 1, prefix="eu")
+    cons = c.subscribe(re.compile("persistent://public/default/orders-.*"), "pat",
+                       initial_position=InitialPosition.Earliest)
+    check(cons.receive(TIMEOUT_MS).data() == b"eu-0", "existing topic")
+    produce(c, "unrelated", 1)
+    produce(c, "orders-us", 1, prefix="us")
+    got = cons.receive(TIMEOUT_MS).data()
+    check(got == b"us-0", "new topic discovered: %r" % got)
+    nothing_more(cons)
+    c.close()
+
+
+def partitions_pip344(url, _bootstrap):
+    """get_topic_partitions: existing topics and auto-creation by broker policy.
+    The broker runs with the auto-creation settings given after the URL."""
+    c = client(url)
+    mode = sys.argv[4]
+    if mode == "non-partitioned":
+        # Case 1: an existing non-partitioned topic; case 3: created.
+        produce(c, "case1", 1)
+        check(c.get_topic_partitions("case1") == ["persistent://public/default/case1"], "case 1")
+        check(c.get_topic_partitions("case3") == ["persistent://public/default/case3"], "case 3")
+    elif mode == "partitioned":
+        # Case 2: an existing partitioned topic; case 4: created with num.partitions.
+        got = c.get_topic_partitions("case4")
+        check(got == ["persistent://public/default/case4-partition-%d" % i for i in range(2)], "case 4: %r" % got)
+        check(c.get_topic_partitions("case4") == got, "case 2 (exists now)")
+    elif mode == "disabled":
+        # Case 6: the broker does not allow creation: not found.
+        try:
+            c.get_topic_partitions("case6")
+            fail("case 6: a missing topic was reported")
+        except pulsar.TopicNotFound:
+            pass
+        try:
+            c.create_producer("case6")
+            fail("case 6: a producer was created on a missing topic")
+        except (pulsar.TopicNotFound, pulsar.NotFound if hasattr(pulsar, "NotFound") else pulsar.TopicNotFound):
+            pass
+    c.close()
+
+
+def resume(url, _bootstrap):
+    """A Reader and a durable subscription resume after the broker is
+    SIGKILLed and restarted (by the Rust test, between READY and GO on
+    stdin/stdout): no gap, no duplicate."""
+    c = client(url)
+    produce(c, "resume", 20)
+    reader = c.create_reader("resume", MessageId.earliest)
+    first = [reader.read_next(TIMEOUT_MS).data() for _ in range(10)]
+    check(first == [b"m-%d" % i for i in range(10)], "reader before: %r" % first)
+    cons = c.subscribe("resume", "durable", initial_position=InitialPosition.Earliest)
+    drain(cons, 10)
+    # Closing flushes the client's grouped acks; the broker answers once
+    # the cursor is stored.
+    cons.close()
+    print("READY", flush=True)
+    sys.stdin.readline()
+    rest = [reader.read_next(30_000).data() for _ in range(10)]
+    check(rest == [b"m-%d" % i for i in range(10, 20)], "reader after restart: %r" % rest)
+    try:
+        extra = reader.read_next(300)
+        fail("reader got %r after the end" % extra.data())
+    except pulsar.Timeout:
+        pass
+    cons = c.subscribe("resume", "durable")
+    rest = sorted(m.data() for m in drain(cons, 10))
+    check(rest == sorted(b"m-%d" % i for i in range(10, 20)), "subscription after restart: %r" % rest)
+    nothing_more(cons)
+    c.close()
+
+
+def interop_read(url, _bootstrap):
+    """Prints every message of a topic (argv[4], argv[5] messages) as JSON
+    lines for the Rust test to compare with what rdkafka produced."""
+    import json
+    c = client(url)
+    topic, n = sys.argv[4], int(sys.argv[5])
+    cons = c.subscribe(topic, "interop", initial_position=InitialPosition.Earliest)
+    for m in drain(cons, n):
+        print(json.dumps({
+            "partition": m.message_id().partition(),
+            "value": m.data().hex(),
+            "key": m.partition_key(),
+            "properties": m.properties(),
+            "publish_time": m.publish_timestamp(),
+            "event_time": m.event_timestamp(),
+        }), flush=True)
+    c.close()
+
+
+def interop_write(url, _bootstrap):
+    """Produces argv[5] messages to topic argv[4] with a key, properties and
+    an event time, compressed with argv[6], for rdkafka to read."""
+    c = client(url)
+    topic, n = sys.argv[4], int(sys.argv[5])
+    codec = getattr(pulsar.CompressionType, sys.argv[6])
+    p = c.create_producer(topic, compression_type=codec, batching_enabled=True,
+                          batching_max_messages=10)
+    for i in range(n):
+        p.send_async(("value-%d-" % i).encode() + bytes(range(256)), lambda res, mid: None,
+                     properties={"n": str(i), "origin": "pulsar"},
+                     partition_key="key-%d" % i, event_timestamp=1_700_000_000_000 + i)
+    p.flush()
+    p.close()
+    c.close()
+
+
+CHECKS = {
+    "resume": resume,
+    "interop-read": interop_read,
+    "interop-write": interop_write,
+    "subscriptions": subscriptions,
+    "acks": acks_and_redelivery,
+    "readers": readers,
+    "pattern": pattern,
+    "pip344": partitions_pip344,
+}
+
+if __name__ == "__main__":
+    CHECKS[sys.argv[1]](sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+    print("OK")
