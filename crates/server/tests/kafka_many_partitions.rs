@@ -135,6 +135,10 @@ async fn ten_thousand_partitions_fit_a_small_file_limit_without_stalling_others(
     watcher.join().unwrap();
     let worst = Duration::from_micros(worst_us.load(Ordering::Relaxed));
     assert!(asked.load(Ordering::Relaxed) > 0);
+    eprintln!(
+        "{} Metadata requests during the creation; the slowest took {worst:?}",
+        asked.load(Ordering::Relaxed)
+    );
     // Blocked for the whole creation, this would be seconds.
     assert!(
         worst < Duration::from_millis(1000),
