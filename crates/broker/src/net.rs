@@ -150,3 +150,69 @@ async fn within<T>(limit: Option<Duration>, f: impl std::future::Future<Output =
         None => Some(f.await),
     }
 }
+
+/// Warnings about refused connections: a few per second at most.
+static REFUSED_LOG: crate::log_limit::RateLimiter =
+    crate::log_limit::RateLimiter::new(10, Duration::from_secs(1));
+static ACCEPT_LOG: crate::log_limit::RateLimiter =
+    crate::log_limit::RateLimiter::new(5, Duration::from_secs(1));
+
+/// Accepts connections on `listener` until `shutdown` turns true, admitting
+/// each through `tracker` (one over a limit is reset at once, the reason
+/// logged, rate-limited) and running `serve` for it on its own task. On
+/// shutdown, connections get 5 s to finish what they are doing, then are
+/// stopped. Every front end's listener is this loop.
+pub async fn accept_loop<F, Fut>(
+    listener: tokio::net::TcpListener,
+    tracker: crate::limits::ConnectionTracker,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    serve: F,
+) where
+    F: Fn(
+        tokio::net::TcpStream,
+        std::net::SocketAddr,
+        tokio::sync::watch::Receiver<bool>,
+        crate::limits::ConnectionGuard,
+    ) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let guard = match tracker.admit(peer.ip()) {
+                        Ok(g) => g,
+                        Err(refused) => {
+                            crate::warn_limited!(REFUSED_LOG, %peer, "refusing connection: {refused}");
+                            // Linger 0: a reset rather than a lingering
+                            // FIN_WAIT socket per refused connection during a
+                            // flood. (Deprecated because a non-zero linger
+                            // blocks on drop; zero never does.)
+                            #[allow(deprecated)]
+                            let _ = stream.set_linger(Some(Duration::ZERO));
+                            continue;
+                        }
+                    };
+                    let _ = stream.set_nodelay(true);
+                    conns.spawn(serve(stream, peer, shutdown.clone(), guard));
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: back off, keep serving.
+                    crate::warn_limited!(ACCEPT_LOG, "accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let drain = async { while conns.join_next().await.is_some() {} };
+    if tokio::time::timeout(Duration::from_secs(5), drain)
+        .await
+        .is_err()
+    {
+        conns.shutdown().await;
+    }
+}

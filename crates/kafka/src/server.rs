@@ -17,18 +17,16 @@ use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 use tracing::debug;
 
 use super::frame::{self, FrameError, FrameLimits, Parsed};
 use super::{handle, Outcome};
-use broker::limits::{ConnectionGuard, ConnectionTracker, Refused, RequestBudget};
+use broker::limits::{ConnectionGuard, ConnectionTracker, RequestBudget};
 use broker::log_limit::RateLimiter;
 use broker::{warn_limited, Broker};
 
 /// Warnings about bad or refused connections: a few per second at most.
 static BAD_CONNECTION_LOG: RateLimiter = RateLimiter::new(10, Duration::from_secs(1));
-static ACCEPT_LOG: RateLimiter = RateLimiter::new(5, Duration::from_secs(1));
 
 /// A running listener: its bound address and a handle to stop it.
 #[derive(Debug)]
@@ -72,72 +70,24 @@ pub fn serve(listener: TcpListener, broker: Arc<Broker>) -> std::io::Result<Serv
         idle: config.connections_max_idle(),
         broker,
     });
-    let task = tokio::spawn(accept_loop(listener, shared, tracker, rx));
+    let task = tokio::spawn(broker::net::accept_loop(
+        listener,
+        tracker,
+        rx,
+        move |stream, peer, shutdown, guard| {
+            let shared = shared.clone();
+            async move {
+                if let Err(e) = connection(stream, peer, shared, shutdown, guard).await {
+                    debug!(%peer, "connection ended: {e}");
+                }
+            }
+        },
+    ));
     Ok(Server {
         local_addr,
         shutdown: tx,
         task,
     })
-}
-
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    tracker: ConnectionTracker,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = shutdown.changed() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let guard = match tracker.admit(peer.ip()) {
-                        Ok(g) => g,
-                        Err(refused) => {
-                            refuse(stream, peer, refused);
-                            continue;
-                        }
-                    };
-                    let _ = stream.set_nodelay(true);
-                    let shared = shared.clone();
-                    let rx = shutdown.clone();
-                    conns.spawn(async move {
-                        if let Err(e) = connection(stream, peer, shared, rx, guard).await {
-                            debug!(%peer, "connection ended: {e}");
-                        }
-                    });
-                }
-                Err(e) => {
-                    // Out of file descriptors and the like: back off, keep serving.
-                    warn_limited!(ACCEPT_LOG, "accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
-    drop(listener);
-    // Give in-flight requests a moment, then stop the rest.
-    let drain = async { while conns.join_next().await.is_some() {} };
-    if tokio::time::timeout(Duration::from_secs(5), drain)
-        .await
-        .is_err()
-    {
-        conns.shutdown().await;
-    }
-}
-
-/// Closes a connection over a limit at once (the client sees the close and
-/// backs off), logging why, rate-limited.
-fn refuse(stream: TcpStream, peer: SocketAddr, why: Refused) {
-    warn_limited!(BAD_CONNECTION_LOG, %peer, "refusing connection: {why}");
-    // Linger 0: a reset rather than a lingering FIN_WAIT socket per refused
-    // connection during a flood. (Deprecated because a non-zero linger
-    // blocks on drop; zero never does.)
-    #[allow(deprecated)]
-    let _ = stream.set_linger(Some(Duration::ZERO));
-    drop(stream);
 }
 
 async fn connection(

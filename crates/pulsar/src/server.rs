@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use broker::limits::{ConnectionGuard, ConnectionTracker, Refused, RequestBudget};
+use broker::limits::{ConnectionGuard, ConnectionTracker, RequestBudget};
 use broker::log_limit::RateLimiter;
 use broker::net::{read_frame, FrameLimits, ReadError};
 use broker::{warn_limited, Broker};
@@ -21,7 +21,6 @@ use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinSet;
 use tracing::debug;
 
 use crate::dispatch::Dispatchers;
@@ -30,7 +29,6 @@ use crate::schema::Schemas;
 use crate::session::{self, Session};
 
 static BAD_CONNECTION_LOG: RateLimiter = RateLimiter::new(10, Duration::from_secs(1));
-static ACCEPT_LOG: RateLimiter = RateLimiter::new(5, Duration::from_secs(1));
 
 /// Frames queued for one connection's writer before senders wait.
 const OUT_QUEUE: usize = 1024;
@@ -116,7 +114,15 @@ pub fn serve(
     let (tx, rx) = watch::channel(false);
     let flusher = broker::subscription::spawn_cursor_flusher(broker, Duration::from_millis(100));
     let task = tokio::spawn(async move {
-        accept_loop(listener, shared, tracker, rx).await;
+        broker::net::accept_loop(
+            listener,
+            tracker,
+            rx,
+            move |stream, peer, shutdown, guard| {
+                connection(stream, peer, shared.clone(), shutdown, guard)
+            },
+        )
+        .await;
         flusher.abort();
     });
     Ok(Server {
@@ -124,57 +130,6 @@ pub fn serve(
         shutdown: tx,
         task,
     })
-}
-
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    tracker: ConnectionTracker,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = shutdown.changed() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let guard = match tracker.admit(peer.ip()) {
-                        Ok(g) => g,
-                        Err(refused) => {
-                            refuse(stream, peer, refused);
-                            continue;
-                        }
-                    };
-                    let _ = stream.set_nodelay(true);
-                    let shared = shared.clone();
-                    let rx = shutdown.clone();
-                    conns.spawn(async move {
-                        connection(stream, peer, shared, rx, guard).await;
-                    });
-                }
-                Err(e) => {
-                    warn_limited!(ACCEPT_LOG, "pulsar accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
-    drop(listener);
-    let drain = async { while conns.join_next().await.is_some() {} };
-    if tokio::time::timeout(Duration::from_secs(5), drain)
-        .await
-        .is_err()
-    {
-        conns.shutdown().await;
-    }
-}
-
-fn refuse(stream: TcpStream, peer: SocketAddr, why: Refused) {
-    warn_limited!(BAD_CONNECTION_LOG, %peer, "refusing pulsar connection: {why}");
-    #[allow(deprecated)]
-    let _ = stream.set_linger(Some(Duration::ZERO));
-    drop(stream);
 }
 
 async fn connection(
