@@ -216,3 +216,36 @@ pub async fn accept_loop<F, Fut>(
         conns.shutdown().await;
     }
 }
+
+/// A running listener of any front end: its bound address and a handle to
+/// stop it.
+#[derive(Debug)]
+pub struct Listener {
+    /// The address actually bound (useful with port 0).
+    pub local_addr: std::net::SocketAddr,
+    shutdown: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Listener {
+    /// A listener bound to `local_addr` whose accept task (see
+    /// [`accept_loop`]) stops when `shutdown` is set.
+    pub fn new(
+        local_addr: std::net::SocketAddr,
+        shutdown: tokio::sync::watch::Sender<bool>,
+        task: tokio::task::JoinHandle<()>,
+    ) -> Listener {
+        Listener {
+            local_addr,
+            shutdown,
+            task,
+        }
+    }
+
+    /// Stops accepting, lets in-flight work finish (bounded) and waits for
+    /// every connection task to end.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.task.await;
+    }
+}

@@ -28,23 +28,8 @@ use broker::{warn_limited, Broker};
 /// Warnings about bad or refused connections: a few per second at most.
 static BAD_CONNECTION_LOG: RateLimiter = RateLimiter::new(10, Duration::from_secs(1));
 
-/// A running listener: its bound address and a handle to stop it.
-#[derive(Debug)]
-pub struct Server {
-    /// The address actually bound (useful with port 0).
-    pub local_addr: SocketAddr,
-    shutdown: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Server {
-    /// Stops accepting, lets in-flight requests finish (bounded), and waits
-    /// for every connection task to end.
-    pub async fn shutdown(self) {
-        let _ = self.shutdown.send(true);
-        let _ = self.task.await;
-    }
-}
+/// A running listener.
+pub use broker::net::Listener as Server;
 
 /// What every connection of one listener shares.
 struct Shared {
@@ -83,11 +68,7 @@ pub fn serve(listener: TcpListener, broker: Arc<Broker>) -> std::io::Result<Serv
             }
         },
     ));
-    Ok(Server {
-        local_addr,
-        shutdown: tx,
-        task,
-    })
+    Ok(Server::new(local_addr, tx, task))
 }
 
 async fn connection(

@@ -61,21 +61,7 @@ pub struct Shared {
 }
 
 /// A running listener.
-#[derive(Debug)]
-pub struct Server {
-    /// The bound address.
-    pub local_addr: SocketAddr,
-    shutdown: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Server {
-    /// Stops accepting and closes every connection (consumers detach).
-    pub async fn shutdown(self) {
-        let _ = self.shutdown.send(true);
-        let _ = self.task.await;
-    }
-}
+pub use broker::net::Listener as Server;
 
 /// Starts serving Pulsar clients on `listener`; Lookup answers point at
 /// `advertised` (`host:port`).
@@ -125,11 +111,7 @@ pub fn serve(
         .await;
         flusher.abort();
     });
-    Ok(Server {
-        local_addr,
-        shutdown: tx,
-        task,
-    })
+    Ok(Server::new(local_addr, tx, task))
 }
 
 async fn connection(

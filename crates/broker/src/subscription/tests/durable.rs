@@ -318,17 +318,15 @@ async fn the_flusher_persists_acks_in_the_background() {
     subs.flow(&key, cid(1), 10).unwrap();
     drain(subs, &key, 10);
     subs.ack(&key, cid(1), Ack::Cumulative(Offset(4))).unwrap();
-    let log = b.topic("__consumer_offsets").unwrap().partitions[0]
-        .log()
-        .clone();
+    let partition = b.topic("__consumer_offsets").unwrap().partitions[0].clone();
+    let log = partition.log().clone();
     let before = log.log_end_offset();
     let flusher = spawn_cursor_flusher(b.clone(), std::time::Duration::from_millis(10));
-    for _ in 0..500 {
-        if log.log_end_offset() > before {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    assert!(
+        partition.wait_for(before, deadline).await,
+        "the background flusher wrote the cursor"
+    );
     flusher.abort();
     assert_eq!(log.log_end_offset(), before.plus(1), "one cursor record");
     assert_eq!(subs.flush_cursors().unwrap(), 0, "nothing left to write");
