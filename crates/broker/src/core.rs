@@ -163,6 +163,9 @@ impl Broker {
         let offsets = broker.offsets_partition()?;
         let coordinator = GroupCoordinator::open(GroupLog::new(offsets), coordinator_config)?;
         let _ = broker.groups.set(coordinator);
+        // From here on, topic creation and deletion share the CPU with
+        // requests from other clients: requests go first.
+        broker.logs.set_background_bulk_work(true);
         Ok(Arc::new(broker))
     }
 

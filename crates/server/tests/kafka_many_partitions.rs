@@ -23,11 +23,18 @@ const PARTITIONS: i32 = 10_000;
 /// segment and index files would need open at once.
 const FILE_LIMIT: u64 = 4096;
 
-async fn create(bootstrap: &str, name: &str, partitions: i32) {
-    let admin: AdminClient<DefaultClientContext> = client_config(bootstrap)
+fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
+    client_config(bootstrap)
         .set("socket.timeout.ms", "120000")
         .create()
-        .unwrap();
+        .unwrap()
+}
+
+async fn create(bootstrap: &str, name: &str, partitions: i32) {
+    create_with(&admin(bootstrap), name, partitions).await;
+}
+
+async fn create_with(admin: &AdminClient<DefaultClientContext>, name: &str, partitions: i32) {
     let r = admin
         .create_topics(
             &[NewTopic::new(name, partitions, TopicReplication::Fixed(1))],
@@ -110,16 +117,35 @@ fn sample() -> Vec<i32> {
 async fn ten_thousand_partitions_fit_a_small_file_limit_without_stalling_others() {
     let broker = BrokerProcess::start_with_open_file_limit(&[], FILE_LIMIT);
     let b = broker.bootstrap();
-    create(&b, "small", 1).await;
+    // The admin client exists and is connected before the measurement:
+    // starting a client's threads in this process is not the broker's time.
+    let admin = admin(&b);
+    create_with(&admin, "small", 1).await;
 
     // Another client keeps asking for metadata while the big topic is made.
     let stop = Arc::new(AtomicBool::new(false));
     let worst_us = Arc::new(AtomicU64::new(0));
     let asked = Arc::new(AtomicU64::new(0));
+    let ready = Arc::new(AtomicBool::new(false));
     let watcher = {
-        let (stop, worst_us, asked, b) = (stop.clone(), worst_us.clone(), asked.clone(), b.clone());
+        let (stop, ready, worst_us, asked, b) = (
+            stop.clone(),
+            ready.clone(),
+            worst_us.clone(),
+            asked.clone(),
+            b.clone(),
+        );
         std::thread::spawn(move || {
             let c: BaseConsumer = client_config(&b).create().unwrap();
+            // librdkafka's first request goes to the bootstrap address and
+            // its second opens a connection to the broker the first one
+            // named (about 50 ms in librdkafka): not part of what is
+            // measured.
+            for _ in 0..3 {
+                c.fetch_metadata(Some("small"), Duration::from_secs(30))
+                    .unwrap();
+            }
+            ready.store(true, Ordering::Relaxed);
             while !stop.load(Ordering::Relaxed) {
                 let t = Instant::now();
                 c.fetch_metadata(Some("small"), Duration::from_secs(30))
@@ -130,7 +156,12 @@ async fn ten_thousand_partitions_fit_a_small_file_limit_without_stalling_others(
             }
         })
     };
-    create(&b, "wide", PARTITIONS).await;
+    common::eventually(Duration::from_secs(30), "the watcher is connected", || {
+        let ready = ready.clone();
+        async move { ready.load(Ordering::Relaxed).then_some(()) }
+    })
+    .await;
+    create_with(&admin, "wide", PARTITIONS).await;
     stop.store(true, Ordering::Relaxed);
     watcher.join().unwrap();
     let worst = Duration::from_micros(worst_us.load(Ordering::Relaxed));
@@ -141,7 +172,7 @@ async fn ten_thousand_partitions_fit_a_small_file_limit_without_stalling_others(
     );
     // Blocked for the whole creation, this would be seconds.
     assert!(
-        worst < Duration::from_millis(1000),
+        worst < Duration::from_millis(50),
         "a Metadata request waited {worst:?} during the creation"
     );
 

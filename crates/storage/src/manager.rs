@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use model::{PartitionId, Timestamp, TopicId, TopicName, TopicPartition};
@@ -34,6 +35,9 @@ pub struct LogManager {
     /// One lock per partition being opened, so partitions open in parallel
     /// but never one partition twice at once.
     opening: Mutex<HashMap<TopicPartition, Arc<Mutex<()>>>>,
+    /// Whether bulk file work yields the CPU to requests (set once the
+    /// broker serves; start-up and shutdown run at normal priority).
+    background: AtomicBool,
 }
 
 /// One log to open or create with [`LogManager::open_logs`].
@@ -129,7 +133,23 @@ impl LogManager {
             clean_shutdown,
             logs: RwLock::new(HashMap::new()),
             opening: Mutex::new(HashMap::new()),
+            background: AtomicBool::new(false),
         })
+    }
+
+    /// From now on (`true`), bulk file work (opening, creating and
+    /// deleting many logs) runs in the scheduler's idle class so requests
+    /// on other threads are not held up; `false` restores normal priority.
+    pub fn set_background_bulk_work(&self, on: bool) {
+        self.background.store(on, Ordering::Relaxed);
+    }
+
+    fn bulk_priority(&self) -> crate::parallel::Priority {
+        if self.background.load(Ordering::Relaxed) {
+            crate::parallel::Priority::Background
+        } else {
+            crate::parallel::Priority::Normal
+        }
     }
 
     /// The data directory.
@@ -213,10 +233,15 @@ impl LogManager {
     /// created) in about the time their file work takes. Results come in
     /// the order of `specs`; everything returned is durable.
     pub fn open_logs(&self, specs: Vec<LogSpec>) -> Vec<Result<Arc<Log>>> {
-        let results = crate::parallel::map(specs, crate::parallel::io_threads(), |spec| {
-            let _deferred = DeferredSync::new();
-            self.open_log(&spec.topic_partition, spec.topic_id, spec.config)
-        });
+        let results = crate::parallel::map(
+            specs,
+            crate::parallel::io_threads(),
+            self.bulk_priority(),
+            |spec| {
+                let _deferred = DeferredSync::new();
+                self.open_log(&spec.topic_partition, spec.topic_id, spec.config)
+            },
+        );
         let wrote = results
             .iter()
             .flatten()
@@ -291,11 +316,16 @@ impl LogManager {
     /// threads with one `syncfs` at the end instead of a directory fsync
     /// each.
     pub fn delete_logs(&self, tps: Vec<TopicPartition>) -> Vec<(TopicPartition, Result<()>)> {
-        let results = crate::parallel::map(tps, crate::parallel::io_threads(), |tp| {
-            let _deferred = DeferredSync::new();
-            let r = self.delete_log(&tp);
-            (tp, r)
-        });
+        let results = crate::parallel::map(
+            tps,
+            crate::parallel::io_threads(),
+            self.bulk_priority(),
+            |tp| {
+                let _deferred = DeferredSync::new();
+                let r = self.delete_log(&tp);
+                (tp, r)
+            },
+        );
         if let Err(e) = sync_filesystem(&self.data_dir) {
             tracing::warn!(error = %e, "cannot sync the data directory after deleting logs");
         }
@@ -324,10 +354,15 @@ impl LogManager {
     /// trusts every log without scanning. Logs close on several threads
     /// with their fsyncs replaced by one `syncfs` before the marker.
     pub fn shutdown(&self) -> Result<()> {
-        let results = crate::parallel::map(self.logs(), crate::parallel::io_threads(), |log| {
-            let _deferred = DeferredSync::new();
-            log.close()
-        });
+        let results = crate::parallel::map(
+            self.logs(),
+            crate::parallel::io_threads(),
+            crate::parallel::Priority::Normal,
+            |log| {
+                let _deferred = DeferredSync::new();
+                log.close()
+            },
+        );
         results.into_iter().collect::<Result<Vec<()>>>()?;
         sync_filesystem(&self.data_dir)?;
         write_atomic(&self.data_dir.join(CLEAN_SHUTDOWN_MARKER), b"")?;
