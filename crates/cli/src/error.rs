@@ -45,6 +45,27 @@ pub enum CliError {
     /// Local I/O (reading input, writing output).
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// A broker spoken to without the Kafka client (the Pulsar benchmark)
+    /// could not be reached or did not answer in time.
+    #[error("{context} (broker {broker}): {message}")]
+    Unreachable {
+        /// What was being done.
+        context: String,
+        /// The address used.
+        broker: String,
+        /// Why.
+        message: String,
+    },
+    /// Such a broker refused or failed an operation.
+    #[error("{context} (broker {broker}): {message}")]
+    Failed {
+        /// What was being done.
+        context: String,
+        /// The address used.
+        broker: String,
+        /// Why.
+        message: String,
+    },
 }
 
 impl CliError {
@@ -55,6 +76,8 @@ impl CliError {
             CliError::Usage(_) => EXIT_USAGE,
             CliError::Partial { code, .. } => *code,
             CliError::Io(_) => EXIT_FAILED,
+            CliError::Unreachable { .. } => EXIT_UNREACHABLE,
+            CliError::Failed { .. } => EXIT_FAILED,
         }
     }
 

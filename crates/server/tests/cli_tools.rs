@@ -480,3 +480,105 @@ fn bench_modes_report_throughput_and_latency() {
         2
     );
 }
+
+#[test]
+fn bench_over_pulsar_counts_every_message_once() {
+    let broker = BrokerProcess::start(&["group.initial.rebalance.delay.ms=0"]);
+    let b = broker.bootstrap();
+    let url = broker.pulsar_url();
+    let pulsar = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--protocol", "pulsar", "--service-url", &url, "--json"]);
+        json(&magnetar(&b, &all, None))
+    };
+    let produced = pulsar(&[
+        "bench",
+        "produce",
+        "--duration",
+        "1",
+        "--message-size",
+        "100",
+        "--partitions",
+        "2",
+        "--compression",
+        "lz4",
+        "--keep",
+    ]);
+    let n = produced["messages"].as_u64().unwrap();
+    assert!(n > 0, "{produced}");
+    assert_eq!(produced["errors"], 0);
+    assert!(produced["latency_ms"]["p99"].as_f64().unwrap() > 0.0);
+
+    // Two consumers on one Shared subscription split the backlog between
+    // them: every message once.
+    let consumed = pulsar(&[
+        "bench",
+        "consume",
+        "--duration",
+        "30",
+        "--partitions",
+        "2",
+        "--consumers",
+        "2",
+        "--keep",
+    ]);
+    assert_eq!(consumed["messages"].as_u64(), Some(n), "{consumed}");
+    // The same batches, read by the Kafka path.
+    let kafka = json(&magnetar(
+        &b,
+        &[
+            "bench",
+            "consume",
+            "--duration",
+            "30",
+            "--partitions",
+            "2",
+            "--json",
+        ],
+        None,
+    ));
+    assert_eq!(kafka["messages"].as_u64(), Some(n), "{kafka}");
+
+    let both = pulsar(&[
+        "bench",
+        "e2e",
+        "--duration",
+        "2",
+        "--rate",
+        "500",
+        "--partitions",
+        "2",
+        "--consumers",
+        "2",
+        "--topic-prefix",
+        "pe2e",
+    ]);
+    assert!(
+        both["produce"]["messages"].as_u64().unwrap() >= 800,
+        "{both}"
+    );
+    assert_eq!(
+        both["e2e"]["messages"], both["produce"]["messages"],
+        "every message arrived once"
+    );
+    assert!(both["e2e"]["latency_ms"]["p50"].as_f64().unwrap() > 0.0);
+    // The run's topic was deleted at the end.
+    let topics = ok(&magnetar(&b, &["topic", "list"], None));
+    assert!(!topics.contains("pe2e-0"), "{topics}");
+
+    let unreachable = magnetar(
+        &b,
+        &[
+            "bench",
+            "produce",
+            "--protocol",
+            "pulsar",
+            "--service-url",
+            "pulsar://127.0.0.1:1",
+            "--duration",
+            "1",
+        ],
+        None,
+    );
+    assert_eq!(code(&unreachable), 4, "unreachable broker: exit 4");
+}

@@ -12,7 +12,7 @@ use crate::error::{CliError, Context};
 
 /// What one consumer task ends with: its report and when its first and
 /// last messages arrived.
-type ConsumerResult = client::Result<(Report, Option<(Instant, Instant)>)>;
+pub type ConsumerResult = Result<(Report, Option<(Instant, Instant)>), CliError>;
 
 /// Running consumers.
 pub struct Consumers {
@@ -55,6 +55,7 @@ pub async fn start(
         let mut stop = rx.clone();
         let done = done.clone();
         let assigned = assigned.clone();
+        let broker = b.to_string();
         tasks.push(tokio::spawn(async move {
             let mut report = Report::new(if measure_latency { "e2e" } else { "consume" });
             let mut seen: Option<(Instant, Instant)> = None;
@@ -63,7 +64,7 @@ pub async fn start(
                     _ = stop.changed() => break,
                     m = c.poll(Duration::from_millis(200)) => {
                         assigned[i].store(c.assignment().len() as u64, Ordering::Relaxed);
-                        if let Some(m) = m? {
+                        if let Some(m) = m.context("consuming failed", &broker)? {
                             let value = m.value().unwrap_or_default();
                             let sent = if value.len() >= 8 {
                                 u64::from_be_bytes(value[..8].try_into().unwrap_or([0; 8]))
@@ -96,6 +97,22 @@ pub async fn start(
 }
 
 impl Consumers {
+    /// Consumers running as `tasks`, stopped through `stop`, counting into
+    /// `done`, holding `assigned` partitions each.
+    pub fn new(
+        tasks: Vec<tokio::task::JoinHandle<ConsumerResult>>,
+        stop: tokio::sync::watch::Sender<bool>,
+        done: Arc<AtomicU64>,
+        assigned: Vec<AtomicU64>,
+    ) -> Consumers {
+        Consumers {
+            tasks,
+            stop: Arc::new(stop),
+            done,
+            assigned: Arc::new(assigned),
+        }
+    }
+
     /// Waits (up to 60 s) until the group has assigned all `partitions`.
     pub async fn ready(&self, partitions: u64) -> Result<(), CliError> {
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -132,12 +149,7 @@ impl Consumers {
         for t in self.tasks {
             let (r, seen) = t
                 .await
-                .map_err(|e| CliError::Usage(format!("consumer task failed: {e}")))?
-                .map_err(|e| CliError::Client {
-                    context: "consuming failed".into(),
-                    broker: String::new(),
-                    source: e,
-                })?;
+                .map_err(|e| CliError::Usage(format!("consumer task failed: {e}")))??;
             if let Some((first, last)) = seen {
                 span = Some(match span {
                     None => (first, last),

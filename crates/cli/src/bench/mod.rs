@@ -7,11 +7,13 @@
 
 mod consume;
 mod produce;
+mod pulsar;
+mod pulsar_conn;
 mod report;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use client::{Admin, NewTopic};
 
 use crate::error::{CliError, Context};
@@ -37,9 +39,29 @@ enum BenchMode {
     E2e(Workload),
 }
 
+/// The protocol the benchmark's producers and consumers speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Protocol {
+    /// The Kafka protocol, with Magnetar's own client (`--bootstrap`).
+    Kafka,
+    /// The Pulsar binary protocol (`--service-url`); topics are still
+    /// created, measured and deleted through the Kafka listener.
+    Pulsar,
+}
+
 /// The workload, shared by every mode.
 #[derive(Debug, Clone, Args)]
 pub struct Workload {
+    /// Protocol of the producers and consumers.
+    #[arg(long, value_enum, default_value = "kafka")]
+    pub protocol: Protocol,
+    /// Pulsar service URL (with `--protocol pulsar`).
+    #[arg(
+        long,
+        env = "MAGNETAR_PULSAR_URL",
+        default_value = "pulsar://127.0.0.1:6650"
+    )]
+    pub service_url: String,
     /// Number of topics (named PREFIX-0, PREFIX-1, ...; created if missing).
     #[arg(long, default_value_t = 1)]
     pub topics: usize,
@@ -61,13 +83,13 @@ pub struct Workload {
     /// How long to run, in seconds.
     #[arg(long, default_value_t = 10)]
     pub duration: u64,
-    /// 0, 1 or all.
+    /// 0, 1 or all (Kafka; a Pulsar broker acknowledges once stored).
     #[arg(long, default_value = "all")]
     pub acks: String,
     /// none, gzip, snappy, lz4 or zstd.
     #[arg(long, default_value = "none")]
     pub compression: String,
-    /// Producer linger, in milliseconds.
+    /// Producer linger (Pulsar: batching delay), in milliseconds.
     #[arg(long, default_value_t = 1)]
     pub linger_ms: u64,
     /// Topic name prefix.
@@ -137,8 +159,17 @@ impl Workload {
         }
         if let Some(g) = group {
             // The consumers have closed; the group is empty.
-            if let Err(e) = admin.delete_groups(&[g]).await {
-                eprintln!("magnetar: could not delete bench group {g}: {e}");
+            match self.protocol {
+                Protocol::Kafka => {
+                    if let Err(e) = admin.delete_groups(&[g]).await {
+                        eprintln!("magnetar: could not delete bench group {g}: {e}");
+                    }
+                }
+                Protocol::Pulsar => {
+                    if let Err(e) = pulsar::unsubscribe(self, g).await {
+                        eprintln!("magnetar: could not remove bench subscription {g}: {e}");
+                    }
+                }
             }
         }
         if topics.is_empty() {
@@ -173,7 +204,7 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
             w.validate()?;
             let admin = w.global.admin().await?;
             let created = w.ensure_topics(&admin).await?;
-            let report = produce::run(&w, admin.client().clone()).await;
+            let report = run_producers(&w, &admin).await;
             w.clean_up(&admin, &created, None).await;
             report?.print(w.global.json);
             Ok(())
@@ -183,14 +214,7 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
             let admin = w.global.admin().await?;
             let created = w.ensure_topics(&admin).await?;
             let group = format!("magnetar-bench-{}", now_micros());
-            let consumers = consume::start(
-                &w,
-                admin.client(),
-                client::AutoOffsetReset::Earliest,
-                &group,
-                false,
-            )
-            .await?;
+            let consumers = start_consumers(&w, &admin, true, &group, false).await?;
             let backlog = backlog(&w, &admin).await?;
             let progress = produce::progress_bar(&w, consumers.done.clone());
             let started = std::time::Instant::now();
@@ -218,6 +242,45 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
             w.clean_up(&admin, &created, Some(&group)).await;
             result
         }
+    }
+}
+
+/// Runs the producers in the workload's protocol.
+async fn run_producers(w: &Workload, admin: &Admin) -> Result<Report, CliError> {
+    match w.protocol {
+        Protocol::Kafka => produce::run(w, admin.client().clone()).await,
+        Protocol::Pulsar => {
+            let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let progress = produce::progress_bar(w, done.clone());
+            let report = pulsar::produce(w, done).await;
+            if let Some(p) = progress {
+                p.finish_and_clear();
+            }
+            report
+        }
+    }
+}
+
+/// Starts the consumers in the workload's protocol: a Kafka group, or a
+/// Pulsar Shared subscription, named `group`; from the earliest message or
+/// only new ones.
+async fn start_consumers(
+    w: &Workload,
+    admin: &Admin,
+    earliest: bool,
+    group: &str,
+    measure_latency: bool,
+) -> Result<consume::Consumers, CliError> {
+    match w.protocol {
+        Protocol::Kafka => {
+            let from = if earliest {
+                client::AutoOffsetReset::Earliest
+            } else {
+                client::AutoOffsetReset::Latest
+            };
+            consume::start(w, admin.client(), from, group, measure_latency).await
+        }
+        Protocol::Pulsar => pulsar::start_consumers(w, earliest, group, measure_latency).await,
     }
 }
 
@@ -272,16 +335,9 @@ async fn e2e(w: &Workload, admin: &Admin, group: &str) -> Result<(), CliError> {
         .filter_map(|(_, r)| r.as_ref().ok())
         .map(|t| t.partitions.len() as u64)
         .sum();
-    let consumers = consume::start(
-        w,
-        admin.client(),
-        client::AutoOffsetReset::Latest,
-        group,
-        true,
-    )
-    .await?;
+    let consumers = start_consumers(w, admin, false, group, true).await?;
     consumers.ready(partitions).await?;
-    let produced = produce::run(w, admin.client().clone()).await?;
+    let produced = run_producers(w, admin).await?;
     // Let the last messages arrive.
     let drain_until = std::time::Instant::now() + Duration::from_secs(5);
     while consumers.done.load(std::sync::atomic::Ordering::Relaxed) < produced.messages
