@@ -218,6 +218,17 @@ fn read_one(
             aborted_empty: None,
             ..answer(log.high_watermark().0, log.log_start_offset().0)
         }),
+        Err(
+            e @ Error::Storage {
+                source: storage::Error::LogDeleted | storage::Error::LogClosed,
+                ..
+            },
+        ) => {
+            // The topic was deleted (or the broker is stopping) while the
+            // fetch waited: the client learns it from its next metadata.
+            tracing::debug!("fetch from {} ended: {e}", p.tp);
+            Err(response_error(&e))
+        }
         Err(e) => {
             tracing::warn!("fetch from {} failed: {e}", p.tp);
             Err(response_error(&e))
