@@ -356,7 +356,41 @@ def interop_write(url, _bootstrap):
     c.close()
 
 
+def over_http(url, _bootstrap):
+    """With an http:// service URL the client looks topics up, reads their
+    partitions and lists namespaces over HTTP (binary connections still
+    carry the messages): produce, consume, read and a pattern consumer
+    discovering a new topic."""
+    check(url.startswith("http://"), "an http service URL: %r" % url)
+    pulsar._pulsar.ConsumerConfiguration = DiscoveryEverySecond
+    c = client(url)
+    produce(c, "http-orders", 5, prefix="h")
+    values = [("h-%d" % i).encode() for i in range(5)]
+    cons = c.subscribe("http-orders", "http-sub", initial_position=InitialPosition.Earliest)
+    got = sorted(m.data() for m in drain(cons, 5))
+    check(got == values, "consumed over an http lookup: %r" % got)
+    nothing_more(cons)
+    cons.close()
+
+    r = c.create_reader("http-orders", MessageId.earliest)
+    read = sorted(r.read_next(TIMEOUT_MS).data() for _ in range(5))
+    check(read == values, "read over an http lookup: %r" % read)
+    r.close()
+
+    parts = c.get_topic_partitions("http-orders")
+    check(len(parts) >= 1, "partitions over http: %r" % parts)
+
+    pat = c.subscribe(re.compile("persistent://public/default/http-p-.*"), "http-pat",
+                      initial_position=InitialPosition.Earliest)
+    produce(c, "http-p-new", 1, prefix="new")
+    got = pat.receive(TIMEOUT_MS).data()
+    check(got == b"new-0", "pattern consumer discovered a topic over http: %r" % got)
+    pat.close()
+    c.close()
+
+
 CHECKS = {
+    "over-http": over_http,
     "resume": resume,
     "interop-read": interop_read,
     "interop-write": interop_write,

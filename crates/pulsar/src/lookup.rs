@@ -53,7 +53,11 @@ pub fn partitioned_metadata(
     }
 }
 
-fn metadata_partitions(broker: &Broker, name: &str, allow: bool) -> Result<u32, PulsarError> {
+/// The partitions of topic `name` as PartitionedTopicMetadata and the
+/// REST `partitions` endpoint report them (PIP-344: created only when
+/// `allow` and the broker's policy both permit it); TopicNotFound (without
+/// text, as upstream) otherwise.
+pub fn metadata_partitions(broker: &Broker, name: &str, allow: bool) -> Result<u32, PulsarError> {
     let parsed = topics::parse(name)?;
     let kafka = parsed.kafka_name();
     if let Some(n) = parsed.partition {
@@ -86,19 +90,7 @@ pub fn lookup(
     cmd: &CommandLookupTopic,
 ) -> CommandLookupTopicResponse {
     let request_id = cmd.request_id;
-    let found = topics::parse(&cmd.topic).and_then(|t| {
-        let kafka = t.kafka_name();
-        let exists = broker.topic(kafka.as_str()).is_some();
-        if exists || broker.config().auto_create_topics_enable() {
-            Ok(())
-        } else {
-            Err(PulsarError::new(
-                ServerError::TopicNotFound,
-                format!("topic {t} does not exist"),
-            ))
-        }
-    });
-    match found {
+    match lookup_allowed(broker, &cmd.topic) {
         Ok(()) => CommandLookupTopicResponse {
             broker_service_url: Some(service_url.to_string()),
             response: Some(LookupResult::Connect as i32),
@@ -117,6 +109,69 @@ pub fn lookup(
     }
 }
 
+/// Whether a lookup of `name` finds a broker: the topic exists, or a
+/// producer or consumer may create it.
+pub fn lookup_allowed(broker: &Broker, name: &str) -> Result<(), PulsarError> {
+    let t = topics::parse(name)?;
+    let exists = broker.topic(t.kafka_name().as_str()).is_some();
+    if exists || broker.config().auto_create_topics_enable() {
+        Ok(())
+    } else {
+        Err(PulsarError::new(
+            ServerError::TopicNotFound,
+            format!("topic {t} does not exist"),
+        ))
+    }
+}
+
+/// The persistent topics of namespace `tenant/namespace` (each partition
+/// of a partitioned topic by its partition name), matching `pattern` when
+/// given, sorted.
+pub fn namespace_topics(
+    broker: &Broker,
+    tenant: &str,
+    namespace: &str,
+    pattern: Option<&str>,
+) -> Result<Vec<String>, PulsarError> {
+    let namespace = Namespace::new(tenant, namespace)?;
+    if !topics::namespace_exists(&namespace) {
+        return Err(PulsarError::new(
+            ServerError::MetadataError,
+            format!("namespace {namespace} does not exist"),
+        ));
+    }
+    let pattern = match pattern.filter(|p| !p.is_empty()) {
+        Some(p) => Some(
+            regex::Regex::new(&format!("^(?:{})$", strip_domain(p))).map_err(|e| {
+                PulsarError::new(
+                    ServerError::MetadataError,
+                    format!("bad topics_pattern: {e}"),
+                )
+            })?,
+        ),
+        None => None,
+    };
+    let mut names = Vec::new();
+    for topic in broker.topics() {
+        if topic.name.is_internal() {
+            continue;
+        }
+        let base = topics::pulsar_name(&topic);
+        if base.namespace != namespace {
+            continue;
+        }
+        match topics::reported_partitions(&topic) {
+            0 => names.push(base.to_string()),
+            n => names.extend((0..n).map(|i| base.partition(i).to_string())),
+        }
+    }
+    if let Some(re) = &pattern {
+        names.retain(|n| re.is_match(strip_domain(n)));
+    }
+    names.sort();
+    Ok(names)
+}
+
 /// GetTopicsOfNamespace: every persistent topic of the namespace, each
 /// partition of a partitioned topic by its partition name (as upstream
 /// lists them), filtered by `topics_pattern` when given; with the client's
@@ -131,50 +186,20 @@ pub fn topics_of_namespace(
             format!("{:?} is not a tenant/namespace name", cmd.namespace),
         )
     })?;
-    let namespace = Namespace::new(tenant, ns)?;
-    if !topics::namespace_exists(&namespace) {
-        return Err(PulsarError::new(
-            ServerError::MetadataError,
-            format!("namespace {namespace} does not exist"),
-        ));
-    }
-    let pattern = match cmd.topics_pattern.as_deref().filter(|p| !p.is_empty()) {
-        Some(p) => Some(
-            regex::Regex::new(&format!("^(?:{})$", strip_domain(p))).map_err(|e| {
-                PulsarError::new(
-                    ServerError::MetadataError,
-                    format!("bad topics_pattern: {e}"),
-                )
-            })?,
-        ),
-        None => None,
+    let names = if cmd.mode() == Mode::NonPersistent {
+        // There are no non-persistent topics; the namespace must exist.
+        namespace_topics(broker, tenant, ns, None)?;
+        Vec::new()
+    } else {
+        namespace_topics(broker, tenant, ns, cmd.topics_pattern.as_deref())?
     };
-    let mut names = Vec::new();
-    if cmd.mode() != Mode::NonPersistent {
-        for topic in broker.topics() {
-            if topic.name.is_internal() {
-                continue;
-            }
-            let base = topics::pulsar_name(&topic);
-            if base.namespace != namespace {
-                continue;
-            }
-            match topics::reported_partitions(&topic) {
-                0 => names.push(base.to_string()),
-                n => names.extend((0..n).map(|i| base.partition(i).to_string())),
-            }
-        }
-    }
-    if let Some(re) = &pattern {
-        names.retain(|n| re.is_match(strip_domain(n)));
-    }
-    names.sort();
+    let filtered = cmd.topics_pattern.as_deref().is_some_and(|p| !p.is_empty());
     let hash = topics_hash(&names);
     let unchanged = cmd.topics_hash.as_deref() == Some(hash.as_str());
     Ok(CommandGetTopicsOfNamespaceResponse {
         request_id: cmd.request_id,
         topics: if unchanged { Vec::new() } else { names },
-        filtered: Some(pattern.is_some()),
+        filtered: Some(filtered),
         topics_hash: Some(hash),
         changed: Some(!unchanged),
     })

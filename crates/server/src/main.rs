@@ -36,6 +36,10 @@ pub struct StandaloneArgs {
     /// Address of the Pulsar listener (port 0 picks a free port).
     #[arg(long, default_value = broker::config::DEFAULT_PULSAR_ADDR, env = "MAGNETAR_PULSAR_ADDR")]
     pub pulsar_addr: String,
+    /// Address of the HTTP service: lookup, admin REST, health (port 0
+    /// picks a free port).
+    #[arg(long, default_value = broker::config::DEFAULT_HTTP_ADDR, env = "MAGNETAR_HTTP_ADDR")]
+    pub http_addr: String,
     /// A TOML file of configuration keys (Kafka property names).
     #[arg(long)]
     pub config: Option<PathBuf>,

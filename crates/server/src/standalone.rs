@@ -118,6 +118,12 @@ fn build_config(args: &StandaloneArgs) -> Result<BrokerConfig, broker::Error> {
                 reason,
             })?,
         );
+    config.http_addr = Some(
+        resolve(&args.http_addr).map_err(|reason| broker::Error::Config {
+            key: "--http-addr".into(),
+            reason,
+        })?,
+    );
     if let Some(path) = &args.config {
         config.apply_toml_file(path)?;
     }
@@ -147,6 +153,14 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    let http_listener = match config.http_addr {
+        Some(a) => Some(
+            TcpListener::bind(a)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot listen on {a} (--http-addr): {e}"))?,
+        ),
+        None => None,
+    };
     let endpoint = match config.advertised_listener() {
         Some((host, port)) => Endpoint { host, port },
         None => Endpoint {
@@ -157,6 +171,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let data_dir = config.data_dir.clone();
     let broker = tokio::task::spawn_blocking(move || Broker::open(config, endpoint)).await??;
     let server = magnetar_kafka::serve(listener, broker.clone())?;
+    let mut pulsar_url = None;
     let pulsar = match pulsar_listener {
         Some(l) => {
             let bound = l.local_addr()?;
@@ -164,7 +179,19 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
                 Some((host, port)) => format!("{host}:{port}"),
                 None => format!("{}:{}", advertised_host(bound), bound.port()),
             };
+            pulsar_url = Some(format!("pulsar://{advertised}"));
             Some(magnetar_pulsar::serve(l, broker.clone(), advertised)?)
+        }
+        None => None,
+    };
+    let http = match http_listener {
+        Some(l) => {
+            let bound = l.local_addr()?;
+            let config = magnetar_http::HttpConfig {
+                pulsar_url,
+                http_url: format!("http://{}:{}", advertised_host(bound), bound.port()),
+            };
+            Some(magnetar_http::serve(l, broker.clone(), config)?)
         }
         None => None,
     };
@@ -172,6 +199,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     info!(
         kafka = %server.local_addr,
         pulsar = %pulsar.as_ref().map_or("-".to_string(), |p| p.local_addr.to_string()),
+        http = %http.as_ref().map_or("-".to_string(), |h| h.local_addr.to_string()),
         open_file_limit = broker.config().open_file_limit.unwrap_or(0),
         max_connections = broker.config().max_connections(),
         advertised = %format!("{}:{}", broker.endpoint().host, broker.endpoint().port),
@@ -183,11 +211,17 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     if let Some(p) = &pulsar {
         eprintln!("magnetar: pulsar listener on {}", p.local_addr);
     }
+    if let Some(h) = &http {
+        eprintln!("magnetar: http listener on {}", h.local_addr);
+    }
     eprintln!("magnetar: kafka listener on {}", server.local_addr);
 
     wait_for_signal().await?;
     info!("shutting down");
     maintenance.abort();
+    if let Some(h) = http {
+        h.shutdown().await;
+    }
     if let Some(p) = pulsar {
         p.shutdown().await;
     }

@@ -21,6 +21,8 @@ fn run_with(args: &[&str]) -> (Option<i32>, String) {
             "127.0.0.1:0",
             "--pulsar-addr",
             "127.0.0.1:0",
+            "--http-addr",
+            "127.0.0.1:0",
         ])
         .args(args)
         .output()
@@ -145,7 +147,8 @@ fn json_logs_are_one_object_per_line() {
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_magnetar"))
             .args(["standalone", "--kafka-addr", "127.0.0.1:0"])
-            .args(["--pulsar-addr", "127.0.0.1:0", "--data-dir"])
+            .args(["--pulsar-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
+            .arg("--data-dir")
             .arg(dir.path())
             .env("MAGNETAR_LOG_FORMAT", "xml")
             .output()
@@ -206,6 +209,8 @@ fn a_data_directory_serves_one_broker_at_a_time() {
             "--kafka-addr",
             "127.0.0.1:0",
             "--pulsar-addr",
+            "127.0.0.1:0",
+            "--http-addr",
             "127.0.0.1:0",
         ])
         .output()

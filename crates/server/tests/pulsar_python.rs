@@ -29,10 +29,15 @@ fn script() -> PathBuf {
 
 /// Runs one check of the script; returns its stdout.
 fn run_check(check: &str, broker: &BrokerProcess, extra: &[&str]) -> String {
+    run_check_at(check, &broker.pulsar_url(), broker, extra)
+}
+
+/// Runs one check with `service_url` as the client's service URL.
+fn run_check_at(check: &str, service_url: &str, broker: &BrokerProcess, extra: &[&str]) -> String {
     let out = Command::new("python3")
         .arg(script())
         .arg(check)
-        .arg(broker.pulsar_url())
+        .arg(service_url)
         .arg(broker.bootstrap())
         .args(extra)
         .output()
@@ -247,4 +252,12 @@ fn pulsar_to_kafka_keeps_keys_properties_event_times_and_bytes() {
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[test]
+fn the_official_client_works_over_the_http_service_url() {
+    let broker = BrokerProcess::start(&[]);
+    // The script checks the URL is http://: lookups, partition metadata
+    // and namespace listings go over HTTP.
+    run_check_at("over-http", &broker.http_url(), &broker, &[]);
 }

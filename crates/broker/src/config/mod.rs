@@ -21,6 +21,8 @@ use crate::Error;
 pub const DEFAULT_KAFKA_ADDR: &str = "127.0.0.1:9092";
 /// Where the Pulsar listener binds unless told otherwise.
 pub const DEFAULT_PULSAR_ADDR: &str = "127.0.0.1:6650";
+/// Where the HTTP service binds unless told otherwise.
+pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8080";
 /// Where a broker keeps its data by default (relative to the working dir).
 pub const DEFAULT_DATA_DIR: &str = "./data";
 
@@ -33,6 +35,8 @@ pub struct BrokerConfig {
     pub kafka_addr: SocketAddr,
     /// Address the Pulsar listener binds, if it runs.
     pub pulsar_addr: Option<SocketAddr>,
+    /// Address the HTTP service binds, if it runs.
+    pub http_addr: Option<SocketAddr>,
     /// The process's open-file limit (soft RLIMIT_NOFILE), when known; sizes
     /// `max.connections = -1` and the open-file cache.
     pub open_file_limit: Option<u64>,
@@ -78,6 +82,7 @@ impl BrokerConfig {
             data_dir: data_dir.into(),
             kafka_addr,
             pulsar_addr: None,
+            http_addr: None,
             open_file_limit: None,
             values,
             explicit: BTreeMap::new(),

@@ -37,6 +37,10 @@ pub struct BrokerProcess {
     pulsar_addr: Option<SocketAddr>,
     /// The Pulsar address the running broker logged.
     pulsar_seen: Arc<Mutex<Option<SocketAddr>>>,
+    /// The HTTP service's address, kept across restarts.
+    http_addr: Option<SocketAddr>,
+    /// The HTTP address the running broker logged.
+    http_seen: Arc<Mutex<Option<SocketAddr>>>,
 }
 
 impl BrokerProcess {
@@ -71,6 +75,8 @@ impl BrokerProcess {
             env: Vec::new(),
             pulsar_addr: None,
             pulsar_seen: Arc::default(),
+            http_addr: None,
+            http_seen: Arc::default(),
         };
         b.spawn("127.0.0.1:0");
         b
@@ -108,6 +114,8 @@ impl BrokerProcess {
                 .collect(),
             pulsar_addr: None,
             pulsar_seen: Arc::default(),
+            http_addr: None,
+            http_seen: Arc::default(),
         };
         b.spawn("127.0.0.1:0");
         b
@@ -120,7 +128,16 @@ impl BrokerProcess {
             .unwrap_or_else(|_| panic!("broker did not start; log:\n{}", self.log_text()));
         self.addr = addr.parse().unwrap();
         self.pulsar_addr = *self.pulsar_seen.lock().unwrap();
+        self.http_addr = *self.http_seen.lock().unwrap();
         self.child = Some(child);
+    }
+
+    /// The HTTP service URL (`http://127.0.0.1:PORT`).
+    pub fn http_url(&self) -> String {
+        format!(
+            "http://{}",
+            self.http_addr.expect("the broker logged its http listener")
+        )
     }
 
     /// The Pulsar service URL (`pulsar://127.0.0.1:PORT`).
@@ -182,6 +199,11 @@ impl BrokerProcess {
                 self.pulsar_addr
                     .map_or("127.0.0.1:0".to_string(), |a| a.to_string()),
             )
+            .arg("--http-addr")
+            .arg(
+                self.http_addr
+                    .map_or("127.0.0.1:0".to_string(), |a| a.to_string()),
+            )
             .env(
                 "MAGNETAR_LOG",
                 std::env::var("MAGNETAR_TEST_LOG").unwrap_or_else(|_| "info".into()),
@@ -223,11 +245,15 @@ impl BrokerProcess {
         let (tx, rx) = std::sync::mpsc::channel();
         let log = self.log.clone();
         let pulsar = self.pulsar_seen.clone();
+        let http = self.http_seen.clone();
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Some(rest) = line.strip_prefix("magnetar: pulsar listener on ") {
                     *pulsar.lock().unwrap() = rest.trim().parse().ok();
+                }
+                if let Some(rest) = line.strip_prefix("magnetar: http listener on ") {
+                    *http.lock().unwrap() = rest.trim().parse().ok();
                 }
                 if let Some(rest) = line.strip_prefix("magnetar: kafka listener on ") {
                     if let Some(tx) = tx.take() {

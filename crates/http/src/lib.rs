@@ -1,0 +1,160 @@
+//! Magnetar's HTTP service: the Pulsar clients' HTTP lookup paths, the
+//! PIP-344 REST partition metadata, and health checks, over the same broker
+//! the Kafka and Pulsar listeners serve.
+//!
+//! Bodies are size-limited and requests time-limited; every refusal is a
+//! 4xx (5xx only for the broker's own failures) with `{"reason": "..."}`,
+//! as upstream Pulsar's REST API answers.
+
+#![warn(missing_docs)]
+
+mod error;
+mod health;
+mod lookup;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{StatusCode, Uri};
+use axum::routing::get;
+use axum::Router;
+use broker::Broker;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+use tracing::info;
+
+pub use error::ApiError;
+
+/// Largest request body accepted.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Longest a request may take.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Addresses the service hands out.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// `pulsar://host:port` of the Pulsar listener, if there is one.
+    pub pulsar_url: Option<String>,
+    /// `http://host:port` of this service.
+    pub http_url: String,
+}
+
+/// What every handler sees.
+#[derive(Debug)]
+pub struct AppState {
+    broker: Arc<Broker>,
+    config: HttpConfig,
+    ready: AtomicBool,
+}
+
+/// Every route the service serves.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/health/live", get(health::live))
+        .route("/health/ready", get(health::ready))
+        .route("/admin/v2/brokers/health", get(health::ready))
+        .route(
+            "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}",
+            get(lookup::lookup),
+        )
+        .route(
+            "/admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions",
+            get(lookup::partitions),
+        )
+        .route(
+            "/admin/v2/namespaces/{tenant}/{namespace}/topics",
+            get(lookup::namespace_topics),
+        )
+        .fallback(no_route)
+        .method_not_allowed_fallback(wrong_method)
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
+        .with_state(state)
+}
+
+async fn no_route(uri: Uri) -> ApiError {
+    ApiError::not_found(format!("no such path: {}", uri.path()))
+}
+
+async fn wrong_method(uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("method not allowed on {}", uri.path()),
+    )
+}
+
+/// Runs broker work that may touch files off the async workers.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+}
+
+/// A running HTTP service.
+pub struct Server {
+    /// The bound address.
+    pub local_addr: SocketAddr,
+    state: Arc<AppState>,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+/// Serves `listener` until [`Server::shutdown`].
+pub fn serve(
+    listener: TcpListener,
+    broker: Arc<Broker>,
+    config: HttpConfig,
+) -> std::io::Result<Server> {
+    let local_addr = listener.local_addr()?;
+    let state = Arc::new(AppState {
+        broker,
+        config,
+        ready: AtomicBool::new(true),
+    });
+    let app = router(state.clone());
+    let (stop, mut stopped) = watch::channel(false);
+    let task = tokio::spawn(async move {
+        let shutdown = async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
+            tracing::warn!("http service stopped: {e}");
+        }
+    });
+    info!(%local_addr, "http service listening");
+    Ok(Server {
+        local_addr,
+        state,
+        stop,
+        task,
+    })
+}
+
+impl Server {
+    /// Stops accepting, reports not-ready, and waits (at most 5 s) for
+    /// requests in progress.
+    pub async fn shutdown(self) {
+        self.state.ready.store(false, Ordering::Relaxed);
+        let _ = self.stop.send(true);
+        let mut task = self.task;
+        if tokio::time::timeout(Duration::from_secs(5), &mut task)
+            .await
+            .is_err()
+        {
+            task.abort();
+        }
+    }
+}

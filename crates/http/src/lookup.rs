@@ -1,0 +1,146 @@
+//! Topic lookup and partition metadata over HTTP, as the Pulsar clients'
+//! HTTP lookup service and `pulsar-admin` call them:
+//!
+//! - `GET /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}`: the
+//!   broker serving the topic (always this one), honouring the same
+//!   auto-creation policy as a binary lookup;
+//! - `GET /admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions
+//!   ?checkAllowAutoCreation=`: PIP-344's REST side, `false` by default (a
+//!   missing topic is created only when the parameter is true *and* the
+//!   broker allows it, else 404);
+//! - `GET /admin/v2/namespaces/{tenant}/{namespace}/topics?mode=`: the
+//!   topics of a namespace (pattern consumers over HTTP).
+
+use std::sync::Arc;
+
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::{blocking, AppState};
+
+/// `{domain}/{tenant}/{namespace}/{topic}` of a topic path.
+#[derive(Debug, Deserialize)]
+pub struct TopicPath {
+    domain: String,
+    tenant: String,
+    namespace: String,
+    topic: String,
+}
+
+impl TopicPath {
+    /// The full topic name; only persistent topics exist.
+    fn name(&self) -> Result<String, ApiError> {
+        match self.domain.as_str() {
+            "persistent" => Ok(format!(
+                "persistent://{}/{}/{}",
+                self.tenant, self.namespace, self.topic
+            )),
+            "non-persistent" => Err(ApiError::not_found(
+                "non-persistent topics are not supported by Magnetar",
+            )),
+            other => Err(ApiError::not_found(format!(
+                "unknown topic domain {other:?} (persistent or non-persistent)"
+            ))),
+        }
+    }
+}
+
+/// What a lookup answers (upstream's `LookupData`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LookupData {
+    broker_url: String,
+    broker_url_tls: String,
+    http_url: String,
+    http_url_tls: String,
+    native_url: String,
+}
+
+/// `GET /lookup/v2/topic/...`.
+pub async fn lookup(
+    State(state): State<Arc<AppState>>,
+    path: Result<Path<TopicPath>, PathRejection>,
+) -> Result<Json<LookupData>, ApiError> {
+    let Path(path) = path.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let name = path.name()?;
+    let Some(pulsar_url) = state.config.pulsar_url.clone() else {
+        return Err(ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "this broker has no Pulsar listener",
+        ));
+    };
+    let broker = state.broker.clone();
+    blocking(move || magnetar_pulsar::lookup::lookup_allowed(&broker, &name)).await??;
+    Ok(Json(LookupData {
+        broker_url: pulsar_url.clone(),
+        broker_url_tls: String::new(),
+        http_url: state.config.http_url.clone(),
+        http_url_tls: String::new(),
+        native_url: pulsar_url,
+    }))
+}
+
+/// Query of the partitions endpoint.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PartitionsQuery {
+    #[serde(default)]
+    check_allow_auto_creation: bool,
+}
+
+/// `GET /admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions`.
+pub async fn partitions(
+    State(state): State<Arc<AppState>>,
+    path: Result<Path<TopicPath>, PathRejection>,
+    query: Result<Query<PartitionsQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Path(path) = path.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let name = path.name()?;
+    let broker = state.broker.clone();
+    let n = blocking(move || {
+        magnetar_pulsar::lookup::metadata_partitions(
+            &broker,
+            &name,
+            query.check_allow_auto_creation,
+        )
+    })
+    .await??;
+    Ok(Json(serde_json::json!({ "partitions": n })))
+}
+
+/// Query of the namespace topics endpoint.
+#[derive(Debug, Deserialize)]
+pub struct TopicsQuery {
+    #[serde(default)]
+    mode: Option<String>,
+}
+
+/// `GET /admin/v2/namespaces/{tenant}/{namespace}/topics`.
+pub async fn namespace_topics(
+    State(state): State<Arc<AppState>>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    query: Result<Query<TopicsQuery>, QueryRejection>,
+) -> Result<Json<Vec<String>>, ApiError> {
+    let Path((tenant, namespace)) = path.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let persistent = match query.mode.as_deref().unwrap_or("PERSISTENT") {
+        "PERSISTENT" | "ALL" => true,
+        "NON_PERSISTENT" => false,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "mode {other:?} is not PERSISTENT, NON_PERSISTENT or ALL"
+            )))
+        }
+    };
+    let broker = state.broker.clone();
+    let names = blocking(move || {
+        magnetar_pulsar::lookup::namespace_topics(&broker, &tenant, &namespace, None)
+    })
+    .await??;
+    Ok(Json(if persistent { names } else { Vec::new() }))
+}
