@@ -7,9 +7,12 @@ mismatch; it prints OK at the end. The broker is started by the Rust test
 (crates/server/tests/pulsar_python.rs) with the settings the check needs.
 """
 
+import random
 import re
 import sys
+import threading
 import time
+import traceback
 
 import pulsar
 from pulsar import ConsumerType, InitialPosition, MessageId
@@ -389,6 +392,298 @@ def over_http(url, _bootstrap):
     c.close()
 
 
+# Key_Shared under consumer churn. Consumers come and go while keyed
+# messages are produced; every consumer, producer and the test itself
+# record into one event log under one lock, so the log's order is
+# consistent with real time: a receive is recorded after receive()
+# returned, an ack and a close before acknowledge()/close() is called.
+# Hence "B received a key while A still held it" in the log implies the
+# broker dispatched to B before it processed A's ack (or A's close): the
+# checks cannot fire on a correct broker, whatever the timing.
+
+KS_KEYS = 50
+KS_MESSAGES = 3000
+# Most messages produced and not yet acknowledged: production is gated on
+# consumption, so the churn below always happens mid-stream.
+KS_WINDOW = 300
+KS_DEADLINE_S = 60
+
+
+class KeySharedLog:
+    """The event log, and waits on it with a deadline."""
+
+    def __init__(self, deadline):
+        self.cond = threading.Condition()
+        self.events = []  # (kind, consumer, key, seq, batch)
+        self.acked = set()
+        self.errors = []
+        self.deadline = deadline
+
+    def record(self, kind, who, key=None, seq=None, batch=None):
+        with self.cond:
+            self.events.append((kind, who, key, seq, batch))
+            if kind == "ack":
+                self.acked.add((key, seq))
+            self.cond.notify_all()
+
+    def error(self, who):
+        with self.cond:
+            self.errors.append("%s: %s" % (who, traceback.format_exc()))
+            self.cond.notify_all()
+
+    def wait(self, cond, what):
+        """Waits until cond() (called under the lock) holds; False on a
+        worker error or at the deadline."""
+        with self.cond:
+            while not cond() and not self.errors:
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    self.errors.append("timed out waiting for %s (%d acked)" % (what, len(self.acked)))
+                    break
+                self.cond.wait(min(left, 1.0))
+            return not self.errors
+
+
+class KeySharedWorker(threading.Thread):
+    """One consumer on its own client (its own connection): receives and
+    records, and acks the oldest received message once more than `lag` are
+    unacked (all of them when nothing arrives for 100 ms), so keys are
+    held for a while as by a consumer still processing them; told to
+    leave, it holds (never acks) its next `hold` messages, then closes
+    with whatever it has not acked."""
+
+    def __init__(self, log, url, topic, name, queue, lag, index_acks):
+        super().__init__(daemon=True)
+        self.log, self.name_, self.lag = log, name, lag
+        self.unacked = []
+        self.client = client(url)
+        self.consumer = self.client.subscribe(
+            topic, "ks-churn", consumer_type=ConsumerType.KeyShared, consumer_name=name,
+            initial_position=InitialPosition.Earliest, receiver_queue_size=queue,
+            batch_index_ack_enabled=index_acks)
+        self.leave_after = None  # messages to hold before closing
+        self.held = []
+        self.stop = False
+
+    def leave(self, hold):
+        with self.log.cond:
+            self.leave_after = hold
+            self.leave_by = time.monotonic() + 3
+
+    def ack_oldest(self, keep):
+        while len(self.unacked) > keep:
+            m, key, seq, batch = self.unacked.pop(0)
+            self.log.record("ack", self.name_, key, seq, batch)
+            self.consumer.acknowledge(m)
+
+    def run(self):
+        try:
+            while True:
+                with self.log.cond:
+                    leaving = self.leave_after is not None
+                    if leaving and (len(self.held) >= self.leave_after or time.monotonic() > self.leave_by):
+                        break
+                    if self.stop:
+                        break
+                try:
+                    m = self.consumer.receive(100)
+                except pulsar.Timeout:
+                    if not leaving:
+                        self.ack_oldest(0)
+                    continue
+                key = m.partition_key()
+                seq = int(m.data().split(b":")[1])
+                mid = m.message_id()
+                batch = (mid.partition(), mid.entry_id()) if mid.batch_index() >= 0 else None
+                self.log.record("recv", self.name_, key, seq, batch)
+                if leaving:
+                    self.held.append(seq)
+                    continue
+                self.unacked.append((m, key, seq, batch))
+                self.ack_oldest(self.lag)
+            if self.leave_after is None:
+                self.ack_oldest(0)
+            # Received and never acked: someone else must get them again.
+            self.held += [u[2] for u in self.unacked]
+            self.log.record("close", self.name_)
+            self.consumer.close()
+            self.client.close()
+        except Exception:
+            self.log.error(self.name_)
+
+
+def ks_verify(events, counts):
+    """Checks the recorded log; returns the problems found (at most a few
+    of each kind) and how many receives were redeliveries.
+
+    A client that does not acknowledge batch indexes (the default) sends
+    the ack of a batch only once all of the batch it got is acked: a
+    consumer closing with part of a batch unacked loses its acks of the
+    rest, and the batch comes back whole. Only those messages may be acked
+    twice."""
+    problems = []
+    unacked_batches = {}  # consumer -> batch -> messages of it not acked
+    acked_in = {}  # consumer -> [(key, seq, batch)] it acked
+    may_repeat = set()  # (key, seq) whose ack was lost that way
+    holding = {}  # key -> consumer -> seqs received and not acked
+    received = {}  # (consumer, key) -> seqs received
+    last = {}  # (consumer, key) -> last seq received
+    acked = {k: [] for k in counts}
+    first_owner = {}  # (key, seq) -> consumer that received it first
+    redelivered = 0
+    for kind, who, key, seq, batch in events:
+        if kind == "open":
+            continue
+        if kind == "close":
+            for per in holding.values():
+                per.pop(who, None)
+            lost = {b for b, n in unacked_batches.get(who, {}).items() if n}
+            may_repeat.update((k, s) for k, s, b in acked_in.get(who, []) if b in lost)
+            continue
+        if kind == "ack":
+            acked[key].append(seq)
+            holding[key][who].discard(seq)
+            acked_in.setdefault(who, []).append((key, seq, batch))
+            if batch is not None:
+                unacked_batches[who][batch] -= 1
+            continue
+        if batch is not None:
+            per = unacked_batches.setdefault(who, {})
+            per[batch] = per.get(batch, 0) + 1
+        done = set(acked[key])
+        mine = received.setdefault((who, key), set())
+        # (c) one consumer at a time per key.
+        others = sorted(c for c, s in holding.get(key, {}).items() if c != who and s)
+        if others:
+            problems.append("(c) %s received %s #%d while %s held %r unacked" % (
+                who, key, seq, others, {c: sorted(holding[key][c]) for c in others}))
+        # (b) going back (or a repeat) only restarts from the earliest
+        # unacked message of the key.
+        prev = last.get((who, key))
+        if prev is not None and seq <= prev and any(t not in done for t in range(seq)):
+            problems.append("(b) %s went back on %s from #%d to #%d, not the earliest unacked (%d)" % (
+                who, key, prev, seq, min(t for t in range(seq) if t not in done)))
+        # (b) publish order: everything of the key before seq was acked,
+        # or this consumer received it earlier.
+        missing = [t for t in range(seq) if t not in done and t not in mine]
+        if missing:
+            problems.append("(b) %s received %s #%d before #%r (neither acked nor received by it)" % (
+                who, key, seq, missing[:5]))
+        if (key, seq) in first_owner:
+            redelivered += 1
+        first_owner.setdefault((key, seq), who)
+        holding.setdefault(key, {}).setdefault(who, set()).add(seq)
+        mine.add(seq)
+        last[(who, key)] = seq
+    for key, n in counts.items():
+        got = sorted(acked[key])
+        dups = sorted(s for s in set(got) if got.count(s) > 1 and (key, s) not in may_repeat)
+        if sorted(set(got)) != list(range(n)) or dups:
+            lost = sorted(set(range(n)) - set(got))
+            problems.append("(a) %s: %d of %d acked, lost %r, acked twice %r" % (
+                key, len(set(got)), n, lost[:10], dups[:10]))
+    by_kind = {}
+    for p in problems:
+        by_kind.setdefault(p[:3], []).append(p)
+    shown = [p for ps in by_kind.values() for p in ps[:5]]
+    shown += ["... %d problems of kind %s" % (len(ps), k) for k, ps in by_kind.items() if len(ps) > 5]
+    return shown, redelivered
+
+
+def ks_churn_topic(url, topic, batching, index_acks):
+    log = KeySharedLog(time.monotonic() + KS_DEADLINE_S)
+    rng = random.Random(topic)
+    plan, counts = [], {"k%02d" % k: 0 for k in range(KS_KEYS)}
+    for _ in range(KS_MESSAGES):
+        key = "k%02d" % rng.randrange(KS_KEYS)
+        plan.append((key, counts[key]))
+        counts[key] += 1
+    pc = client(url)
+    # Batches by key, as Key_Shared wants: the broker sends a batch whole
+    # to the consumer of its (first message's) key.
+    producer = pc.create_producer(topic, block_if_queue_full=True, batching_enabled=batching,
+                                  batching_type=pulsar.BatchingType.KeyBased,
+                                  batching_max_publish_delay_ms=5)
+
+    def sent(res, _id):
+        if res != pulsar.Result.Ok:
+            with log.cond:
+                log.errors.append("send failed: %s" % res)
+                log.cond.notify_all()
+
+    def produce_all():
+        try:
+            for i, (key, seq) in enumerate(plan):
+                if not log.wait(lambda: len(log.acked) + KS_WINDOW > i, "window"):
+                    return
+                producer.send_async(("%s:%d" % (key, seq)).encode(), sent, partition_key=key)
+            producer.flush()
+        except Exception:
+            log.error("producer")
+
+    workers = {}
+
+    def start(name, queue, lag):
+        w = KeySharedWorker(log, url, topic, name, queue, lag, index_acks)
+        log.record("open", name)
+        workers[name] = w
+        w.start()
+
+    def at(fraction, what):
+        if not log.wait(lambda: len(log.acked) >= int(KS_MESSAGES * fraction), what):
+            fail("%s: %s" % (topic, "\n".join(log.errors)))
+
+    start("c1", 1000, 10)
+    start("c2", 20, 0)
+    threading.Thread(target=produce_all, daemon=True).start()
+    at(0.2, "c3 to join")
+    start("c3", 100, 25)
+    at(0.35, "c1 to leave")
+    workers["c1"].leave(5)
+    at(0.5, "c4 to join")
+    start("c4", 10, 5)
+    at(0.65, "c3 to leave")
+    workers["c3"].leave(3)
+    at(0.75, "c5 to join")
+    start("c5", 1000, 15)
+    at(1.0, "every message acked")
+    for w in workers.values():
+        with log.cond:
+            w.stop = True
+    for w in workers.values():
+        w.join(max(0.1, log.deadline - time.monotonic()))
+    check(not log.errors, "%s: %s" % (topic, "\n".join(log.errors)))
+    producer.close()
+    pc.close()
+    with log.cond:
+        events = list(log.events)
+    problems, redelivered = ks_verify(events, counts)
+    held = {n: w.held for n, w in workers.items() if w.held}
+    check(not problems, "%s:\n%s" % (topic, "\n".join(problems)))
+    # The departed consumers' held messages were never acked by them:
+    # someone else received them again.
+    check(sum(len(h) for h in held.values()) <= redelivered,
+          "%s: held %r but only %d redelivered" % (topic, held, redelivered))
+    print("%s: %d messages, %d events, held at leave %r, %d redelivered" % (
+        topic, KS_MESSAGES, len(events), {n: len(h) for n, h in held.items()}, redelivered))
+
+
+def key_shared_churn(url, _bootstrap):
+    """Key_Shared with consumers joining and leaving mid-stream, on a
+    non-partitioned and a 2-partition topic (created by the Rust test), and
+    non-partitioned ones with key-based batches, acked by batch or by batch
+    index: (a) every message acked exactly once (twice only when acked in a
+    batch its consumer closed with part unacked: see ks_verify); (b) each
+    consumer receives a key's messages in publish order (only a redelivery
+    may go back, to the key's earliest unacked message); (c) no consumer
+    receives a key while another holds unacked messages of it."""
+    for topic, batching, index_acks in (("ks-churn-np", False, False),
+                                        ("ks-churn-p", False, False),
+                                        ("ks-churn-batched", True, False),
+                                        ("ks-churn-batch-index-acks", True, True)):
+        ks_churn_topic(url, topic, batching, index_acks)
+
+
 CHECKS = {
     "over-http": over_http,
     "resume": resume,
@@ -399,6 +694,7 @@ CHECKS = {
     "readers": readers,
     "pattern": pattern,
     "pip344": partitions_pip344,
+    "key-shared-churn": key_shared_churn,
 }
 
 if __name__ == "__main__":

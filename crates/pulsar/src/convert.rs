@@ -166,8 +166,10 @@ pub struct Entry {
     pub base_offset: model::Offset,
     /// Records in the entry.
     pub count: u32,
-    /// Murmur3 key hash (Key_Shared) of each record, in order.
-    pub key_hashes: Vec<u32>,
+    /// The entry's Key_Shared hash: Murmur3 of its first record's key, as
+    /// upstream routes an entry by its metadata's key, which producers copy
+    /// from a batch's first message.
+    pub key_hash: u32,
 }
 
 /// Builds the Pulsar entry for one stored `batch` (exactly one batch).
@@ -186,7 +188,7 @@ pub fn to_pulsar_entry(batch: Bytes, max_decompressed: u64) -> Result<Entry, Con
         publish_time,
         ..Default::default()
     };
-    let key_hashes = records.iter().map(key_hash).collect();
+    let key_hash = records.first().map_or(0, key_hash);
     let payload = if let [only] = records.as_slice() {
         let single = single_metadata(only);
         metadata.properties = single.properties;
@@ -210,7 +212,7 @@ pub fn to_pulsar_entry(batch: Bytes, max_decompressed: u64) -> Result<Entry, Con
         payload,
         base_offset: header.base_offset,
         count: records.len() as u32,
-        key_hashes,
+        key_hash,
     })
 }
 

@@ -145,7 +145,8 @@ async fn run(d: &Dispatchers, broker: &Broker, key: &SubscriptionKey, partition:
             .flat_map(|e| {
                 (0..e.count).map(move |i| Entry {
                     offset: Offset(e.base_offset.0 + i as i64),
-                    key_hash: e.key_hashes[i as usize],
+                    batch: e.base_offset,
+                    key_hash: e.key_hash,
                 })
             })
             .collect();

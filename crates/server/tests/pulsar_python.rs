@@ -72,6 +72,19 @@ async fn every_subscription_type_on_partitioned_and_plain_topics() {
     run_check("subscriptions", &broker, &[]);
 }
 
+/// Key_Shared with consumers joining and leaving (one closing with messages
+/// it never acked) while keyed messages are produced, unbatched and in
+/// key-based batches: every message is acked exactly once, each key's
+/// messages reach their consumer in publish order, and no two consumers
+/// hold a key's messages at once (see `key_shared_churn` in the script).
+#[tokio::test(flavor = "multi_thread")]
+async fn key_shared_keeps_key_order_across_consumer_churn() {
+    let broker = BrokerProcess::start(&["auto.create.topics.type=non-partitioned"]);
+    create_topic(&broker.bootstrap(), "ks-churn-p", 2).await;
+    let out = run_check("key-shared-churn", &broker, &[]);
+    eprintln!("{out}");
+}
+
 #[test]
 fn acks_negative_acks_and_cumulative_acks() {
     let broker = BrokerProcess::start(&["auto.create.topics.type=non-partitioned"]);

@@ -31,7 +31,8 @@ pub const MAX_HELD_MESSAGES: usize = 10_000;
 #[derive(Debug, Clone)]
 struct Consumer {
     spec: ConsumerSpec,
-    permits: u64,
+    /// Negative after a Key_Shared batch larger than the permits left.
+    permits: i64,
     pending: BTreeSet<i64>,
 }
 
@@ -269,7 +270,7 @@ impl Subscription {
     /// Adds message permits.
     pub fn flow(&mut self, id: ConsumerId, permits: u32) -> Result<(), Error> {
         let i = self.index(id)?;
-        self.consumers[i].permits += u64::from(permits);
+        self.consumers[i].permits += i64::from(permits);
         Ok(())
     }
 
@@ -375,7 +376,8 @@ impl Subscription {
 
     /// Hands out what the front end read for a plan: queued messages first
     /// in offset order, then new ones from the read position, each to the
-    /// consumer the subscription type picks, never beyond permits.
+    /// consumer the subscription type picks, never beyond permits (except
+    /// for the rest of a Key_Shared batch, see [`super::Entry`]).
     pub fn dispatch(&mut self, read: &Read<'_>, log_start: Offset) -> Vec<Delivery> {
         self.apply_retention(log_start);
         let from = read.plan.from.0;
@@ -383,14 +385,15 @@ impl Subscription {
             .entries
             .last()
             .map_or(read.end.0, |e| read.end.0.max(e.offset.0 + 1));
-        let key_shared = self.sub_type == SubscriptionType::KeyShared;
         // A stale plan (the read position moved back since, by a seek) or
-        // older queued messages outside the read: new messages must wait.
+        // older queued messages outside the read: new messages must wait
+        // (for Key_Shared, only those of the same keys).
         let mut new_ok = from <= self.read_position.0;
-        let mut blocked: HashSet<u32> = HashSet::new();
-        if key_shared {
-            blocked.extend(self.queue.range(..from).map(|(_, &h)| h));
-        } else if self.queue.range(..from).next().is_some() {
+        if self.sub_type == SubscriptionType::KeyShared {
+            let blocked = self.queue.range(..from).map(|(_, &h)| h).collect();
+            return self.dispatch_key_shared(read, end, new_ok, blocked);
+        }
+        if self.queue.range(..from).next().is_some() {
             new_ok = false;
         }
         let mut out: Vec<Delivery> = Vec::new();
@@ -407,17 +410,9 @@ impl Subscription {
             self.gap(prev, o, &mut next_new, new_ok);
             prev = o + 1;
             if let Some(&hash) = self.queue.get(&o) {
-                if key_shared && blocked.contains(&hash) {
-                    continue;
-                }
-                match self.pick(hash) {
-                    Some(c) => {
-                        self.queue.remove(&o);
-                        self.deliver(c, o, hash, &mut out);
-                    }
-                    None => {
-                        blocked.insert(hash);
-                    }
+                if let Some(c) = self.pick(hash) {
+                    self.queue.remove(&o);
+                    self.deliver(c, o, hash, &mut out);
                 }
                 continue;
             }
@@ -429,23 +424,98 @@ impl Subscription {
                 continue;
             }
             let hash = e.key_hash % HASH_RANGE_SIZE;
-            let target = if key_shared && blocked.contains(&hash) {
-                None
-            } else {
-                self.pick(hash)
-            };
-            match target {
+            match self.pick(hash) {
                 Some(c) => self.deliver(c, o, hash, &mut out),
-                None if key_shared && self.queue.len() < MAX_HELD_MESSAGES => {
-                    // Held back: its consumer has no permits, or an earlier
-                    // message of the key is still out.
-                    self.queue.insert(o, hash);
-                    blocked.insert(hash);
-                }
                 None => {
                     next_new = o;
                     new_ok = false;
                 }
+            }
+        }
+        self.gap(prev, end, &mut next_new, new_ok);
+        self.read_position = Offset(self.read_position.0.max(next_new));
+        out
+    }
+
+    /// Key_Shared's [`Subscription::dispatch`]: batch by batch, all of a
+    /// batch's queued and new messages to one consumer, or none (new ones
+    /// are then held, or reading stops there when too many are held).
+    fn dispatch_key_shared(
+        &mut self,
+        read: &Read<'_>,
+        end: i64,
+        mut new_ok: bool,
+        mut blocked: HashSet<u32>,
+    ) -> Vec<Delivery> {
+        let from = read.plan.from.0;
+        let mut out: Vec<Delivery> = Vec::new();
+        let mut next_new = self.read_position.0;
+        let mut prev = from;
+        let entries = read.entries;
+        let mut i = 0;
+        while i < entries.len() {
+            let first = entries[i];
+            if first.offset.0 < from || first.offset.0 < prev {
+                i += 1;
+                continue;
+            }
+            if first.offset.0 >= end {
+                break;
+            }
+            // This batch's messages in the read, and which are outstanding:
+            // queued ones and new ones not acknowledged.
+            let mut batch: Vec<(i64, bool)> = Vec::new();
+            let mut hash = None;
+            while i < entries.len() {
+                let e = entries[i];
+                let o = e.offset.0;
+                if e.batch != first.batch || o >= end || o < prev {
+                    break;
+                }
+                i += 1;
+                self.gap(prev, o, &mut next_new, new_ok);
+                prev = o + 1;
+                if let Some(&h) = self.queue.get(&o) {
+                    hash.get_or_insert(h);
+                    batch.push((o, true));
+                    continue;
+                }
+                if !new_ok || o < next_new {
+                    continue;
+                }
+                next_new = o + 1;
+                if !self.cursor.is_acked(Offset(o)) {
+                    hash.get_or_insert(e.key_hash % HASH_RANGE_SIZE);
+                    batch.push((o, false));
+                }
+            }
+            let Some(hash) = hash else { continue };
+            let target = if blocked.contains(&hash) {
+                None
+            } else {
+                self.key_shared_target(hash)
+            };
+            if let Some(c) = target {
+                for &(o, queued) in &batch {
+                    if queued {
+                        self.queue.remove(&o);
+                    }
+                    self.deliver(c, o, hash, &mut out);
+                }
+                continue;
+            }
+            // Held back: its consumer has no permits, or an earlier message
+            // of the key is still out; later messages of the key wait too.
+            blocked.insert(hash);
+            let fresh: Vec<i64> = batch.iter().filter(|b| !b.1).map(|b| b.0).collect();
+            let Some(&first_new) = fresh.first() else {
+                continue;
+            };
+            if self.queue.len() + fresh.len() <= MAX_HELD_MESSAGES {
+                self.queue.extend(fresh.iter().map(|&o| (o, hash)));
+            } else {
+                next_new = first_new;
+                new_ok = false;
             }
         }
         self.gap(prev, end, &mut next_new, new_ok);
@@ -490,7 +560,7 @@ impl Subscription {
                     id: c.spec.id,
                     name: c.spec.name.clone(),
                     priority_level: c.spec.priority_level,
-                    permits: c.permits,
+                    permits: c.permits.max(0) as u64,
                     unacked: c.pending.len(),
                     active: !self.sub_type.single_active() || self.active == Some(c.spec.id),
                 })
@@ -516,8 +586,8 @@ impl Subscription {
             SubscriptionType::Exclusive | SubscriptionType::Failover => self
                 .active
                 .and_then(|a| self.consumers.iter().find(|c| c.spec.id == a))
-                .map_or(0, |c| c.permits),
-            _ => self.consumers.iter().map(|c| c.permits).sum(),
+                .map_or(0, |c| c.permits.max(0) as u64),
+            _ => self.consumers.iter().map(|c| c.permits.max(0) as u64).sum(),
         }
     }
 

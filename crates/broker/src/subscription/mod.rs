@@ -156,14 +156,27 @@ pub struct ReadPlan {
     pub max_messages: usize,
 }
 
-/// One message the front end read: its offset and the hash of its key in
-/// `0..HASH_RANGE_SIZE` (Pulsar: Murmur3-32 of the sticky key, masked to
-/// 31 bits, modulo 65536); any value will do for other types than
-/// Key_Shared.
+/// One message the front end read: its offset, the batch holding it, and
+/// the hash of its key in `0..HASH_RANGE_SIZE` (Pulsar: Murmur3-32 of the
+/// sticky key, masked to 31 bits, modulo 65536); any hash will do for other
+/// types than Key_Shared.
+///
+/// Key_Shared hands a batch's outstanding messages to one consumer in one
+/// delivery, even beyond its permits (as upstream sends whole entries):
+/// clients that do not acknowledge batch indexes (the default) acknowledge a
+/// batch only once every message of it they were sent is acknowledged, so a
+/// batch split between consumers or deliveries is never acknowledged. A
+/// batch goes by the hash of its first message in the read; the front end
+/// gives all of a batch's messages the same hash (upstream routes an entry
+/// by its metadata's key, which producers copy from the batch's first
+/// message).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
     /// The message's offset.
     pub offset: Offset,
+    /// The first offset of the stored batch holding it (its own offset for
+    /// a message stored alone).
+    pub batch: Offset,
     /// Its key hash.
     pub key_hash: u32,
 }

@@ -21,14 +21,14 @@ pub(super) fn spec(n: u64, name: &str, priority_level: i32) -> ConsumerSpec {
     }
 }
 
-fn bounds(start: i64, end: i64) -> LogBounds {
+pub(super) fn bounds(start: i64, end: i64) -> LogBounds {
     LogBounds {
         start: Offset(start),
         end: Offset(end),
     }
 }
 
-fn new_sub(t: SubscriptionType, partition_index: Option<i32>) -> Subscription {
+pub(super) fn new_sub(t: SubscriptionType, partition_index: Option<i32>) -> Subscription {
     Subscription::new(
         "s".into(),
         t,
@@ -55,6 +55,7 @@ pub(super) fn round(
     let entries: Vec<Entry> = (plan.from.0..to)
         .map(|o| Entry {
             offset: Offset(o),
+            batch: Offset(o),
             key_hash: key(o),
         })
         .collect();
@@ -87,21 +88,21 @@ fn no_key(_: i64) -> u32 {
 }
 
 /// The offsets `consumer` got, in order.
-fn got(d: &[Delivery], consumer: u64) -> Vec<i64> {
+pub(super) fn got(d: &[Delivery], consumer: u64) -> Vec<i64> {
     d.iter()
         .filter(|d| d.consumer == cid(consumer))
         .flat_map(|d| d.messages.iter().map(|m| m.offset.0))
         .collect()
 }
 
-fn counts(d: &[Delivery], consumer: u64) -> Vec<u32> {
+pub(super) fn counts(d: &[Delivery], consumer: u64) -> Vec<u32> {
     d.iter()
         .filter(|d| d.consumer == cid(consumer))
         .flat_map(|d| d.messages.iter().map(|m| m.redelivery_count))
         .collect()
 }
 
-fn r(a: i64, b: i64) -> std::ops::Range<Offset> {
+pub(super) fn r(a: i64, b: i64) -> std::ops::Range<Offset> {
     Offset(a)..Offset(b)
 }
 
@@ -341,8 +342,10 @@ fn a_different_type_is_refused_while_consumers_are_attached() {
     assert_eq!(s.take_dirty().unwrap().sub_type, SubscriptionType::Failover);
 }
 
-const LOW: u32 = 100; // in the lower half: the second consumer's after one split
-const HIGH: u32 = 40_000; // in the upper half: the first consumer's
+/// In the lower half: the second consumer's after one split.
+pub(super) const LOW: u32 = 100;
+/// In the upper half: the first consumer's.
+pub(super) const HIGH: u32 = 40_000;
 
 #[test]
 fn key_shared_routes_by_hash_range() {
@@ -480,6 +483,7 @@ fn offsets_without_messages_are_skipped_and_count_as_acked() {
         .iter()
         .map(|&o| Entry {
             offset: Offset(o),
+            batch: Offset(o),
             key_hash: 0,
         })
         .collect();
@@ -512,6 +516,7 @@ fn a_stale_read_after_a_seek_delivers_nothing_wrong() {
     let entries: Vec<Entry> = (10..20)
         .map(|o| Entry {
             offset: Offset(o),
+            batch: Offset(o),
             key_hash: 0,
         })
         .collect();

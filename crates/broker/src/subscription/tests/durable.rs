@@ -53,6 +53,7 @@ fn drain(subs: &Subscriptions, key: &SubscriptionKey, end: i64) -> Vec<i64> {
         let entries: Vec<Entry> = (plan.from.0..to)
             .map(|o| Entry {
                 offset: Offset(o),
+                batch: Offset(o),
                 key_hash: 0,
             })
             .collect();

@@ -5,4 +5,5 @@
 
 mod dispatch;
 mod durable;
+mod keyshared;
 mod proptests;

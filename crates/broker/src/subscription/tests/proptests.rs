@@ -91,6 +91,7 @@ impl World {
             .filter(|&o| !gap(o))
             .map(|o| Entry {
                 offset: Offset(o),
+                batch: Offset(o),
                 key_hash: hash(o),
             })
             .collect();
