@@ -117,8 +117,11 @@ async fn run(d: &Dispatchers, broker: &Broker, key: &SubscriptionKey, partition:
         let read = {
             let partition = partition.clone();
             let from = plan.from;
-            tokio::task::spawn_blocking(move || read_entries(&partition, from, max_decompressed))
-                .await
+            let max_messages = plan.max_messages;
+            tokio::task::spawn_blocking(move || {
+                read_entries(&partition, from, max_messages, max_decompressed)
+            })
+            .await
         };
         let (entries, end) = match read {
             Ok(Ok(r)) => r,
@@ -177,12 +180,14 @@ enum ReadFailure {
     Other(String),
 }
 
-/// Reads whole batches from `from` (at most [`READ_BYTES`], at least one)
+/// Reads whole batches from `from` (at most [`READ_BYTES`], and no more
+/// once `max_messages` are read; at least one)
 /// and converts each to a Pulsar entry. Returns them and the offset after
 /// the last one.
 fn read_entries(
     partition: &Partition,
     from: Offset,
+    max_messages: usize,
     max_decompressed: u64,
 ) -> Result<(Vec<PulsarEntry>, Offset), ReadFailure> {
     let found = partition
@@ -195,7 +200,10 @@ fn read_entries(
     let mut entries = Vec::new();
     let mut end = from;
     let mut rest = found.records;
-    while rest.len() >= storage::batch::HEADER_LEN {
+    let mut messages = 0usize;
+    // No more batches than the permits can take: converting (and
+    // decompressing) what cannot be sent this round would be wasted.
+    while rest.len() >= storage::batch::HEADER_LEN && messages < max_messages {
         let header = match BatchHeader::parse(&rest) {
             Ok(h) => h,
             Err(e) => return Err(ReadFailure::Other(e.to_string())),
@@ -210,7 +218,10 @@ fn read_entries(
             continue;
         }
         match convert::to_pulsar_entry(batch, max_decompressed) {
-            Ok(e) => entries.push(e),
+            Ok(e) => {
+                messages += e.count as usize;
+                entries.push(e);
+            }
             Err(e) => {
                 warn!(partition = %partition.tp, offset = %header.base_offset, "skipping a batch Pulsar consumers cannot be sent: {e}");
             }

@@ -31,7 +31,7 @@ pub const MAX_HELD_MESSAGES: usize = 10_000;
 #[derive(Debug, Clone)]
 struct Consumer {
     spec: ConsumerSpec,
-    /// Negative after a Key_Shared batch larger than the permits left.
+    /// Negative after a batch larger than the permits left.
     permits: i64,
     pending: BTreeSet<i64>,
 }
@@ -376,8 +376,9 @@ impl Subscription {
 
     /// Hands out what the front end read for a plan: queued messages first
     /// in offset order, then new ones from the read position, each to the
-    /// consumer the subscription type picks, never beyond permits (except
-    /// for the rest of a Key_Shared batch, see [`super::Entry`]).
+    /// consumer the subscription type picks, never beyond permits except
+    /// for the rest of a batch, which goes whole to one consumer (see
+    /// [`super::Entry`]).
     pub fn dispatch(&mut self, read: &Read<'_>, log_start: Offset) -> Vec<Delivery> {
         self.apply_retention(log_start);
         let from = read.plan.from.0;
@@ -399,6 +400,9 @@ impl Subscription {
         let mut out: Vec<Delivery> = Vec::new();
         let mut next_new = self.read_position.0;
         let mut prev = from;
+        // The consumer the current batch went to: the rest of the batch
+        // follows it, beyond its permits if need be (see `Entry`).
+        let mut batch_target: Option<(Offset, usize)> = None;
         for e in read.entries {
             let o = e.offset.0;
             if o < from || o < prev {
@@ -409,8 +413,10 @@ impl Subscription {
             }
             self.gap(prev, o, &mut next_new, new_ok);
             prev = o + 1;
+            let same_batch = batch_target.filter(|(b, _)| *b == e.batch).map(|(_, c)| c);
             if let Some(&hash) = self.queue.get(&o) {
-                if let Some(c) = self.pick(hash) {
+                if let Some(c) = same_batch.or_else(|| self.pick(hash)) {
+                    batch_target = Some((e.batch, c));
                     self.queue.remove(&o);
                     self.deliver(c, o, hash, &mut out);
                 }
@@ -424,8 +430,11 @@ impl Subscription {
                 continue;
             }
             let hash = e.key_hash % HASH_RANGE_SIZE;
-            match self.pick(hash) {
-                Some(c) => self.deliver(c, o, hash, &mut out),
+            match same_batch.or_else(|| self.pick(hash)) {
+                Some(c) => {
+                    batch_target = Some((e.batch, c));
+                    self.deliver(c, o, hash, &mut out);
+                }
                 None => {
                     next_new = o;
                     new_ok = false;

@@ -161,8 +161,9 @@ pub struct ReadPlan {
 /// sticky key, masked to 31 bits, modulo 65536); any hash will do for other
 /// types than Key_Shared.
 ///
-/// Key_Shared hands a batch's outstanding messages to one consumer in one
-/// delivery, even beyond its permits (as upstream sends whole entries):
+/// Every subscription type hands a batch's outstanding messages to one
+/// consumer in one delivery, even beyond its permits (as upstream sends
+/// whole entries):
 /// clients that do not acknowledge batch indexes (the default) acknowledge a
 /// batch only once every message of it they were sent is acknowledged, so a
 /// batch split between consumers or deliveries is never acknowledged. A

@@ -1,4 +1,4 @@
-//! Key_Shared over batches: a batch's outstanding messages go to one
+//! Batches (Key_Shared above all; Shared and Failover too): a batch's outstanding messages go to one
 //! consumer in one delivery, even beyond its permits (clients that do not
 //! acknowledge batch indexes never acknowledge a batch they got in parts),
 //! and per-key order and the one-holder-per-key rule hold batch by batch
@@ -167,4 +167,27 @@ fn a_batch_is_routed_by_its_first_messages_hash() {
     );
     assert_eq!(got(&d, 2), vec![0, 1, 2]);
     s.check_invariants(Offset(3)).unwrap();
+}
+
+#[test]
+fn shared_and_failover_also_send_batches_whole() {
+    for sub_type in [SubscriptionType::Shared, SubscriptionType::Failover] {
+        let mut s = new_sub(sub_type, None);
+        for c in [1, 2] {
+            s.attach(spec(c, "c", 0), sub_type).unwrap();
+        }
+        s.flow(cid(1), 5).unwrap();
+        s.flow(cid(2), 5).unwrap();
+        // Batches of 4: no batch is split between consumers or deliveries.
+        let d = drain(&mut s, 16, 4, &|_| LOW);
+        for c in [1, 2] {
+            let mine = got(&d, c);
+            for batch in mine.chunks(4) {
+                assert_eq!(batch.len(), 4, "{sub_type:?}: {mine:?}");
+                assert_eq!(batch[0] % 4, 0, "{sub_type:?}: {mine:?}");
+            }
+        }
+        let all = [got(&d, 1), got(&d, 2)].concat();
+        assert!(!all.is_empty(), "{sub_type:?}");
+    }
 }
