@@ -98,7 +98,7 @@ pub fn serve(
         broker: broker.clone(),
     });
     let (tx, rx) = watch::channel(false);
-    let flusher = broker::subscription::spawn_cursor_flusher(broker, Duration::from_millis(100));
+    let flusher = broker::group::front_end::spawn_flusher(broker, Duration::from_millis(100));
     let task = tokio::spawn(async move {
         broker::net::accept_loop(
             listener,
