@@ -69,9 +69,9 @@ fn snapshot_plus_replay_equals_the_live_state_wherever_the_snapshot_was_taken() 
     let mut live = PartitionSequences::restore(SequenceSnapshot::default(), 0);
     let mut snapshots = vec![live.clone().take_snapshot(0)];
     for (next, origin) in &log {
-        match origin {
-            Some((p, seq)) => live.record(p, *seq, Offset(*next)),
-            None => {} // a Kafka append does not touch the state
+        // A Kafka append (no origin) does not touch the state.
+        if let Some((p, seq)) = origin {
+            live.record(p, *seq, Offset(*next));
         }
         snapshots.push(live.clone().take_snapshot(0));
     }
