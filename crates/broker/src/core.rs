@@ -183,6 +183,17 @@ impl Broker {
         self.groups().subscriptions()
     }
 
+    /// Producer sequence ids (deduplication), kept by the group
+    /// coordinator in its log.
+    pub fn producer_sequences(&self) -> &crate::sequences::ProducerSequences {
+        &self.groups().front_end().sequences
+    }
+
+    /// Declared schemas, kept by the group coordinator in its log.
+    pub fn schemas(&self) -> &crate::schema::Schemas {
+        &self.groups().front_end().schemas
+    }
+
     /// The internal offsets topic's partition, created on first start.
     fn offsets_partition(&self) -> Result<Arc<Partition>, Error> {
         let name = TopicName::new(OFFSETS_TOPIC)?;
@@ -425,8 +436,8 @@ impl Broker {
             if let Err(e) = groups.forget_topic(name) {
                 warn!(topic = %name, "could not remove committed offsets of the deleted topic: {e}");
             }
-            if let Err(e) = groups.subscriptions().forget_topic(name) {
-                warn!(topic = %name, "could not remove subscriptions of the deleted topic: {e}");
+            if let Err(e) = groups.front_end().forget_topic(name) {
+                warn!(topic = %name, "could not remove subscriptions, producer sequences or schemas of the deleted topic: {e}");
             }
         }
         info!(topic = %name, id = %topic.id, "deleted topic");
@@ -632,12 +643,16 @@ impl Broker {
         }
     }
 
-    /// Flushes everything (subscription cursors first) and marks the
-    /// shutdown clean.
+    /// Flushes everything (subscription cursors and producer sequences
+    /// first) and marks the shutdown clean.
     pub fn shutdown(&self) -> Result<(), Error> {
         if let Some(groups) = self.groups.get() {
             if let Err(e) = groups.subscriptions().flush_cursors() {
                 warn!("could not persist subscription cursors: {e}");
+            }
+            let sequences = &groups.front_end().sequences;
+            if let Err(e) = sequences.flush(crate::now_ms().0, true) {
+                warn!("could not persist producer sequences: {e}");
             }
         }
         self.logs.shutdown().map_err(|source| Error::Storage {

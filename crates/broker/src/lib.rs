@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+mod codec;
 pub mod config;
 mod core;
 mod error;
@@ -17,6 +18,8 @@ pub mod log_limit;
 pub mod maintenance;
 mod metadata_store;
 pub mod net;
+pub mod schema;
+pub mod sequences;
 pub mod subscription;
 mod topic;
 

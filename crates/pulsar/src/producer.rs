@@ -3,15 +3,23 @@
 //! A producer attaches to one partition (clients open one per partition of
 //! a partitioned topic). Each SEND becomes one Kafka batch appended to that
 //! partition's log; its receipt carries the entry id of that batch.
-//! Resent messages are recognised by producer name and sequence id (the
-//! broker keeps each producer name's highest stored sequence id per
-//! partition) and answered with the original receipt's shape without being
-//! stored twice.
+//!
+//! Deduplication: resent messages are recognised by producer name and
+//! sequence id (each producer name's highest stored sequence id per
+//! partition, `broker::sequences`) and answered with the (-1, -1) id
+//! without being stored twice. It survives restarts and SIGKILL: every
+//! stored batch names its producer and sequence ids (headers on its first
+//! record, see [`crate::convert`]), the broker snapshots the map into the
+//! group log now and then, and the first producer to attach to a partition
+//! after a start brings the last snapshot up to date by reading the
+//! batches stored after it ([`replay`]). A sequence id acknowledged before
+//! a crash is therefore always known after it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use broker::Broker;
+use broker::sequences::{PartitionSequences, SequencesHandle};
+use broker::{Broker, Partition};
 use bytes::Bytes;
 use magnetar_pulsar_wire::proto::{
     CommandProducer, CommandProducerSuccess, CommandSend, CommandSendReceipt, MessageIdData,
@@ -19,18 +27,33 @@ use magnetar_pulsar_wire::proto::{
 };
 use model::{Timestamp, TopicPartition};
 use parking_lot::Mutex;
-use storage::AppendOutcome;
+use storage::{AppendOutcome, BatchHeader};
 
-use crate::convert;
+use crate::convert::{self, Origin, StoredOrigin};
 use crate::error::PulsarError;
-use crate::schema::Schemas;
+use crate::schema;
 use crate::topics::{self, Target};
 
-/// Producers attached across all connections: names in use, exclusive
-/// access, and each producer name's highest stored sequence id.
-#[derive(Debug, Default)]
+/// Most bytes read per step while replaying a partition's log.
+const REPLAY_CHUNK: usize = 1 << 20;
+
+/// Producers attached across all connections: names in use and exclusive
+/// access.
+#[derive(Debug)]
 pub struct ProducerRegistry {
     inner: Mutex<RegistryInner>,
+    /// Generated names carry the start time, so a name generated after a
+    /// restart never inherits an older producer's sequence ids.
+    generation: i64,
+}
+
+impl Default for ProducerRegistry {
+    fn default() -> Self {
+        ProducerRegistry {
+            inner: Mutex::default(),
+            generation: broker::now_ms().0,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -39,8 +62,6 @@ struct RegistryInner {
     attached: HashMap<(TopicPartition, String), u64>,
     /// Partitions held by an Exclusive producer → its connection.
     exclusive: HashMap<TopicPartition, u64>,
-    /// (partition, producer name) → highest sequence id stored.
-    last_sequence: HashMap<(TopicPartition, String), i64>,
     /// A number for generated producer names.
     next_name: u64,
 }
@@ -52,7 +73,7 @@ impl ProducerRegistry {
         tp: &TopicPartition,
         name: &str,
         mode: ProducerAccessMode,
-    ) -> Result<i64, PulsarError> {
+    ) -> Result<(), PulsarError> {
         let mut inner = self.inner.lock();
         let key = (tp.clone(), name.to_string());
         if inner.attached.contains_key(&key) {
@@ -81,8 +102,8 @@ impl ProducerRegistry {
                 inner.exclusive.insert(tp.clone(), conn);
             }
         }
-        inner.attached.insert(key.clone(), conn);
-        Ok(inner.last_sequence.get(&key).copied().unwrap_or(-1))
+        inner.attached.insert(key, conn);
+        Ok(())
     }
 
     fn detach(&self, tp: &TopicPartition, name: &str) {
@@ -97,25 +118,7 @@ impl ProducerRegistry {
     fn generated_name(&self, tp: &TopicPartition) -> String {
         let mut inner = self.inner.lock();
         inner.next_name += 1;
-        format!("magnetar-{}-{}", tp, inner.next_name)
-    }
-
-    /// Whether `highest` was already stored for this producer name.
-    fn is_duplicate(&self, tp: &TopicPartition, name: &str, highest: i64) -> bool {
-        let inner = self.inner.lock();
-        inner
-            .last_sequence
-            .get(&(tp.clone(), name.to_string()))
-            .is_some_and(|last| highest <= *last)
-    }
-
-    fn stored(&self, tp: &TopicPartition, name: &str, highest: i64) {
-        let mut inner = self.inner.lock();
-        let last = inner
-            .last_sequence
-            .entry((tp.clone(), name.to_string()))
-            .or_insert(-1);
-        *last = (*last).max(highest);
+        format!("magnetar-{}-{}-{}", tp, self.generation, inner.next_name)
     }
 }
 
@@ -127,6 +130,14 @@ pub struct Producer {
     /// Its name.
     pub name: String,
     registry: Arc<ProducerRegistry>,
+    sequences: SequencesHandle,
+}
+
+impl Producer {
+    /// The highest sequence id stored under this producer's name, or -1.
+    pub fn last_sequence_id(&self) -> i64 {
+        self.sequences.lock().last(&self.name)
+    }
 }
 
 impl Drop for Producer {
@@ -136,12 +147,12 @@ impl Drop for Producer {
 }
 
 /// CommandProducer: resolves (and if allowed creates) the topic, checks
-/// the name and access mode, records the schema; the producer and the
-/// answer.
+/// the name and access mode, records the schema, recovers the partition's
+/// sequence ids if it is their first use; the producer and the answer.
+/// Reads the log and writes the group log: call off the async workers.
 pub fn create(
     broker: &Broker,
     registry: &Arc<ProducerRegistry>,
-    schemas: &Schemas,
     conn: u64,
     cmd: &CommandProducer,
 ) -> Result<(Producer, CommandProducerSuccess), PulsarError> {
@@ -153,11 +164,19 @@ pub fn create(
         None => registry.generated_name(tp),
     };
     let mode = cmd.producer_access_mode();
-    let last_sequence_id = registry.attach(conn, tp, &name, mode)?;
+    let partition = target.partition.clone();
+    let sequences = broker.producer_sequences().partition(
+        tp.topic.as_str(),
+        tp.partition.0,
+        broker::now_ms().0,
+        |state| replay(&partition, state),
+    )?;
     let schema_version = match &cmd.schema {
-        Some(s) => Some(schemas.get_or_create(&target.topic.name, s)),
+        Some(s) => Some(schema::get_or_create(broker, &target.topic.name, s)?),
         None => None,
     };
+    registry.attach(conn, tp, &name, mode)?;
+    let last_sequence_id = sequences.lock().last(&name);
     let ok = CommandProducerSuccess {
         request_id: cmd.request_id,
         producer_name: name.clone(),
@@ -170,6 +189,7 @@ pub fn create(
         target,
         name,
         registry: registry.clone(),
+        sequences,
     };
     Ok((producer, ok))
 }
@@ -184,7 +204,6 @@ pub fn send(
     max_message_size: usize,
     now: Timestamp,
 ) -> Result<(CommandSendReceipt, Option<storage::SyncWork>), PulsarError> {
-    let tp = &producer.target.partition.tp;
     let first = cmd.sequence_id as i64;
     let highest = (cmd.highest_sequence_id.unwrap_or(0) as i64).max(first);
     let receipt = |id: MessageIdData| CommandSendReceipt {
@@ -193,22 +212,168 @@ pub fn send(
         message_id: Some(id),
         highest_sequence_id: cmd.highest_sequence_id,
     };
-    if producer.registry.is_duplicate(tp, &producer.name, highest) {
-        // Upstream answers a duplicate with the id (-1, -1).
+    // Upstream answers a duplicate with the id (-1, -1).
+    let duplicate = || {
         let id = MessageIdData {
             ledger_id: u64::MAX,
             entry_id: u64::MAX,
             ..Default::default()
         };
-        return Ok((receipt(id), None));
+        Ok((receipt(id), None))
+    };
+    if producer
+        .sequences
+        .lock()
+        .is_duplicate(&producer.name, highest)
+    {
+        return duplicate();
     }
-    let (batch, _count) = convert::to_kafka_batch(metadata, data, max_message_size)
-        .map_err(|e| PulsarError::new(ServerError::NotAllowedError, e.to_string()))?;
+    let origin = Origin {
+        producer_name: &producer.name,
+        sequence_id: first,
+        highest_sequence_id: highest,
+    };
+    let (batch, _count) =
+        convert::to_kafka_batch(metadata, data, max_message_size, Some(origin))
+            .map_err(|e| PulsarError::new(ServerError::NotAllowedError, e.to_string()))?;
+    // The append and its record happen under the partition's sequences
+    // lock, so a snapshot never covers an offset whose batch it misses.
+    let mut sequences = producer.sequences.lock();
+    if sequences.is_duplicate(&producer.name, highest) {
+        return duplicate();
+    }
     let (outcome, work) = producer.target.partition.append_deferred(&batch, now)?;
     let info = match outcome {
         AppendOutcome::Appended(i) | AppendOutcome::Duplicate(i) => i,
     };
-    producer.registry.stored(tp, &producer.name, highest);
+    sequences.record(&producer.name, highest, info.last_offset.plus(1));
+    drop(sequences);
     let id = producer.target.ids.entry_id(info.base_offset);
     Ok((receipt(id), (!work.is_empty()).then_some(work)))
+}
+
+/// Brings a partition's sequences up to date from its log: every batch from
+/// the snapshot's covered offset to the log end, by the origin headers of
+/// its first record (batches without them were written by Kafka clients).
+/// A batch that cannot be parsed ends the replay (logged): what follows it
+/// is not deduplicated, rather than the partition refusing producers.
+pub fn replay(partition: &Partition, state: &mut PartitionSequences) -> Result<(), broker::Error> {
+    let log = partition.log();
+    let limit = log.config().max_decompressed_bytes();
+    let mut next = state.covered().max(log.log_start_offset());
+    let end = log.log_end_offset();
+    let mut batches = 0u64;
+    'read: while next < end {
+        let chunk = partition.read(next, REPLAY_CHUNK, true)?;
+        if chunk.records.is_empty() {
+            break;
+        }
+        let mut rest = chunk.records;
+        while !rest.is_empty() {
+            let header = match BatchHeader::parse(&rest) {
+                Ok(h) => h,
+                Err(e) => {
+                    tracing::warn!(partition = %partition.tp, offset = next.0, "producer sequence replay stopped at an unreadable batch: {e}");
+                    break 'read;
+                }
+            };
+            let batch = rest.split_to(header.total_size().min(rest.len()));
+            next = next.max(header.next_offset());
+            batches += 1;
+            if header.is_control() {
+                continue;
+            }
+            if let Some(o) = StoredOrigin::of_batch(batch, limit) {
+                if let Ok(name) = std::str::from_utf8(&o.producer_name) {
+                    state.record(name, o.highest_sequence_id, header.next_offset());
+                }
+            }
+        }
+    }
+    state.replayed_to(next);
+    tracing::debug!(partition = %partition.tp, batches, to = next.0, "producer sequences replayed");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use broker::config::{BrokerConfig, TopicConfig, TopicKind};
+    use broker::sequences::SequenceSnapshot;
+    use broker::{Endpoint, NewTopic};
+    use magnetar_pulsar_wire::payload::build_single;
+    use magnetar_pulsar_wire::proto::CompressionType;
+    use model::{Offset, PartitionId, TopicName};
+    use storage::{BatchBuilder, Compression};
+
+    use super::*;
+
+    fn pulsar_batch(producer: &str, seq: i64, highest: i64) -> bytes::BytesMut {
+        let mut m = MessageMetadata {
+            producer_name: producer.into(),
+            sequence_id: seq as u64,
+            publish_time: 1,
+            ..Default::default()
+        };
+        let data = build_single(&mut m, b"v", CompressionType::Zstd).unwrap();
+        let origin = Origin {
+            producer_name: producer,
+            sequence_id: seq,
+            highest_sequence_id: highest,
+        };
+        convert::to_kafka_batch(&m, data, 1 << 20, Some(origin))
+            .unwrap()
+            .0
+    }
+
+    #[test]
+    fn replay_reads_the_producers_of_the_batches_after_the_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = Broker::open(
+            BrokerConfig::new(dir.path(), "127.0.0.1:9092".parse().unwrap()),
+            Endpoint {
+                host: "127.0.0.1".into(),
+                port: 9092,
+            },
+        )
+        .unwrap();
+        let topic = broker
+            .create_topic(
+                NewTopic {
+                    name: TopicName::new("t").unwrap(),
+                    partitions: Some(1),
+                    replication_factor: None,
+                    kind: TopicKind::NonPartitioned,
+                    config: TopicConfig::default(),
+                },
+                false,
+            )
+            .unwrap();
+        let p = topic.partition(PartitionId(0)).unwrap().clone();
+        let now = Timestamp(1);
+        p.append(&pulsar_batch("a", 0, 0), now).unwrap(); // offset 0
+        let mut kafka = BatchBuilder::new(Compression::None);
+        kafka.append(now, None, Some(b"k"), &[]).unwrap();
+        kafka.append(now, None, Some(b"k"), &[]).unwrap();
+        p.append(&kafka.build().unwrap(), now).unwrap(); // 1..3
+        p.append(&pulsar_batch("b", 5, 9), now).unwrap(); // 3
+        p.append(&pulsar_batch("a", 1, 1), now).unwrap(); // 4
+
+        let mut all = PartitionSequences::restore(SequenceSnapshot::default(), 0);
+        replay(&p, &mut all).unwrap();
+        assert_eq!((all.last("a"), all.last("b")), (1, 9));
+        assert_eq!(all.covered(), Offset(5));
+
+        // From a snapshot covering the first three batches: only the rest.
+        let snapshot = SequenceSnapshot {
+            covered: Offset(3),
+            producers: [("a".to_string(), 0), ("c".to_string(), 2)].into(),
+        };
+        let mut tail = PartitionSequences::restore(snapshot, 0);
+        replay(&p, &mut tail).unwrap();
+        assert_eq!((tail.last("a"), tail.last("b"), tail.last("c")), (1, 9, 2));
+        // Nothing new: nothing read.
+        replay(&p, &mut tail).unwrap();
+        assert_eq!(tail.covered(), Offset(5));
+        broker.shutdown().unwrap();
+    }
 }

@@ -1,65 +1,68 @@
 //! Schemas producers and consumers declare: GetSchema, GetOrCreateSchema
 //! and the schema field of CommandProducer/CommandSubscribe.
 //!
-//! Each topic keeps the list of distinct schemas declared for it; a schema's
+//! The registry is the broker's (`broker::schema`): each topic keeps the
+//! list of distinct schemas declared for it, durably in the group log (a
+//! schema is stored before its version is answered, survives restarts and
+//! SIGKILL, and goes with its topic when the topic is deleted). A schema's
 //! version is its index, sent as 8 big-endian bytes as upstream does.
-//! Compatibility between versions is not checked yet, and the registry
-//! lives in memory: a restart forgets it (producers declare their schema
-//! again when they reconnect).
+//! Compatibility between versions is not checked yet.
 
-use std::collections::HashMap;
-
+use broker::schema::StoredSchema;
+use broker::Broker;
 use bytes::Bytes;
-use magnetar_pulsar_wire::proto::Schema;
+use magnetar_pulsar_wire::proto::{KeyValue, Schema};
 use model::TopicName;
-use parking_lot::Mutex;
 
-/// Declared schemas of every topic.
-#[derive(Debug, Default)]
-pub struct Schemas {
-    by_topic: Mutex<HashMap<TopicName, Vec<Schema>>>,
+use crate::error::PulsarError;
+
+/// The version of `schema` for `topic`, added (durably) if new. Writes the
+/// group log for a new schema: call off the async workers.
+pub fn get_or_create(
+    broker: &Broker,
+    topic: &TopicName,
+    schema: &Schema,
+) -> Result<Bytes, PulsarError> {
+    let version = broker
+        .schemas()
+        .get_or_create(topic.as_str(), &stored(schema))?;
+    Ok(version_bytes(version))
 }
 
-impl Schemas {
-    /// The version of `schema` for `topic`, added if new.
-    pub fn get_or_create(&self, topic: &TopicName, schema: &Schema) -> Bytes {
-        let mut map = self.by_topic.lock();
-        let list = map.entry(topic.clone()).or_default();
-        let index = match list.iter().position(|s| same(s, schema)) {
-            Some(i) => i,
-            None => {
-                list.push(schema.clone());
-                list.len() - 1
-            }
-        };
-        Bytes::copy_from_slice(&(index as i64).to_be_bytes())
-    }
+/// The schema of `topic` at `version` (the latest when `None`) and its
+/// version.
+pub fn get(broker: &Broker, topic: &TopicName, version: Option<&[u8]>) -> Option<(Schema, Bytes)> {
+    let version = match version {
+        Some(v) => Some(u64::try_from(i64::from_be_bytes(v.try_into().ok()?)).ok()?),
+        None => None,
+    };
+    let (s, v) = broker.schemas().get(topic.as_str(), version)?;
+    let schema = Schema {
+        name: s.name,
+        schema_data: s.data,
+        r#type: s.schema_type,
+        properties: s
+            .properties
+            .into_iter()
+            .map(|(key, value)| KeyValue { key, value })
+            .collect(),
+    };
+    Some((schema, version_bytes(v)))
+}
 
-    /// The schema of `topic` at `version` (the latest when `None`) and its
-    /// version.
-    pub fn get(&self, topic: &TopicName, version: Option<&[u8]>) -> Option<(Schema, Bytes)> {
-        let map = self.by_topic.lock();
-        let list = map.get(topic)?;
-        let index = match version {
-            Some(v) => {
-                let bytes: [u8; 8] = v.try_into().ok()?;
-                usize::try_from(i64::from_be_bytes(bytes)).ok()?
-            }
-            None => list.len().checked_sub(1)?,
-        };
-        let schema = list.get(index)?.clone();
-        Some((
-            schema,
-            Bytes::copy_from_slice(&(index as i64).to_be_bytes()),
-        ))
-    }
-
-    /// Forgets a deleted topic's schemas.
-    pub fn forget(&self, topic: &TopicName) {
-        self.by_topic.lock().remove(topic);
+fn stored(s: &Schema) -> StoredSchema {
+    StoredSchema {
+        name: s.name.clone(),
+        schema_type: s.r#type,
+        data: s.schema_data.clone(),
+        properties: s
+            .properties
+            .iter()
+            .map(|kv| (kv.key.clone(), kv.value.clone()))
+            .collect(),
     }
 }
 
-fn same(a: &Schema, b: &Schema) -> bool {
-    a.r#type == b.r#type && a.schema_data == b.schema_data && a.properties == b.properties
+fn version_bytes(version: u64) -> Bytes {
+    Bytes::copy_from_slice(&(version as i64).to_be_bytes())
 }

@@ -25,7 +25,6 @@ use tracing::debug;
 
 use crate::dispatch::Dispatchers;
 use crate::producer::ProducerRegistry;
-use crate::schema::Schemas;
 use crate::session::{self, Session};
 
 static BAD_CONNECTION_LOG: RateLimiter = RateLimiter::new(10, Duration::from_secs(1));
@@ -53,8 +52,6 @@ pub struct Shared {
     frame_limits: FrameLimits,
     /// Producers across connections.
     pub producers: Arc<ProducerRegistry>,
-    /// Declared schemas.
-    pub schemas: Schemas,
     /// Consumers and subscription dispatchers.
     pub dispatchers: Arc<Dispatchers>,
     next_connection: AtomicU64,
@@ -92,13 +89,12 @@ pub fn serve(
             read_timeout: config.request_read_timeout(),
         },
         producers: Arc::default(),
-        schemas: Schemas::default(),
         dispatchers: Arc::default(),
         next_connection: AtomicU64::new(1),
         broker: broker.clone(),
     });
     let (tx, rx) = watch::channel(false);
-    let flusher = broker::subscription::spawn_cursor_flusher(broker, Duration::from_millis(100));
+    let flusher = broker::group::front_end::spawn_flusher(broker, Duration::from_millis(100));
     let task = tokio::spawn(async move {
         broker::net::accept_loop(
             listener,

@@ -25,7 +25,7 @@ use crate::dispatch::ConsumerOutlet;
 use crate::error::PulsarError;
 use crate::producer::{self, Producer};
 use crate::server::Shared;
-use crate::{lookup, topics};
+use crate::{lookup, schema, topics};
 
 /// Highest protocol version spoken (ProtocolVersion v21).
 pub const PROTOCOL_VERSION: i32 = 21;
@@ -146,18 +146,21 @@ impl Session {
                 self.reply(resp).await
             }
             Command::GetOrCreateSchema(c) => {
-                let resp = match topics::parse(&c.topic) {
-                    Ok(t) => CommandGetOrCreateSchemaResponse {
-                        request_id: c.request_id,
-                        schema_version: Some(
-                            self.shared
-                                .schemas
-                                .get_or_create(&t.kafka_name(), &c.schema),
-                        ),
+                let shared = self.shared.clone();
+                let request_id = c.request_id;
+                let r = blocking(move || {
+                    let t = topics::parse(&c.topic)?;
+                    schema::get_or_create(&shared.broker, &t.kafka_name(), &c.schema)
+                })
+                .await?;
+                let resp = match r {
+                    Ok(version) => CommandGetOrCreateSchemaResponse {
+                        request_id,
+                        schema_version: Some(version),
                         ..Default::default()
                     },
                     Err(e) => CommandGetOrCreateSchemaResponse {
-                        request_id: c.request_id,
+                        request_id,
                         error_code: Some(e.code as i32),
                         error_message: Some(e.message),
                         ..Default::default()
@@ -177,7 +180,7 @@ impl Session {
                         let ok = magnetar_pulsar_wire::proto::CommandProducerSuccess {
                             request_id,
                             producer_name: p.name.clone(),
-                            last_sequence_id: Some(-1),
+                            last_sequence_id: Some(p.last_sequence_id()),
                             producer_ready: Some(true),
                             ..Default::default()
                         };
@@ -196,7 +199,7 @@ impl Session {
                 let shared = self.shared.clone();
                 let conn = self.conn;
                 let created = blocking(move || {
-                    producer::create(&shared.broker, &shared.producers, &shared.schemas, conn, &c)
+                    producer::create(&shared.broker, &shared.producers, conn, &c)
                         .map(|(p, ok)| (c.producer_id, p, ok))
                 })
                 .await?;
@@ -413,17 +416,18 @@ impl Session {
         debug!(conn = self.conn, topic = %c.topic, subscription = %c.subscription, start = ?c.start_message_id, durable = ?c.durable, "subscribe");
         let shared = self.shared.clone();
         let conn = self.conn;
-        let schema = c.schema.clone();
-        let topic = c.topic.clone();
         let after_seek = self.sought.remove(&consumer_id);
-        let r = blocking(move || consumer::subscribe(&shared.broker, conn, &c, after_seek)).await?;
+        let r = blocking(move || {
+            if let Some(s) = &c.schema {
+                schema::get_or_create(&shared.broker, &topics::parse(&c.topic)?.kafka_name(), s)?;
+            }
+            consumer::subscribe(&shared.broker, conn, &c, after_seek)
+        })
+        .await?;
         let (cons, effects) = match r {
             Ok(x) => x,
             Err(e) => return self.error(request_id, e).await,
         };
-        if let (Some(schema), Ok(t)) = (schema, topics::parse(&topic)) {
-            self.shared.schemas.get_or_create(&t.kafka_name(), &schema);
-        }
         self.shared.dispatchers.add_outlet(
             cons.id,
             ConsumerOutlet {
@@ -529,9 +533,7 @@ fn schema_of(
 ) -> Result<(magnetar_pulsar_wire::proto::Schema, Bytes), PulsarError> {
     let t = topics::parse(topic)?;
     let name: TopicName = t.kafka_name();
-    shared
-        .schemas
-        .get(&name, version)
+    schema::get(&shared.broker, &name, version)
         .ok_or_else(|| PulsarError::new(ServerError::TopicNotFound, format!("no schema for {t}")))
 }
 

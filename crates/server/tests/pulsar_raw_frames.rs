@@ -11,7 +11,11 @@
 //!   CONNECT, wrong checksums, unknown producer/consumer ids) gets an error
 //!   or closes only that connection, while the broker keeps serving new
 //!   clients and data produced earlier stays readable;
-//! - a proptest of arbitrary and mutated frames: the broker never dies.
+//! - a proptest of arbitrary and mutated frames: the broker never dies;
+//! - a named producer's sequence ids and its schema survive a SIGKILL: it
+//!   is told its last sequence id, a resend gets the (-1, -1) id and is not
+//!   stored, GetSchema answers the same schema and version, and consumers
+//!   see the real producer name and sequence ids.
 
 mod common;
 
@@ -345,6 +349,15 @@ fn kafka_values(broker: &BrokerProcess, topic: &str) -> Vec<Vec<u8>> {
 
 /// The first `n` values of `topic`, read through a raw SUBSCRIBE + FLOW.
 fn pulsar_values(broker: &BrokerProcess, topic: &str, n: usize) -> Vec<Vec<u8>> {
+    pulsar_messages(broker, topic, n)
+        .into_iter()
+        .map(|m| m.2)
+        .collect()
+}
+
+/// The first `n` messages of `topic` as (producer name, sequence id,
+/// value), read through a raw SUBSCRIBE + FLOW.
+fn pulsar_messages(broker: &BrokerProcess, topic: &str, n: usize) -> Vec<(String, u64, Vec<u8>)> {
     static SUBS: AtomicU64 = AtomicU64::new(0);
     let mut c = Raw::connect(broker);
     let request_id = c.id();
@@ -365,9 +378,13 @@ fn pulsar_values(broker: &BrokerProcess, topic: &str, n: usize) -> Vec<Vec<u8>> 
             Got::Frame(..) => continue,
             _ => panic!("{topic}: read {} of {n} messages", out.len()),
         };
+        let name = p.metadata.producer_name.clone();
         match decode_payload(&p.metadata, p.data, 1 << 20).unwrap() {
-            MessagePayload::Single(v) => out.push(v.to_vec()),
-            MessagePayload::Batch(b) => out.extend(b.map(|m| m.unwrap().1.to_vec())),
+            MessagePayload::Single(v) => out.push((name, p.metadata.sequence_id, v.to_vec())),
+            MessagePayload::Batch(b) => out.extend(b.map(|m| {
+                let (m, v) = m.unwrap();
+                (name.clone(), m.sequence_id.unwrap_or_default(), v.to_vec())
+            })),
         }
     }
     out
@@ -833,4 +850,100 @@ fn a_message_up_to_the_announced_size_is_stored() {
         Command::SendReceipt(r) => assert_eq!(r.sequence_id, 0),
         other => panic!("a message of the announced {max} bytes got {other:?}"),
     }
+}
+
+// ---- 5. Durable producer state and schemas ----
+
+fn test_schema() -> Schema {
+    Schema {
+        name: "orders".into(),
+        schema_data: br#"{"type":"record","name":"Order","fields":[]}"#.to_vec().into(),
+        r#type: schema::Type::Json as i32,
+        properties: vec![KeyValue {
+            key: "k".into(),
+            value: "v".into(),
+        }],
+    }
+}
+
+/// Producer `name` with [`test_schema`] on `topic`.
+fn named_producer(
+    c: &mut Raw,
+    topic: &str,
+    producer_id: u64,
+    name: &str,
+) -> CommandProducerSuccess {
+    let request_id = c.id();
+    c.send(CommandProducer {
+        producer_name: Some(name.into()),
+        schema: Some(test_schema()),
+        ..producer_cmd(topic, producer_id, request_id)
+    });
+    match c.expect() {
+        Command::ProducerSuccess(ok) => ok,
+        other => panic!("PRODUCER {name} answered with {other:?}"),
+    }
+}
+
+/// The message id a SEND was answered with.
+fn receipt_id(answer: Command) -> (u64, u64) {
+    match answer {
+        Command::SendReceipt(r) => {
+            let id = r.message_id.expect("receipt with an id");
+            (id.ledger_id, id.entry_id)
+        }
+        other => panic!("SEND answered with {other:?}"),
+    }
+}
+
+#[test]
+fn producer_sequences_and_schemas_survive_a_sigkill() {
+    let mut broker = BrokerProcess::start(&["auto.create.topics.type=non-partitioned"]);
+    let topic = "durable-raw";
+    let mut c = Raw::connect(&broker);
+    let ok = named_producer(&mut c, topic, 1, "fixed");
+    assert_eq!(ok.last_sequence_id, Some(-1));
+    let version = ok.schema_version.expect("a schema version");
+    for seq in 0..3 {
+        let (ledger, _) = receipt_id(c.publish(1, seq, format!("m-{seq}").as_bytes()));
+        assert_ne!(ledger, u64::MAX, "stored");
+    }
+    // Acknowledged, not yet in any snapshot: only the log knows.
+    broker.kill();
+    broker.restart();
+
+    let mut c = Raw::connect(&broker);
+    let request_id = c.id();
+    c.send(CommandGetSchema {
+        request_id,
+        topic: full(topic),
+        schema_version: None,
+    });
+    match c.expect() {
+        Command::GetSchemaResponse(r) => {
+            assert_eq!(r.error_code, None, "{r:?}");
+            assert_eq!(r.schema, Some(test_schema()));
+            assert_eq!(r.schema_version.as_ref(), Some(&version));
+        }
+        other => panic!("GET_SCHEMA answered with {other:?}"),
+    }
+    let ok = named_producer(&mut c, topic, 1, "fixed");
+    assert_eq!(ok.last_sequence_id, Some(2), "the last acknowledged id");
+    assert_eq!(ok.schema_version, Some(version), "the same schema version");
+    assert_eq!(
+        receipt_id(c.publish(1, 2, b"again")),
+        (u64::MAX, u64::MAX),
+        "a resend is answered with (-1, -1)"
+    );
+    assert_ne!(receipt_id(c.publish(1, 3, b"m-3")).0, u64::MAX);
+
+    let expected: Vec<(String, u64, Vec<u8>)> = (0..4)
+        .map(|i| ("fixed".to_string(), i, format!("m-{i}").into_bytes()))
+        .collect();
+    assert_eq!(pulsar_messages(&broker, topic, 4), expected);
+    assert_eq!(
+        kafka_values(&broker, topic).len(),
+        4,
+        "nothing stored twice"
+    );
 }

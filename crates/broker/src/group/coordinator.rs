@@ -19,8 +19,9 @@ use super::classic::{
 use super::consumer::{
     ConsumerConfig, ConsumerError, ConsumerGroup, Heartbeat, HeartbeatReply, TopicInfo,
 };
+use super::front_end::{FrontEndRecords, FrontEndState};
 use super::store::{CommittedOffset, GroupLog, RecordKey};
-use crate::subscription::{SubscriptionKey, Subscriptions};
+use crate::subscription::Subscriptions;
 use crate::{now_ms, Error};
 
 /// Settings of the coordinator, from broker configuration.
@@ -104,7 +105,7 @@ struct Inner {
 pub struct GroupCoordinator {
     inner: Mutex<Inner>,
     log: GroupLog,
-    subscriptions: Subscriptions,
+    front_end: FrontEndState,
     config: CoordinatorConfig,
     wake: Notify,
 }
@@ -176,11 +177,14 @@ impl GroupCoordinator {
     pub fn open(log: GroupLog, config: CoordinatorConfig) -> Result<GroupCoordinator, Error> {
         let mut inner = Inner::default();
         let mut group_records: HashMap<String, Bytes> = HashMap::new();
-        let mut subscription_records = Vec::new();
+        let mut front_end = FrontEndRecords::default();
         let records = log.replay()?;
         let count = records.len();
         for r in records {
-            match (r.key, r.value) {
+            let Some(record) = front_end.take(r.key, r.value) else {
+                continue;
+            };
+            match record {
                 (
                     RecordKey::Offset {
                         group,
@@ -218,17 +222,8 @@ impl GroupCoordinator {
                 (RecordKey::Group { group }, None) => {
                     group_records.remove(&group);
                 }
-                (
-                    RecordKey::Subscription {
-                        topic,
-                        partition,
-                        subscription,
-                    },
-                    value,
-                ) => {
-                    subscription_records
-                        .push((SubscriptionKey::new(topic, partition, subscription), value));
-                }
+                // Front-end records were taken above.
+                _ => {}
             }
         }
         let now = now_ms().0;
@@ -259,11 +254,11 @@ impl GroupCoordinator {
             groups = inner.groups.len(),
             "group log replayed"
         );
-        let subscriptions = Subscriptions::restore(log.clone(), subscription_records);
+        let front_end = front_end.restore(&log);
         Ok(GroupCoordinator {
             inner: Mutex::new(inner),
             log,
-            subscriptions,
+            front_end,
             config,
             wake: Notify::new(),
         })
@@ -276,7 +271,12 @@ impl GroupCoordinator {
 
     /// Subscriptions (Pulsar-style cursors), persisted in the same log.
     pub fn subscriptions(&self) -> &Subscriptions {
-        &self.subscriptions
+        &self.front_end.subscriptions
+    }
+
+    /// Every front end's state kept in the same log.
+    pub fn front_end(&self) -> &FrontEndState {
+        &self.front_end
     }
 
     /// JoinGroup: waits until the rebalance it joins completes.
@@ -822,10 +822,10 @@ impl GroupCoordinator {
             inner.persisted.remove(id);
         }
         let mut live = self.live_records(&inner);
-        // Cursor writes wait while the snapshot is taken, so none of them
+        // Front-end writes wait while the snapshot is taken, so none of them
         // lands before an older copy of itself.
-        self.subscriptions.with_persisted(|cursors| {
-            live.extend(cursors);
+        self.front_end.with_persisted(|records| {
+            live.extend(records);
             let live_bytes: usize = live
                 .iter()
                 .map(|(_, v)| v.as_ref().map_or(0, Vec::len) + 64)

@@ -2,8 +2,9 @@
 //! in the internal `__consumer_offsets` topic, replayed at start-up.
 //!
 //! Each record's key says what it is about (an offset of one group and
-//! partition, a group's metadata, or a subscription's cursor); a record with
-//! no value is a tombstone.
+//! partition, a group's metadata, a subscription's cursor, a partition's
+//! producer sequences or a topic's schema); a record with no value is a
+//! tombstone.
 //! The log is kept small by snapshotting: the live state is appended as new
 //! records and the log start moves past everything older, so a crash at any
 //! point replays to the same state.
@@ -50,6 +51,22 @@ pub enum RecordKey {
         partition: i32,
         /// Subscription name.
         subscription: String,
+    },
+    /// A partition's producer sequences (value:
+    /// [`crate::sequences::SequenceSnapshot::encode`]).
+    ProducerSequences {
+        /// Topic name.
+        topic: String,
+        /// Partition index.
+        partition: i32,
+    },
+    /// One version of a topic's schema (value:
+    /// [`crate::schema::StoredSchema::encode`]).
+    Schema {
+        /// Topic name.
+        topic: String,
+        /// Schema version.
+        version: u64,
     },
 }
 

@@ -9,6 +9,7 @@ use std::ops::Range;
 use model::{Offset, Timestamp};
 
 use super::SubscriptionType;
+use crate::codec::{put_varint, take_u8, take_varint, unzigzag, zigzag};
 
 /// Acknowledgement state of one subscription on one partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,40 +210,6 @@ impl CursorRecord {
             cursor,
         })
     }
-}
-
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn take_u8(b: &mut &[u8]) -> Option<u8> {
-    let (&first, rest) = b.split_first()?;
-    *b = rest;
-    Some(first)
-}
-
-fn take_varint(b: &mut &[u8]) -> Option<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = take_u8(b)?;
-        v |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
 }
 
 #[cfg(test)]

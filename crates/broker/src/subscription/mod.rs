@@ -36,7 +36,7 @@ use model::Offset;
 pub use cursor::{Cursor, CursorRecord, MAX_PERSISTED_RANGES};
 pub use dispatcher::{Subscription, MAX_HELD_MESSAGES, ROUND_ROBIN_BATCH};
 pub use keyshared::HASH_RANGE_SIZE;
-pub use registry::{spawn_cursor_flusher, SubscribeRequest, SubscriptionKey, Subscriptions};
+pub use registry::{SubscribeRequest, SubscriptionKey, Subscriptions};
 
 /// How a subscription hands messages to its consumers (Pulsar's SubType;
 /// the codes are Pulsar's enum values).

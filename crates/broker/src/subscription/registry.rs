@@ -272,7 +272,8 @@ impl Subscriptions {
     }
 
     /// Applies an acknowledgement (persisted at the next
-    /// [`Subscriptions::flush_cursors`]).
+    /// [`Subscriptions::flush_cursors`]; see
+    /// [`crate::group::front_end::spawn_flusher`]).
     pub fn ack(&self, key: &SubscriptionKey, consumer: ConsumerId, ack: Ack) -> Result<(), Error> {
         self.with(key, |s| s.ack(consumer, ack))
     }
@@ -447,27 +448,4 @@ impl Subscriptions {
         slot.wake.notify_one();
         Ok(out)
     }
-}
-
-/// Flushes changed durable cursors every `every` until the task is aborted
-/// (acks reach the group log at most this late; see
-/// [`Subscriptions::flush_cursors`]).
-pub fn spawn_cursor_flusher(
-    broker: Arc<crate::Broker>,
-    every: std::time::Duration,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let b = broker.clone();
-            // A group-log append is disk work: off the async workers.
-            match tokio::task::spawn_blocking(move || b.subscriptions().flush_cursors()).await {
-                Ok(Err(e)) => tracing::warn!("could not persist subscription cursors: {e}"),
-                Ok(Ok(_)) => {}
-                Err(e) => tracing::warn!("cursor flush task failed: {e}"),
-            }
-        }
-    })
 }

@@ -1,0 +1,123 @@
+//! What the front ends keep in the group log besides groups and offsets:
+//! subscription cursors, producer sequences and schemas, each its own
+//! record type, restored together when the coordinator replays the log and
+//! kept together when it compacts it.
+
+use bytes::Bytes;
+
+use super::store::{GroupLog, RecordKey};
+use crate::schema::Schemas;
+use crate::sequences::ProducerSequences;
+use crate::subscription::{SubscriptionKey, Subscriptions};
+
+/// The front ends' durable state.
+#[derive(Debug)]
+pub struct FrontEndState {
+    /// Subscription cursors (Pulsar-style consumers).
+    pub subscriptions: Subscriptions,
+    /// Producer sequence ids (deduplication).
+    pub sequences: ProducerSequences,
+    /// Declared schemas.
+    pub schemas: Schemas,
+}
+
+/// Front-end records collected while the group log is replayed.
+#[derive(Debug, Default)]
+pub(crate) struct FrontEndRecords {
+    subscriptions: Vec<(SubscriptionKey, Option<Bytes>)>,
+    sequences: Vec<(String, i32, Option<Bytes>)>,
+    schemas: Vec<(String, u64, Option<Bytes>)>,
+}
+
+impl FrontEndRecords {
+    /// Keeps a front-end record; gives any other back.
+    pub(crate) fn take(
+        &mut self,
+        key: RecordKey,
+        value: Option<Bytes>,
+    ) -> Option<(RecordKey, Option<Bytes>)> {
+        match key {
+            RecordKey::Subscription {
+                topic,
+                partition,
+                subscription,
+            } => self
+                .subscriptions
+                .push((SubscriptionKey::new(topic, partition, subscription), value)),
+            RecordKey::ProducerSequences { topic, partition } => {
+                self.sequences.push((topic, partition, value))
+            }
+            RecordKey::Schema { topic, version } => self.schemas.push((topic, version, value)),
+            other => return Some((other, value)),
+        }
+        None
+    }
+
+    /// The state these records describe.
+    pub(crate) fn restore(self, log: &GroupLog) -> FrontEndState {
+        FrontEndState {
+            subscriptions: Subscriptions::restore(log.clone(), self.subscriptions),
+            sequences: ProducerSequences::restore(log.clone(), self.sequences),
+            schemas: Schemas::restore(log.clone(), self.schemas),
+        }
+    }
+}
+
+impl FrontEndState {
+    /// Runs `f` with every live front-end record (what a group-log
+    /// compaction must keep), holding off their writes meanwhile.
+    pub(crate) fn with_persisted<T>(
+        &self,
+        f: impl FnOnce(Vec<(RecordKey, Option<Vec<u8>>)>) -> T,
+    ) -> T {
+        self.subscriptions.with_persisted(|mut live| {
+            self.sequences.with_persisted(|sequences| {
+                self.schemas.with_persisted(|schemas| {
+                    live.extend(sequences);
+                    live.extend(schemas);
+                    f(live)
+                })
+            })
+        })
+    }
+
+    /// Drops everything of a deleted topic (tombstones in the group log
+    /// before this returns); the first failure is returned after trying all.
+    pub fn forget_topic(&self, topic: &str) -> Result<(), crate::Error> {
+        let subs = self.subscriptions.forget_topic(topic);
+        let seqs = self.sequences.forget_topic(topic);
+        let schemas = self.schemas.forget_topic(topic);
+        subs.and(seqs).and(schemas)
+    }
+}
+
+/// Every `every` until the task is aborted: flushes changed durable
+/// cursors (acks reach the group log at most this late; see
+/// [`Subscriptions::flush_cursors`]) and the producer-sequence snapshots
+/// that are due ([`ProducerSequences::flush`]).
+pub fn spawn_flusher(
+    broker: std::sync::Arc<crate::Broker>,
+    every: std::time::Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let b = broker.clone();
+            // A group-log append is disk work: off the async workers.
+            let flushed = tokio::task::spawn_blocking(move || {
+                let state = b.groups().front_end();
+                let cursors = state.subscriptions.flush_cursors();
+                let sequences = state.sequences.flush(crate::now_ms().0, false);
+                cursors.and(sequences)
+            })
+            .await;
+            match flushed {
+                Ok(Err(e)) => tracing::warn!("could not persist front-end state: {e}"),
+                Ok(Ok(_)) => {}
+                Err(e) => tracing::warn!("front-end state flush task failed: {e}"),
+            }
+        }
+    })
+}

@@ -1,0 +1,189 @@
+//! The snapshot codec, the sans-IO recovery (snapshot + replay of the log
+//! tail), and the registry over a real broker's group log.
+
+use std::sync::Arc;
+
+use model::Offset;
+
+use super::*;
+use crate::config::BrokerConfig;
+use crate::{Broker, Endpoint};
+
+fn open(dir: &std::path::Path) -> Arc<Broker> {
+    Broker::open(
+        BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap()),
+        Endpoint {
+            host: "127.0.0.1".into(),
+            port: 9092,
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn snapshot_round_trips_and_rejects_garbage() {
+    let s = SequenceSnapshot {
+        covered: Offset(1 << 40),
+        producers: [("a".to_string(), -1), ("é-producer".to_string(), i64::MAX)]
+            .into_iter()
+            .collect(),
+    };
+    let bytes = s.encode();
+    assert_eq!(SequenceSnapshot::decode(&bytes), Some(s));
+    assert_eq!(SequenceSnapshot::decode(&bytes[..bytes.len() - 1]), None);
+    assert_eq!(
+        SequenceSnapshot::decode(&[bytes.as_slice(), &[0]].concat()),
+        None
+    );
+    assert_eq!(SequenceSnapshot::decode(&[2, 0, 0]), None);
+    assert_eq!(SequenceSnapshot::decode(&[]), None);
+    let empty = SequenceSnapshot::default();
+    assert_eq!(SequenceSnapshot::decode(&empty.encode()), Some(empty));
+}
+
+/// A log of batches as the front end sees them when replaying: (offset
+/// after the batch, producer and highest sequence id if it has one).
+type FakeLog = Vec<(i64, Option<(&'static str, i64)>)>;
+
+fn replay(state: &mut PartitionSequences, log: &FakeLog) {
+    let from = state.covered();
+    for (next, origin) in log.iter().filter(|(next, _)| Offset(*next) > from) {
+        if let Some((p, seq)) = origin {
+            state.record(p, *seq, Offset(*next));
+        }
+    }
+    state.replayed_to(Offset(log.last().map_or(0, |b| b.0)));
+}
+
+#[test]
+fn snapshot_plus_replay_equals_the_live_state_wherever_the_snapshot_was_taken() {
+    // Batches of two producers, one Kafka batch (no origin) in between.
+    let log: FakeLog = vec![
+        (1, Some(("a", 0))),
+        (3, Some(("b", 5))),
+        (4, None),
+        (6, Some(("a", 4))),
+        (7, Some(("b", 6))),
+        (9, Some(("a", 7))),
+    ];
+    let mut live = PartitionSequences::restore(SequenceSnapshot::default(), 0);
+    let mut snapshots = vec![live.clone().take_snapshot(0)];
+    for (next, origin) in &log {
+        // A Kafka append (no origin) does not touch the state.
+        if let Some((p, seq)) = origin {
+            live.record(p, *seq, Offset(*next));
+        }
+        snapshots.push(live.clone().take_snapshot(0));
+    }
+    assert_eq!((live.last("a"), live.last("b"), live.last("c")), (7, 6, -1));
+    for snap in snapshots {
+        let covered = snap.covered;
+        let mut recovered = PartitionSequences::restore(snap, 0);
+        replay(&mut recovered, &log);
+        for p in ["a", "b", "c"] {
+            assert_eq!(
+                recovered.last(p),
+                live.last(p),
+                "{p} from a snapshot at {covered:?}"
+            );
+        }
+        assert_eq!(recovered.covered(), Offset(9));
+    }
+}
+
+#[test]
+fn duplicates_and_snapshot_policy() {
+    let mut s = PartitionSequences::restore(SequenceSnapshot::default(), 1_000);
+    assert!(!s.is_duplicate("p", 0), "nothing stored yet");
+    assert!(!s.snapshot_due(1_000_000), "nothing changed");
+    s.record("p", 3, Offset(1));
+    assert!(s.is_duplicate("p", 0) && s.is_duplicate("p", 3));
+    assert!(!s.is_duplicate("p", 4) && !s.is_duplicate("q", 0));
+    // A lower sequence id never lowers the highest.
+    s.record("p", 2, Offset(2));
+    assert_eq!(s.last("p"), 3);
+    assert!(!s.snapshot_due(1_000 + SNAPSHOT_EVERY_MS - 1));
+    assert!(s.snapshot_due(1_000 + SNAPSHOT_EVERY_MS));
+    let snap = s.take_snapshot(5_000);
+    assert_eq!(snap.covered, Offset(2));
+    assert!(!s.changed());
+    for i in 0..SNAPSHOT_EVERY_BATCHES {
+        assert!(!s.snapshot_due(5_000), "due after {i} batches");
+        s.record("p", 10 + i as i64, Offset(3 + i as i64));
+    }
+    assert!(s.snapshot_due(5_000), "due by count");
+    s.snapshot_failed();
+    assert!(s.snapshot_due(5_000));
+}
+
+#[test]
+fn the_registry_persists_recovers_and_forgets() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    let seqs = b.producer_sequences();
+    let no_log = |_: &mut PartitionSequences| Ok(());
+    let h = seqs.partition("t", 0, 0, no_log).unwrap();
+    h.lock().record("p", 41, Offset(10));
+    seqs.partition("u", 1, 0, no_log)
+        .unwrap()
+        .lock()
+        .record("q", 7, Offset(3));
+    assert_eq!(seqs.flush(1, false).unwrap(), 0, "not due yet");
+    assert_eq!(seqs.flush(1, true).unwrap(), 2);
+    assert_eq!(seqs.flush(2, true).unwrap(), 0, "nothing changed");
+    // Stored after the snapshot: only the log (the replay) knows.
+    h.lock().record("p", 42, Offset(11));
+    b.shutdown().unwrap();
+    drop(b);
+
+    let b = open(dir.path());
+    let seqs = b.producer_sequences();
+    let mut replayed_from = None;
+    let h = seqs
+        .partition("t", 0, 0, |s| {
+            replayed_from = Some(s.covered());
+            assert_eq!(s.last("p"), 42, "the clean shutdown wrote a snapshot");
+            s.replayed_to(Offset(11));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(replayed_from, Some(Offset(11)));
+    assert_eq!(h.lock().last("p"), 42);
+    // Loaded once: later calls do not replay.
+    seqs.partition("t", 0, 0, |_| panic!("replayed twice"))
+        .unwrap();
+
+    // What Broker::delete_topic does for a deleted topic.
+    b.groups().front_end().forget_topic("u").unwrap();
+    b.shutdown().unwrap();
+    drop(b);
+    let b = open(dir.path());
+    let h = b
+        .producer_sequences()
+        .partition("u", 1, 0, |s| {
+            assert_eq!(s.covered(), Offset(0), "the tombstone removed the snapshot");
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(h.lock().last("q"), -1);
+    b.shutdown().unwrap();
+}
+
+#[test]
+fn a_failed_replay_is_retried_on_next_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    let seqs = b.producer_sequences();
+    let r = seqs.partition("t", 0, 0, |_| {
+        Err(crate::Error::InvalidRequest("io".into()))
+    });
+    assert!(r.is_err());
+    let h = seqs
+        .partition("t", 0, 0, |s| {
+            s.record("p", 1, Offset(1));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(h.lock().last("p"), 1);
+    b.shutdown().unwrap();
+}
