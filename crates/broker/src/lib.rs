@@ -22,6 +22,7 @@ pub mod schema;
 pub mod sequences;
 pub mod subscription;
 mod topic;
+pub mod traffic;
 
 pub use crate::core::{Broker, Endpoint, NewTopic};
 pub use error::Error;

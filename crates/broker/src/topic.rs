@@ -7,6 +7,7 @@ use storage::{AppendOutcome, Log, ReadResult, SyncWork};
 use tokio::sync::Notify;
 
 use crate::config::{TopicConfig, TopicKind};
+use crate::traffic::Traffic;
 use crate::Error;
 
 /// A topic and its partitions. Immutable; a change (more partitions, new
@@ -56,6 +57,7 @@ pub struct Partition {
     pub topic_id: TopicId,
     log: Arc<Log>,
     appended: Notify,
+    traffic: Traffic,
 }
 
 /// The leader epoch of every partition on a single-node broker.
@@ -68,12 +70,19 @@ impl Partition {
             topic_id,
             log,
             appended: Notify::new(),
+            traffic: Traffic::default(),
         }
     }
 
     /// The partition's log.
     pub fn log(&self) -> &Arc<Log> {
         &self.log
+    }
+
+    /// What came in and went out since the partition was opened; front
+    /// ends count their deliveries with [`Traffic::record_out`].
+    pub fn traffic(&self) -> &Traffic {
+        &self.traffic
     }
 
     /// The current leader epoch.
@@ -88,7 +97,8 @@ impl Partition {
             .log
             .append(batches, self.leader_epoch(), now)
             .map_err(|e| self.storage_error(e))?;
-        if matches!(out, AppendOutcome::Appended(_)) {
+        if let AppendOutcome::Appended(info) = &out {
+            self.traffic.record_in(info.record_count, batches.len() as u64);
             self.appended.notify_waiters();
         }
         Ok(out)
@@ -105,7 +115,8 @@ impl Partition {
             .log
             .append_deferred(batches, self.leader_epoch(), now)
             .map_err(|e| self.storage_error(e))?;
-        if matches!(out.0, AppendOutcome::Appended(_)) {
+        if let AppendOutcome::Appended(info) = &out.0 {
+            self.traffic.record_in(info.record_count, batches.len() as u64);
             self.appended.notify_waiters();
         }
         Ok(out)

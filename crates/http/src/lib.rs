@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{StatusCode, Uri};
-use axum::routing::get;
+use axum::routing::{on, MethodFilter};
 use axum::Router;
 use broker::Broker;
 use tokio::net::TcpListener;
@@ -52,24 +52,70 @@ pub struct AppState {
     ready: AtomicBool,
 }
 
-/// Every route the service serves.
+/// Every route the service serves, as `(method, path)` in axum's path
+/// syntax; the OpenAPI document must list exactly these (a test checks
+/// both the document and that the router answers each one).
+pub fn served_routes() -> Vec<(&'static str, &'static str)> {
+    routes().served
+}
+
+/// The router and the list of what it serves, built together so neither
+/// can forget a route.
+struct Routes {
+    router: Router<Arc<AppState>>,
+    served: Vec<(&'static str, &'static str)>,
+}
+
+impl Routes {
+    /// Adds `handler` for `method` on `path`.
+    fn add<H, T>(mut self, method: &'static str, path: &'static str, handler: H) -> Routes
+    where
+        H: axum::handler::Handler<T, Arc<AppState>>,
+        T: 'static,
+    {
+        let filter = match method {
+            "GET" => MethodFilter::GET,
+            "PUT" => MethodFilter::PUT,
+            "POST" => MethodFilter::POST,
+            "DELETE" => MethodFilter::DELETE,
+            other => panic!("unsupported method {other}"),
+        };
+        self.router = self.router.route(path, on(filter, handler));
+        self.served.push((method, path));
+        self
+    }
+}
+
+fn routes() -> Routes {
+    Routes {
+        router: Router::new(),
+        served: Vec::new(),
+    }
+    .add("GET", "/openapi.json", openapi)
+    .add("GET", "/health/live", health::live)
+    .add("GET", "/health/ready", health::ready)
+    .add("GET", "/admin/v2/brokers/health", health::ready)
+    .add(
+        "GET",
+        "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}",
+        lookup::lookup,
+    )
+    .add(
+        "GET",
+        "/admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions",
+        lookup::partitions,
+    )
+    .add(
+        "GET",
+        "/admin/v2/namespaces/{tenant}/{namespace}/topics",
+        lookup::namespace_topics,
+    )
+}
+
+/// Every route the service serves, with the limits and fallbacks.
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new()
-        .route("/health/live", get(health::live))
-        .route("/health/ready", get(health::ready))
-        .route("/admin/v2/brokers/health", get(health::ready))
-        .route(
-            "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}",
-            get(lookup::lookup),
-        )
-        .route(
-            "/admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions",
-            get(lookup::partitions),
-        )
-        .route(
-            "/admin/v2/namespaces/{tenant}/{namespace}/topics",
-            get(lookup::namespace_topics),
-        )
+    routes()
+        .router
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
@@ -78,6 +124,13 @@ pub fn router(state: Arc<AppState>) -> Router {
             REQUEST_TIMEOUT,
         ))
         .with_state(state)
+}
+
+/// The OpenAPI document of every route (`GET /openapi.json`).
+pub const OPENAPI: &str = include_str!("../openapi.json");
+
+async fn openapi() -> impl axum::response::IntoResponse {
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], OPENAPI)
 }
 
 async fn no_route(uri: Uri) -> ApiError {
@@ -156,5 +209,34 @@ impl Server {
         {
             task.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn the_openapi_document_lists_exactly_the_served_routes() {
+        let doc: serde_json::Value = serde_json::from_str(super::OPENAPI).expect("valid JSON");
+        assert_eq!(doc["openapi"], "3.0.3");
+        let mut documented = BTreeSet::new();
+        for (path, item) in doc["paths"].as_object().expect("paths") {
+            for method in item.as_object().expect("path item").keys() {
+                if method != "parameters" {
+                    documented.insert((method.to_uppercase(), path.clone()));
+                }
+            }
+        }
+        let served: BTreeSet<(String, String)> = super::served_routes()
+            .into_iter()
+            .map(|(m, p)| (m.to_string(), p.to_string()))
+            .collect();
+        let undocumented: Vec<_> = served.difference(&documented).collect();
+        let not_served: Vec<_> = documented.difference(&served).collect();
+        assert!(
+            undocumented.is_empty() && not_served.is_empty(),
+            "served but not in openapi.json: {undocumented:?}; documented but not served: {not_served:?}"
+        );
     }
 }
