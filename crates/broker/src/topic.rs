@@ -98,7 +98,8 @@ impl Partition {
             .append(batches, self.leader_epoch(), now)
             .map_err(|e| self.storage_error(e))?;
         if let AppendOutcome::Appended(info) = &out {
-            self.traffic.record_in(info.record_count, batches.len() as u64);
+            self.traffic
+                .record_in(info.record_count, batches.len() as u64);
             self.appended.notify_waiters();
         }
         Ok(out)
@@ -116,7 +117,8 @@ impl Partition {
             .append_deferred(batches, self.leader_epoch(), now)
             .map_err(|e| self.storage_error(e))?;
         if let AppendOutcome::Appended(info) = &out.0 {
-            self.traffic.record_in(info.record_count, batches.len() as u64);
+            self.traffic
+                .record_in(info.record_count, batches.len() as u64);
             self.appended.notify_waiters();
         }
         Ok(out)

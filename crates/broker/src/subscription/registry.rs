@@ -137,6 +137,21 @@ impl Subscriptions {
         let mut state = self.state.lock();
         let index = req.partitioned.then_some(key.partition);
         if let Some(slot) = state.get_mut(key) {
+            // As upstream: a Reader may not take over a durable
+            // subscription's cursor, nor a subscription a Reader's.
+            match (slot.sub.durable(), req.durable) {
+                (true, false) => {
+                    return Err(Error::NotAllowed(
+                        "Durable subscription with the same name already exists.".into(),
+                    ))
+                }
+                (false, true) => {
+                    return Err(Error::NotAllowed(
+                        "NonDurable subscription with the same name already exists.".into(),
+                    ))
+                }
+                _ => {}
+            }
             slot.sub.set_partition_index(index);
             let effects = slot.sub.attach(req.consumer, req.sub_type)?;
             slot.wake.notify_one();

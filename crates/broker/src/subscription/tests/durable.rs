@@ -334,3 +334,62 @@ async fn the_flusher_persists_acks_in_the_background() {
     assert_eq!(subs.flush_cursors().unwrap(), 0, "nothing left to write");
     b.shutdown().unwrap();
 }
+
+#[test]
+fn a_reader_cannot_take_a_durable_subscription_nor_the_reverse() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    let subs = b.subscriptions();
+    let durable = SubscriptionKey::new("orders", 0, "billing");
+    subs.subscribe(
+        &durable,
+        request(1, SubscriptionType::Shared, true, StartPosition::Earliest),
+        bounds(0, 0),
+        now_ms(),
+    )
+    .unwrap();
+    let e = subs
+        .subscribe(
+            &durable,
+            request(
+                2,
+                SubscriptionType::Exclusive,
+                false,
+                StartPosition::Earliest,
+            ),
+            bounds(0, 0),
+            now_ms(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, crate::Error::NotAllowed(m) if m.contains("Durable subscription")),
+        "{e}"
+    );
+    let reader = SubscriptionKey::new("orders", 0, "reader-x");
+    subs.subscribe(
+        &reader,
+        request(
+            3,
+            SubscriptionType::Exclusive,
+            false,
+            StartPosition::Earliest,
+        ),
+        bounds(0, 0),
+        now_ms(),
+    )
+    .unwrap();
+    let e = subs
+        .subscribe(
+            &reader,
+            request(4, SubscriptionType::Shared, true, StartPosition::Earliest),
+            bounds(0, 0),
+            now_ms(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, crate::Error::NotAllowed(m) if m.contains("NonDurable subscription")),
+        "{e}"
+    );
+    // The durable subscription keeps its consumer.
+    assert_eq!(subs.stats(&durable, Offset(0)).unwrap().consumers.len(), 1);
+}
