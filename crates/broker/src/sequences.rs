@@ -32,8 +32,23 @@ use crate::Error;
 pub const SNAPSHOT_EVERY_BATCHES: u64 = 1000;
 /// ...or this long after the previous one (ms), if anything changed.
 pub const SNAPSHOT_EVERY_MS: i64 = 10_000;
+/// Inactive producers are looked for at most this often (ms).
+pub const EXPIRY_CHECK_MS: i64 = 60_000;
 
-const RECORD_VERSION: u8 = 1;
+/// Snapshots written now: each producer also carries when it was last
+/// active. Version 1 (without it) is still read.
+const RECORD_VERSION: u8 = 2;
+const RECORD_VERSION_1: u8 = 1;
+
+/// One producer name's entry in a partition's sequences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerEntry {
+    /// Highest stored sequence id.
+    pub sequence_id: i64,
+    /// When it last stored a batch or detached (ms; 0 = unknown, read from
+    /// a version-1 snapshot: counted from the restore).
+    pub last_active_ms: i64,
+}
 
 /// A partition's producer sequences as the group log stores them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,31 +56,34 @@ pub struct SequenceSnapshot {
     /// Every batch below this offset is reflected in `producers`; replay
     /// starts here.
     pub covered: Offset,
-    /// Producer name → highest stored sequence id.
-    pub producers: BTreeMap<String, i64>,
+    /// Producer name → its entry.
+    pub producers: BTreeMap<String, ProducerEntry>,
 }
 
 impl SequenceSnapshot {
-    /// The record's bytes: version (1), covered (zigzag varint), producer
-    /// count (varint), then per producer its name (length varint + UTF-8)
-    /// and its sequence id (zigzag varint), in name order.
+    /// The record's bytes: version (2), covered (zigzag varint), producer
+    /// count (varint), then per producer its name (length varint + UTF-8),
+    /// its sequence id and its last activity in ms (zigzag varints), in
+    /// name order.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(12 + self.producers.len() * 24);
+        let mut out = Vec::with_capacity(12 + self.producers.len() * 32);
         out.push(RECORD_VERSION);
         put_varint(&mut out, zigzag(self.covered.0));
         put_varint(&mut out, self.producers.len() as u64);
-        for (name, seq) in &self.producers {
+        for (name, entry) in &self.producers {
             put_bytes(&mut out, name.as_bytes());
-            put_varint(&mut out, zigzag(*seq));
+            put_varint(&mut out, zigzag(entry.sequence_id));
+            put_varint(&mut out, zigzag(entry.last_active_ms));
         }
         out
     }
 
-    /// Parses [`SequenceSnapshot::encode`]'s bytes; `None` if they are not
-    /// a valid record.
+    /// Parses [`SequenceSnapshot::encode`]'s bytes (or a version-1
+    /// record's); `None` if they are not a valid record.
     pub fn decode(mut buf: &[u8]) -> Option<SequenceSnapshot> {
         let b = &mut buf;
-        if take_u8(b)? != RECORD_VERSION {
+        let version = take_u8(b)?;
+        if version != RECORD_VERSION && version != RECORD_VERSION_1 {
             return None;
         }
         let covered = Offset(unzigzag(take_varint(b)?));
@@ -73,7 +91,19 @@ impl SequenceSnapshot {
         let mut producers = BTreeMap::new();
         for _ in 0..n {
             let name = take_string(b)?;
-            producers.insert(name, unzigzag(take_varint(b)?));
+            let sequence_id = unzigzag(take_varint(b)?);
+            let last_active_ms = if version == RECORD_VERSION {
+                unzigzag(take_varint(b)?)
+            } else {
+                0
+            };
+            producers.insert(
+                name,
+                ProducerEntry {
+                    sequence_id,
+                    last_active_ms,
+                },
+            );
         }
         b.is_empty()
             .then_some(SequenceSnapshot { covered, producers })
@@ -81,10 +111,17 @@ impl SequenceSnapshot {
 }
 
 /// One partition's sequences: a sans-IO state the front end updates as it
-/// stores (or replays) batches.
+/// stores (or replays) batches and as producers attach and detach.
+///
+/// An entry is forgotten once its producer has been detached and inactive
+/// for the configured time ([`PartitionSequences::expire`]), as upstream's
+/// `brokerDeduplicationProducerInactivityTimeoutMinutes`: a resend after
+/// that is stored again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionSequences {
-    highest: HashMap<String, i64>,
+    entries: HashMap<String, ProducerEntry>,
+    /// Producer names attached now, with how many attachments each.
+    attached: HashMap<String, u32>,
     covered: Offset,
     /// Batches recorded since the last snapshot.
     since_snapshot: u64,
@@ -97,7 +134,17 @@ impl PartitionSequences {
     /// [`PartitionSequences::covered`] on must still be replayed.
     pub fn restore(snapshot: SequenceSnapshot, now_ms: i64) -> PartitionSequences {
         PartitionSequences {
-            highest: snapshot.producers.into_iter().collect(),
+            entries: snapshot
+                .producers
+                .into_iter()
+                .map(|(name, mut e)| {
+                    if e.last_active_ms == 0 {
+                        e.last_active_ms = now_ms;
+                    }
+                    (name, e)
+                })
+                .collect(),
+            attached: HashMap::new(),
             covered: snapshot.covered,
             since_snapshot: 0,
             snapshot_at: now_ms,
@@ -106,28 +153,73 @@ impl PartitionSequences {
 
     /// The highest sequence id stored by `producer`, or -1.
     pub fn last(&self, producer: &str) -> i64 {
-        self.highest.get(producer).copied().unwrap_or(-1)
+        self.entries.get(producer).map_or(-1, |e| e.sequence_id)
     }
 
     /// Whether a batch whose highest sequence id is `highest` was already
     /// stored by `producer`.
     pub fn is_duplicate(&self, producer: &str, highest: i64) -> bool {
-        self.highest
+        self.entries
             .get(producer)
-            .is_some_and(|last| highest <= *last)
+            .is_some_and(|e| highest <= e.sequence_id)
     }
 
-    /// A batch of `producer` up to sequence id `highest` is in the log,
-    /// ending before `next_offset`.
-    pub fn record(&mut self, producer: &str, highest: i64, next_offset: Offset) {
-        match self.highest.get_mut(producer) {
-            Some(last) => *last = (*last).max(highest),
+    /// A batch of `producer` up to sequence id `highest`, stored at
+    /// `at_ms`, is in the log, ending before `next_offset`.
+    pub fn record(&mut self, producer: &str, highest: i64, next_offset: Offset, at_ms: i64) {
+        match self.entries.get_mut(producer) {
+            Some(e) => {
+                e.sequence_id = e.sequence_id.max(highest);
+                e.last_active_ms = e.last_active_ms.max(at_ms);
+            }
             None => {
-                self.highest.insert(producer.to_string(), highest);
+                self.entries.insert(
+                    producer.to_string(),
+                    ProducerEntry {
+                        sequence_id: highest,
+                        last_active_ms: at_ms,
+                    },
+                );
             }
         }
         self.covered = self.covered.max(next_offset);
         self.since_snapshot += 1;
+    }
+
+    /// A producer of this name attached: its entry does not expire while
+    /// it is attached.
+    pub fn attach(&mut self, producer: &str) {
+        *self.attached.entry(producer.to_string()).or_default() += 1;
+    }
+
+    /// A producer of this name detached at `now_ms`: its inactivity counts
+    /// from now.
+    pub fn detach(&mut self, producer: &str, now_ms: i64) {
+        if let Some(n) = self.attached.get_mut(producer) {
+            *n -= 1;
+            if *n == 0 {
+                self.attached.remove(producer);
+            }
+        }
+        if let Some(e) = self.entries.get_mut(producer) {
+            e.last_active_ms = e.last_active_ms.max(now_ms);
+        }
+    }
+
+    /// Forgets the entries of producers detached and inactive for at least
+    /// `inactivity_ms` at `now_ms`; returns how many. The next snapshot
+    /// leaves them out.
+    pub fn expire(&mut self, now_ms: i64, inactivity_ms: i64) -> usize {
+        let before = self.entries.len();
+        let attached = &self.attached;
+        self.entries.retain(|name, e| {
+            attached.contains_key(name) || now_ms.saturating_sub(e.last_active_ms) < inactivity_ms
+        });
+        let expired = before - self.entries.len();
+        if expired > 0 {
+            self.since_snapshot += 1;
+        }
+        expired
     }
 
     /// The log was read (replayed) up to `end`: every batch below it is
@@ -146,12 +238,12 @@ impl PartitionSequences {
 
     /// Producers known.
     pub fn len(&self) -> usize {
-        self.highest.len()
+        self.entries.len()
     }
 
     /// Whether no producer is known.
     pub fn is_empty(&self) -> bool {
-        self.highest.is_empty()
+        self.entries.is_empty()
     }
 
     /// Whether a snapshot should be written at `now_ms`: something changed
@@ -174,7 +266,7 @@ impl PartitionSequences {
         self.snapshot_at = now_ms;
         SequenceSnapshot {
             covered: self.covered,
-            producers: self.highest.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            producers: self.entries.iter().map(|(k, v)| (k.clone(), *v)).collect(),
         }
     }
 
@@ -199,6 +291,8 @@ pub struct ProducerSequences {
     slots: Mutex<HashMap<PartitionKey, SequencesHandle>>,
     /// Serializes first loads (a replay reads the log).
     loading: Mutex<()>,
+    /// When [`ProducerSequences::expire`] last ran (ms).
+    last_expiry: Mutex<i64>,
     log: GroupLog,
 }
 
@@ -220,6 +314,7 @@ impl ProducerSequences {
             persist: Mutex::new(persist),
             slots: Mutex::new(HashMap::new()),
             loading: Mutex::new(()),
+            last_expiry: Mutex::new(i64::MIN),
             log,
         }
     }
@@ -300,6 +395,30 @@ impl ProducerSequences {
             written += chunk.len();
         }
         Ok(written)
+    }
+
+    /// Forgets, in every loaded partition, the producers detached and
+    /// inactive for `inactivity_ms()` ([`PartitionSequences::expire`]);
+    /// runs at most once per [`EXPIRY_CHECK_MS`] (earlier calls do nothing).
+    /// Returns how many entries were forgotten.
+    pub fn expire(&self, now_ms: i64, inactivity_ms: impl FnOnce() -> i64) -> usize {
+        {
+            let mut last = self.last_expiry.lock();
+            if now_ms.saturating_sub(*last) < EXPIRY_CHECK_MS {
+                return 0;
+            }
+            *last = now_ms;
+        }
+        let inactivity_ms = inactivity_ms();
+        let slots: Vec<SequencesHandle> = self.slots.lock().values().cloned().collect();
+        let expired: usize = slots
+            .iter()
+            .map(|h| h.lock().expire(now_ms, inactivity_ms))
+            .sum();
+        if expired > 0 {
+            tracing::debug!(expired, "forgot the sequences of inactive producers");
+        }
+        expired
     }
 
     /// Drops the sequences of a deleted topic (tombstones for its persisted

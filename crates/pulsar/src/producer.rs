@@ -143,6 +143,7 @@ impl Producer {
 impl Drop for Producer {
     fn drop(&mut self) {
         self.registry.detach(&self.target.partition.tp, &self.name);
+        self.sequences.lock().detach(&self.name, broker::now_ms().0);
     }
 }
 
@@ -176,7 +177,11 @@ pub fn create(
         None => None,
     };
     registry.attach(conn, tp, &name, mode)?;
-    let last_sequence_id = sequences.lock().last(&name);
+    let last_sequence_id = {
+        let mut s = sequences.lock();
+        s.attach(&name);
+        s.last(&name)
+    };
     let ok = CommandProducerSuccess {
         request_id: cmd.request_id,
         producer_name: name.clone(),
@@ -246,7 +251,7 @@ pub fn send(
     let info = match outcome {
         AppendOutcome::Appended(i) | AppendOutcome::Duplicate(i) => i,
     };
-    sequences.record(&producer.name, highest, info.last_offset.plus(1));
+    sequences.record(&producer.name, highest, info.last_offset.plus(1), now.0);
     drop(sequences);
     let id = producer.target.ids.entry_id(info.base_offset);
     Ok((receipt(id), (!work.is_empty()).then_some(work)))
@@ -285,7 +290,8 @@ pub fn replay(partition: &Partition, state: &mut PartitionSequences) -> Result<(
             }
             if let Some(o) = StoredOrigin::of_batch(batch, limit) {
                 if let Ok(name) = std::str::from_utf8(&o.producer_name) {
-                    state.record(name, o.highest_sequence_id, header.next_offset());
+                    let at = header.max_timestamp.0.min(broker::now_ms().0);
+                    state.record(name, o.highest_sequence_id, header.next_offset(), at);
                 }
             }
         }
@@ -298,7 +304,7 @@ pub fn replay(partition: &Partition, state: &mut PartitionSequences) -> Result<(
 #[cfg(test)]
 mod tests {
     use broker::config::{BrokerConfig, TopicConfig, TopicKind};
-    use broker::sequences::SequenceSnapshot;
+    use broker::sequences::{ProducerEntry, SequenceSnapshot};
     use broker::{Endpoint, NewTopic};
     use magnetar_pulsar_wire::payload::build_single;
     use magnetar_pulsar_wire::proto::CompressionType;
@@ -366,7 +372,19 @@ mod tests {
         // From a snapshot covering the first three batches: only the rest.
         let snapshot = SequenceSnapshot {
             covered: Offset(3),
-            producers: [("a".to_string(), 0), ("c".to_string(), 2)].into(),
+            producers: [("a".to_string(), 0), ("c".to_string(), 2)]
+                .into_iter()
+                .map(|(n, sequence_id)| {
+                    let last_active_ms = 1;
+                    (
+                        n,
+                        ProducerEntry {
+                            sequence_id,
+                            last_active_ms,
+                        },
+                    )
+                })
+                .collect(),
         };
         let mut tail = PartitionSequences::restore(snapshot, 0);
         replay(&p, &mut tail).unwrap();

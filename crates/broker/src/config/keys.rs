@@ -371,6 +371,14 @@ pub const BROKER_KEYS: &[ConfigKey] = &[
         broker_default: None,
         doc: "Pulsar connections are pinged this often and closed after two intervals without traffic (upstream keepAliveIntervalSeconds).",
     },
+    ConfigKey {
+        name: "pulsar.deduplication.producer.inactivity.timeout.minutes",
+        default: "360",
+        kind: ValueKind::Int { min: 1, max: 1 << 40 },
+        dynamic: false,
+        broker_default: None,
+        doc: "A producer name's deduplication state (its last sequence id per partition) is forgotten once no producer of that name has been attached for this long (upstream brokerDeduplicationProducerInactivityTimeoutMinutes).",
+    },
 ];
 
 /// Every topic-level key (set by CreateTopics or IncrementalAlterConfigs).

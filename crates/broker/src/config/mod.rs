@@ -332,6 +332,12 @@ impl BrokerConfig {
         self.int("pulsar.max.message.size") as usize
     }
 
+    /// `pulsar.deduplication.producer.inactivity.timeout.minutes`, in ms.
+    pub fn pulsar_dedup_inactivity_ms(&self) -> i64 {
+        self.int("pulsar.deduplication.producer.inactivity.timeout.minutes")
+            .saturating_mul(60_000)
+    }
+
     /// `pulsar.keep.alive.interval.seconds`.
     pub fn pulsar_keep_alive(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.int("pulsar.keep.alive.interval.seconds") as u64)

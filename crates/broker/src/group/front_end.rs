@@ -109,7 +109,11 @@ pub fn spawn_flusher(
             let flushed = tokio::task::spawn_blocking(move || {
                 let state = b.groups().front_end();
                 let cursors = state.subscriptions.flush_cursors();
-                let sequences = state.sequences.flush(crate::now_ms().0, false);
+                let now = crate::now_ms().0;
+                state
+                    .sequences
+                    .expire(now, || b.config().pulsar_dedup_inactivity_ms());
+                let sequences = state.sequences.flush(now, false);
                 cursors.and(sequences)
             })
             .await;

@@ -24,9 +24,21 @@ fn open(dir: &std::path::Path) -> Arc<Broker> {
 fn snapshot_round_trips_and_rejects_garbage() {
     let s = SequenceSnapshot {
         covered: Offset(1 << 40),
-        producers: [("a".to_string(), -1), ("é-producer".to_string(), i64::MAX)]
-            .into_iter()
-            .collect(),
+        producers: [
+            ("a".to_string(), -1, 1),
+            ("é-producer".to_string(), i64::MAX, -5),
+        ]
+        .into_iter()
+        .map(|(n, sequence_id, last_active_ms)| {
+            (
+                n,
+                ProducerEntry {
+                    sequence_id,
+                    last_active_ms,
+                },
+            )
+        })
+        .collect(),
     };
     let bytes = s.encode();
     assert_eq!(SequenceSnapshot::decode(&bytes), Some(s));
@@ -35,7 +47,7 @@ fn snapshot_round_trips_and_rejects_garbage() {
         SequenceSnapshot::decode(&[bytes.as_slice(), &[0]].concat()),
         None
     );
-    assert_eq!(SequenceSnapshot::decode(&[2, 0, 0]), None);
+    assert_eq!(SequenceSnapshot::decode(&[3, 0, 0]), None);
     assert_eq!(SequenceSnapshot::decode(&[]), None);
     let empty = SequenceSnapshot::default();
     assert_eq!(SequenceSnapshot::decode(&empty.encode()), Some(empty));
@@ -49,7 +61,7 @@ fn replay(state: &mut PartitionSequences, log: &FakeLog) {
     let from = state.covered();
     for (next, origin) in log.iter().filter(|(next, _)| Offset(*next) > from) {
         if let Some((p, seq)) = origin {
-            state.record(p, *seq, Offset(*next));
+            state.record(p, *seq, Offset(*next), 1);
         }
     }
     state.replayed_to(Offset(log.last().map_or(0, |b| b.0)));
@@ -71,7 +83,7 @@ fn snapshot_plus_replay_equals_the_live_state_wherever_the_snapshot_was_taken() 
     for (next, origin) in &log {
         // A Kafka append (no origin) does not touch the state.
         if let Some((p, seq)) = origin {
-            live.record(p, *seq, Offset(*next));
+            live.record(p, *seq, Offset(*next), 1);
         }
         snapshots.push(live.clone().take_snapshot(0));
     }
@@ -96,11 +108,11 @@ fn duplicates_and_snapshot_policy() {
     let mut s = PartitionSequences::restore(SequenceSnapshot::default(), 1_000);
     assert!(!s.is_duplicate("p", 0), "nothing stored yet");
     assert!(!s.snapshot_due(1_000_000), "nothing changed");
-    s.record("p", 3, Offset(1));
+    s.record("p", 3, Offset(1), 1);
     assert!(s.is_duplicate("p", 0) && s.is_duplicate("p", 3));
     assert!(!s.is_duplicate("p", 4) && !s.is_duplicate("q", 0));
     // A lower sequence id never lowers the highest.
-    s.record("p", 2, Offset(2));
+    s.record("p", 2, Offset(2), 1);
     assert_eq!(s.last("p"), 3);
     assert!(!s.snapshot_due(1_000 + SNAPSHOT_EVERY_MS - 1));
     assert!(s.snapshot_due(1_000 + SNAPSHOT_EVERY_MS));
@@ -109,7 +121,7 @@ fn duplicates_and_snapshot_policy() {
     assert!(!s.changed());
     for i in 0..SNAPSHOT_EVERY_BATCHES {
         assert!(!s.snapshot_due(5_000), "due after {i} batches");
-        s.record("p", 10 + i as i64, Offset(3 + i as i64));
+        s.record("p", 10 + i as i64, Offset(3 + i as i64), 1);
     }
     assert!(s.snapshot_due(5_000), "due by count");
     s.snapshot_failed();
@@ -123,16 +135,16 @@ fn the_registry_persists_recovers_and_forgets() {
     let seqs = b.producer_sequences();
     let no_log = |_: &mut PartitionSequences| Ok(());
     let h = seqs.partition("t", 0, 0, no_log).unwrap();
-    h.lock().record("p", 41, Offset(10));
+    h.lock().record("p", 41, Offset(10), 1);
     seqs.partition("u", 1, 0, no_log)
         .unwrap()
         .lock()
-        .record("q", 7, Offset(3));
+        .record("q", 7, Offset(3), 1);
     assert_eq!(seqs.flush(1, false).unwrap(), 0, "not due yet");
     assert_eq!(seqs.flush(1, true).unwrap(), 2);
     assert_eq!(seqs.flush(2, true).unwrap(), 0, "nothing changed");
     // Stored after the snapshot: only the log (the replay) knows.
-    h.lock().record("p", 42, Offset(11));
+    h.lock().record("p", 42, Offset(11), 1);
     b.shutdown().unwrap();
     drop(b);
 
@@ -180,10 +192,73 @@ fn a_failed_replay_is_retried_on_next_use() {
     assert!(r.is_err());
     let h = seqs
         .partition("t", 0, 0, |s| {
-            s.record("p", 1, Offset(1));
+            s.record("p", 1, Offset(1), 1);
             Ok(())
         })
         .unwrap();
     assert_eq!(h.lock().last("p"), 1);
     b.shutdown().unwrap();
+}
+
+#[test]
+fn version_1_snapshots_are_read_and_count_inactivity_from_the_restore() {
+    // Version 1, covered 3, one producer "p" at sequence id 7.
+    let mut v1 = vec![1u8, 6, 1, 1, b'p', 14];
+    let snap = SequenceSnapshot::decode(&v1).expect("a version-1 record");
+    assert_eq!(snap.covered, Offset(3));
+    assert_eq!(snap.producers["p"].sequence_id, 7);
+    let mut s = PartitionSequences::restore(snap, 50_000);
+    assert_eq!(s.expire(50_000 + 999, 1_000), 0, "counted from the restore");
+    assert_eq!(s.expire(51_000, 1_000), 1);
+    v1.push(0);
+    assert_eq!(SequenceSnapshot::decode(&v1), None, "trailing bytes");
+}
+
+#[test]
+fn only_detached_producers_inactive_long_enough_are_forgotten() {
+    let mut s = PartitionSequences::restore(SequenceSnapshot::default(), 0);
+    s.attach("attached");
+    s.record("attached", 5, Offset(1), 1_000);
+    s.attach("left");
+    s.record("left", 9, Offset(2), 1_000);
+    s.detach("left", 2_000);
+    s.record("kafka-era", 3, Offset(3), 500);
+    s.take_snapshot(2_000);
+    // 10 s of inactivity: "kafka-era" (last at 0.5 s) goes at 10.5 s,
+    // "left" (detached at 2 s) at 12 s, "attached" never while attached.
+    assert_eq!(s.expire(10_499, 10_000), 0);
+    assert!(!s.changed());
+    assert_eq!(s.expire(10_500, 10_000), 1);
+    assert!(s.changed(), "the next snapshot leaves it out");
+    assert_eq!(s.last("kafka-era"), -1);
+    assert_eq!(s.expire(12_000, 10_000), 1);
+    assert!(
+        !s.is_duplicate("left", 9),
+        "a resend after expiry is stored"
+    );
+    assert_eq!(s.expire(1_000_000, 10_000), 0);
+    assert_eq!(s.last("attached"), 5);
+    // Two attachments of one name: attached until both detach.
+    s.attach("attached");
+    s.detach("attached", 1_000_000);
+    assert_eq!(s.expire(2_000_000, 10_000), 0);
+    s.detach("attached", 2_000_000);
+    assert_eq!(s.expire(2_009_999, 10_000), 0);
+    assert_eq!(s.expire(2_010_000, 10_000), 1);
+    assert!(s.is_empty());
+    let snap = s.take_snapshot(2_010_000);
+    assert!(snap.producers.is_empty());
+}
+
+#[test]
+fn the_registry_expires_at_most_once_a_minute() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    let seqs = b.producer_sequences();
+    let h = seqs.partition("t", 0, 0, |_| Ok(())).unwrap();
+    h.lock().record("p", 1, Offset(1), 0);
+    assert_eq!(seqs.expire(100, || 50), 1);
+    h.lock().record("q", 1, Offset(2), 100);
+    assert_eq!(seqs.expire(200, || 50), 0, "checked less than a minute ago");
+    assert_eq!(seqs.expire(100 + EXPIRY_CHECK_MS, || 50), 1);
 }
