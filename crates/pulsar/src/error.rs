@@ -28,6 +28,20 @@ impl PulsarError {
 impl From<broker::Error> for PulsarError {
     fn from(e: broker::Error) -> Self {
         use broker::Error as E;
+        // Upstream refuses a message over the topic's maximum with
+        // NotAllowed ("Exceed maximum message size").
+        if let E::Storage {
+            source: storage::Error::RecordBatchTooLarge { size, max },
+            ..
+        } = &e
+        {
+            return PulsarError::new(
+                ServerError::NotAllowedError,
+                format!(
+                    "Exceed maximum message size: {size} bytes as stored, over the topic's max.message.bytes {max}"
+                ),
+            );
+        }
         let code = match &e {
             E::UnknownTopic(_) | E::UnknownTopicId(_) | E::UnknownPartition { .. } => {
                 ServerError::TopicNotFound

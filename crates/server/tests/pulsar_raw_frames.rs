@@ -947,3 +947,41 @@ fn producer_sequences_and_schemas_survive_a_sigkill() {
         "nothing stored twice"
     );
 }
+
+/// A topic's own `max.message.bytes` (smaller than the broker's) is
+/// enforced on SEND: the message is refused with NotAllowedError, as
+/// upstream refuses a message over the topic's maximum, nothing is stored,
+/// and the producer can go on with smaller messages.
+#[test]
+fn a_message_over_the_topic_max_message_bytes_is_refused() {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    use rdkafka::client::DefaultClientContext;
+    let broker = BrokerProcess::start(&[]);
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(&broker.bootstrap()).create().unwrap();
+    let created = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        admin
+            .create_topics(
+                &[NewTopic::new("small-max", 1, TopicReplication::Fixed(1))
+                    .set("max.message.bytes", "4096")],
+                &AdminOptions::new(),
+            )
+            .await
+            .unwrap()
+    });
+    assert!(created[0].is_ok(), "{created:?}");
+    let mut c = Raw::connect(&broker);
+    c.producer("small-max-partition-0", 1);
+    match c.publish(1, 0, &vec![b'x'; 8192]) {
+        Command::SendError(e) => {
+            assert_eq!(e.error, ServerError::NotAllowedError as i32, "{e:?}");
+            assert!(e.message.contains("maximum message size"), "{e:?}");
+        }
+        other => panic!("an 8 KiB message on a 4 KiB topic got {other:?}"),
+    }
+    match c.publish(1, 1, b"small") {
+        Command::SendReceipt(r) => assert_eq!(r.sequence_id, 1),
+        other => panic!("a small message after the refusal got {other:?}"),
+    }
+    assert_eq!(kafka_values(&broker, "small-max"), vec![b"small".to_vec()]);
+}
