@@ -163,6 +163,7 @@ impl Broker {
         let offsets = broker.offsets_partition()?;
         let coordinator = GroupCoordinator::open(GroupLog::new(offsets), coordinator_config)?;
         let _ = broker.groups.set(coordinator);
+        broker.forget_state_of_deleted_topics();
         // From here on, topic creation and deletion share the CPU with
         // requests from other clients: requests go first.
         broker.logs.set_background_bulk_work(true);
@@ -442,6 +443,26 @@ impl Broker {
         }
         info!(topic = %name, id = %topic.id, "deleted topic");
         Ok(topic.id)
+    }
+
+    /// Removes the committed offsets, subscriptions, producer sequences
+    /// and schemas of topics that no longer exist. Deleting a topic removes
+    /// them after the metadata commit; a crash (or a failed group-log
+    /// write) in between would leave them for a later topic of the same
+    /// name, which cannot be created before this runs at start-up.
+    fn forget_state_of_deleted_topics(&self) {
+        let groups = self.groups();
+        let mut named = groups.offset_topics();
+        named.extend(groups.front_end().topics());
+        for topic in named.iter().filter(|t| self.topic(t).is_none()) {
+            warn!(%topic, "removing the offsets and subscriptions left by a deleted topic");
+            if let Err(e) = groups.forget_topic(topic) {
+                warn!(%topic, "could not remove committed offsets of a deleted topic: {e}");
+            }
+            if let Err(e) = groups.front_end().forget_topic(topic) {
+                warn!(%topic, "could not remove subscriptions, producer sequences or schemas of a deleted topic: {e}");
+            }
+        }
     }
 
     /// Grows a topic to `total` partitions.

@@ -21,6 +21,8 @@ pub mod net;
 pub mod schema;
 pub mod sequences;
 pub mod subscription;
+#[cfg(test)]
+mod testing;
 mod topic;
 pub mod traffic;
 

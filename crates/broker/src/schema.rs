@@ -199,18 +199,10 @@ fn record_key(topic: &str, version: u64) -> RecordKey {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::BrokerConfig;
-    use crate::{Broker, Endpoint};
+    use crate::Broker;
 
     fn open(dir: &std::path::Path) -> std::sync::Arc<Broker> {
-        Broker::open(
-            BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap()),
-            Endpoint {
-                host: "127.0.0.1".into(),
-                port: 9092,
-            },
-        )
-        .unwrap()
+        crate::testing::broker_with_topics(dir, &["t", "u"])
     }
 
     fn schema(data: &str) -> StoredSchema {

@@ -548,6 +548,16 @@ impl GroupCoordinator {
         Ok(results)
     }
 
+    /// Every topic some group has committed offsets for.
+    pub fn offset_topics(&self) -> std::collections::BTreeSet<String> {
+        let inner = self.inner.lock();
+        inner
+            .offsets
+            .values()
+            .flat_map(|o| o.keys().map(|(t, _)| t.clone()))
+            .collect()
+    }
+
     /// Removes every group's committed offsets of a deleted topic, as Kafka
     /// does, so a topic recreated with the same name starts with none.
     pub fn forget_topic(&self, topic: &str) -> Result<(), Error> {

@@ -19,6 +19,22 @@ fn open(dir: &std::path::Path) -> Arc<Broker> {
     .unwrap()
 }
 
+/// Creates topic `t` with 3 partitions (offsets of a topic that does not
+/// exist are removed at start-up).
+fn create_t(b: &Broker) {
+    b.create_topic(
+        crate::NewTopic {
+            name: model::TopicName::new("t").unwrap(),
+            partitions: Some(3),
+            replication_factor: None,
+            kind: crate::config::TopicKind::Partitioned,
+            config: Default::default(),
+        },
+        false,
+    )
+    .unwrap();
+}
+
 fn offset(o: i64, ts: i64) -> CommittedOffset {
     CommittedOffset {
         offset: o,
@@ -34,6 +50,7 @@ fn offsets_survive_reopen_expire_and_compact() {
     let now = now_ms().0;
     {
         let b = open(dir.path());
+        create_t(&b);
         let g = b.groups();
         // Many commits of the same keys: the log grows, the state does not.
         for i in 0..2000 {
@@ -87,6 +104,7 @@ fn offsets_survive_reopen_expire_and_compact() {
 fn compaction_keeps_the_live_state_and_moves_the_log_start() {
     let dir = tempfile::tempdir().unwrap();
     let b = open(dir.path());
+    create_t(&b);
     let g = b.groups();
     let now = now_ms().0;
     let big = "m".repeat(4000);

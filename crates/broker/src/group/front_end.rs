@@ -81,6 +81,16 @@ impl FrontEndState {
         })
     }
 
+    /// Every topic some front-end record is about.
+    pub fn topics(&self) -> std::collections::BTreeSet<String> {
+        self.with_persisted(|records| {
+            records
+                .iter()
+                .filter_map(|(k, _)| k.topic().map(str::to_string))
+                .collect()
+        })
+    }
+
     /// Drops everything of a deleted topic (tombstones in the group log
     /// before this returns); the first failure is returned after trying all.
     pub fn forget_topic(&self, topic: &str) -> Result<(), crate::Error> {

@@ -70,6 +70,19 @@ pub enum RecordKey {
     },
 }
 
+impl RecordKey {
+    /// The topic the record is about, if it is about one.
+    pub fn topic(&self) -> Option<&str> {
+        match self {
+            RecordKey::Offset { topic, .. }
+            | RecordKey::Subscription { topic, .. }
+            | RecordKey::ProducerSequences { topic, .. }
+            | RecordKey::Schema { topic, .. } => Some(topic),
+            RecordKey::Group { .. } => None,
+        }
+    }
+}
+
 /// A committed offset as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommittedOffset {

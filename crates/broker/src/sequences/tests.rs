@@ -6,18 +6,10 @@ use std::sync::Arc;
 use model::Offset;
 
 use super::*;
-use crate::config::BrokerConfig;
-use crate::{Broker, Endpoint};
+use crate::Broker;
 
 fn open(dir: &std::path::Path) -> Arc<Broker> {
-    Broker::open(
-        BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap()),
-        Endpoint {
-            host: "127.0.0.1".into(),
-            port: 9092,
-        },
-    )
-    .unwrap()
+    crate::testing::broker_with_topics(dir, &["t", "u"])
 }
 
 #[test]

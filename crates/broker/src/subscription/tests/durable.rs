@@ -7,20 +7,12 @@ use std::sync::Arc;
 use model::Offset;
 
 use super::dispatch::{cid, spec};
-use crate::config::BrokerConfig;
 use crate::group::store::CommittedOffset;
 use crate::subscription::*;
-use crate::{now_ms, Broker, Endpoint};
+use crate::{now_ms, Broker};
 
 fn open(dir: &std::path::Path) -> Arc<Broker> {
-    Broker::open(
-        BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap()),
-        Endpoint {
-            host: "127.0.0.1".into(),
-            port: 9092,
-        },
-    )
-    .unwrap()
+    crate::testing::broker_with_topics(dir, &["orders", "t", "u", "v"])
 }
 
 fn bounds(start: i64, end: i64) -> LogBounds {
@@ -392,4 +384,41 @@ fn a_reader_cannot_take_a_durable_subscription_nor_the_reverse() {
     );
     // The durable subscription keeps its consumer.
     assert_eq!(subs.stats(&durable, Offset(0)).unwrap().consumers.len(), 1);
+}
+
+#[test]
+fn state_left_by_a_deleted_topic_is_removed_at_start_up() {
+    // A cursor written for a topic the metadata does not hold: what a crash
+    // between a deletion's metadata commit and its tombstones leaves.
+    let dir = tempfile::tempdir().unwrap();
+    let ghost = SubscriptionKey::new("ghost", 0, "billing");
+    {
+        let b = open(dir.path());
+        b.subscriptions()
+            .subscribe(
+                &ghost,
+                request(1, SubscriptionType::Shared, true, StartPosition::Earliest),
+                bounds(0, 0),
+                now_ms(),
+            )
+            .unwrap();
+        b.producer_sequences()
+            .partition("ghost", 0, 0, |s| {
+                s.record("p", 1, Offset(1), 0);
+                Ok(())
+            })
+            .unwrap();
+        b.producer_sequences().flush(0, true).unwrap();
+        assert!(b.groups().front_end().topics().contains("ghost"));
+        b.shutdown().unwrap();
+    }
+    for _ in 0..2 {
+        let b = open(dir.path());
+        assert!(b.subscriptions().stats(&ghost, Offset(0)).is_none());
+        assert!(
+            b.groups().front_end().topics().is_empty(),
+            "tombstones are durable"
+        );
+        b.shutdown().unwrap();
+    }
 }
