@@ -93,6 +93,9 @@ pub enum Error {
         /// The type asked for.
         requested: crate::subscription::SubscriptionType,
     },
+    /// A subscription of this name exists on the partition (admin create).
+    #[error("Subscription {0} already exists for topic")]
+    SubscriptionExists(String),
     /// No subscription of this name on the partition.
     #[error("subscription {0} does not exist")]
     SubscriptionNotFound(String),

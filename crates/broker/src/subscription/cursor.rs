@@ -120,6 +120,31 @@ impl Cursor {
         *self = Cursor::new(offset);
     }
 
+    /// The first `n` offsets not acknowledged below `end` (all of them with
+    /// `None`), as ranges in order.
+    pub fn unacked(&self, n: Option<u64>, end: Offset) -> Vec<Range<Offset>> {
+        let mut left = n.unwrap_or(u64::MAX);
+        let mut out = Vec::new();
+        let mut take = |from: i64, to: i64, left: &mut u64| {
+            let to = to.min(end.0);
+            if *left > 0 && to > from {
+                let len = ((to - from) as u64).min(*left);
+                out.push(Offset(from)..Offset(from + len as i64));
+                *left -= len;
+            }
+        };
+        let mut at = self.mark_delete;
+        for (&s, &e) in &self.acked {
+            if left == 0 || at >= end.0 {
+                break;
+            }
+            take(at, s, &mut left);
+            at = e;
+        }
+        take(at, end.0, &mut left);
+        out
+    }
+
     /// Messages not acknowledged below `log_end`.
     pub fn backlog(&self, log_end: Offset) -> u64 {
         let end = log_end.0;
@@ -318,6 +343,14 @@ mod tests {
             let end = 100;
             let acked_below_end = model.iter().filter(|&&o| o >= mark && o < end).count() as u64;
             prop_assert_eq!(c.backlog(Offset(end)), (end - mark).max(0) as u64 - acked_below_end.min((end - mark).max(0) as u64));
+            // The first n unacknowledged offsets below the end, as ranges.
+            let unacked: Vec<i64> = (0..end).filter(|o| !model.contains(o)).collect();
+            for n in [0u64, 1, 3, 1000] {
+                let got: Vec<i64> = c.unacked(Some(n), Offset(end)).into_iter().flat_map(|r| r.start.0..r.end.0).collect();
+                prop_assert_eq!(&got, &unacked[..unacked.len().min(n as usize)].to_vec());
+            }
+            let all: Vec<i64> = c.unacked(None, Offset(end)).into_iter().flat_map(|r| r.start.0..r.end.0).collect();
+            prop_assert_eq!(all, unacked);
             // Ranges are disjoint, non-adjacent and beyond the mark.
             let rs = ranges(&c);
             for w in rs.windows(2) {

@@ -341,6 +341,37 @@ impl Subscription {
         self.dirty = true;
     }
 
+    /// Skips (acknowledges) the first `n` unacknowledged messages below
+    /// `log_end`, or all of them with `None` (admin skip / skip-all).
+    /// Skipped messages out at consumers are taken back (their later acks
+    /// are harmless), and reading goes on after the last one. Returns how
+    /// many were skipped.
+    pub fn skip(&mut self, n: Option<u64>, log_end: Offset) -> u64 {
+        let ranges = self.cursor.unacked(n, log_end);
+        let mut skipped = 0;
+        for r in &ranges {
+            let (start, end) = (r.start.0, r.end.0);
+            let pending: Vec<i64> = self.pending.range(start..end).map(|(&o, _)| o).collect();
+            for o in pending {
+                self.unpend(o);
+            }
+            let queued: Vec<i64> = self.queue.range(start..end).map(|(&o, _)| o).collect();
+            for o in queued {
+                self.queue.remove(&o);
+            }
+            self.redeliveries.retain(|&o, _| o < start || o >= end);
+            self.cursor.ack(r.clone());
+            skipped += (end - start) as u64;
+        }
+        // The skipped offsets are the first unacknowledged ones, so every
+        // offset before the last one's end is now acknowledged.
+        if let Some(last) = ranges.last() {
+            self.read_position = self.read_position.max(last.end);
+            self.dirty = true;
+        }
+        skipped
+    }
+
     /// Where to read for the next dispatch round, or `None` if nothing can
     /// be sent now (no permits, nothing queued and nothing new).
     pub fn next_read(&mut self, bounds: LogBounds) -> Option<ReadPlan> {

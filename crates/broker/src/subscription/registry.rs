@@ -21,6 +21,7 @@ use super::{
     Subscription, SubscriptionStats, SubscriptionType,
 };
 use crate::group::store::{GroupLog, RecordKey};
+use crate::traffic::{Traffic, TrafficCounts, TrafficRates};
 use crate::Error;
 
 /// Which subscription: topic, partition, subscription name.
@@ -74,6 +75,19 @@ pub struct SubscribeRequest {
 struct Slot {
     sub: Subscription,
     wake: Arc<Notify>,
+    /// What the front ends delivered for it, since it was created or
+    /// restored in this process.
+    traffic: Traffic,
+}
+
+impl Slot {
+    fn new(sub: Subscription) -> Slot {
+        Slot {
+            sub,
+            wake: Arc::new(Notify::new()),
+            traffic: Traffic::default(),
+        }
+    }
 }
 
 /// Every subscription on this broker.
@@ -108,13 +122,7 @@ impl Subscriptions {
             };
             let sub = Subscription::restore(key.name.clone(), record, None);
             persist.insert(key.clone(), bytes.to_vec());
-            state.insert(
-                key,
-                Slot {
-                    sub,
-                    wake: Arc::new(Notify::new()),
-                },
-            );
+            state.insert(key, Slot::new(sub));
         }
         Subscriptions {
             persist: Mutex::new(persist),
@@ -173,14 +181,79 @@ impl Subscriptions {
                 .append(&[(key.record_key(), Some(bytes.clone()))])?;
             persisted.insert(key.clone(), bytes);
         }
-        state.insert(
-            key.clone(),
-            Slot {
-                sub,
-                wake: Arc::new(Notify::new()),
-            },
-        );
+        state.insert(key.clone(), Slot::new(sub));
         Ok(effects)
+    }
+
+    /// Creates a durable subscription with no consumer at `start` (admin);
+    /// it is in the group log before this returns. Its type is set by the
+    /// first consumer that attaches.
+    pub fn create(
+        &self,
+        key: &SubscriptionKey,
+        start: StartPosition,
+        bounds: LogBounds,
+        now: Timestamp,
+    ) -> Result<(), Error> {
+        let mut persisted = self.persist.lock();
+        let mut state = self.state.lock();
+        if state.contains_key(key) {
+            return Err(Error::SubscriptionExists(key.name.clone()));
+        }
+        let mut sub = Subscription::new(
+            key.name.clone(),
+            SubscriptionType::Exclusive,
+            true,
+            None,
+            start,
+            bounds,
+            now,
+        );
+        if let Some(record) = sub.take_dirty() {
+            let bytes = record.encode();
+            self.log
+                .append(&[(key.record_key(), Some(bytes.clone()))])?;
+            persisted.insert(key.clone(), bytes);
+        }
+        state.insert(key.clone(), Slot::new(sub));
+        Ok(())
+    }
+
+    /// Skips the first `n` unacknowledged messages below `log_end` (all
+    /// with `None`; see [`Subscription::skip`]); returns how many. Persisted
+    /// at the next flush.
+    pub fn skip(
+        &self,
+        key: &SubscriptionKey,
+        n: Option<u64>,
+        log_end: Offset,
+    ) -> Result<u64, Error> {
+        self.with(key, |s| Ok(s.skip(n, log_end)))
+    }
+
+    /// A copy of the subscription's cursor.
+    pub fn cursor(&self, key: &SubscriptionKey) -> Option<super::Cursor> {
+        self.state.lock().get(key).map(|s| s.sub.cursor().clone())
+    }
+
+    /// Counts `records` messages (`bytes` on the wire) a front end sent to
+    /// the subscription's consumers.
+    pub fn record_delivery(&self, key: &SubscriptionKey, records: u64, bytes: u64) {
+        if let Some(slot) = self.state.lock().get(key) {
+            slot.traffic.record_out(records, bytes);
+        }
+    }
+
+    /// What was delivered for the subscription, with rates at `now`.
+    pub fn traffic(
+        &self,
+        key: &SubscriptionKey,
+        now: std::time::Instant,
+    ) -> Option<(TrafficCounts, TrafficRates)> {
+        self.state
+            .lock()
+            .get(key)
+            .map(|s| (s.traffic.counts(), s.traffic.rates(now)))
     }
 
     /// Deletes the subscription. With a consumer, only if it is the only one

@@ -479,6 +479,31 @@ impl Log {
         self.inner.read().size_bytes()
     }
 
+    /// Bytes stored from the batch holding `offset` to the log end: what a
+    /// reader at `offset` has left to read (the whole log below the log
+    /// start, 0 at or past the end). Walks batch headers of one segment.
+    pub fn size_from(&self, offset: Offset) -> Result<u64> {
+        let (view, segment_size, later) = {
+            let inner = self.inner.read();
+            inner.ensure_readable()?;
+            if offset >= inner.log_end_offset {
+                return Ok(0);
+            }
+            if offset <= inner.log_start_offset {
+                return Ok(inner.size_bytes());
+            }
+            let i = inner.segment_for(offset);
+            let later: u64 = inner.segments[i + 1..].iter().map(Segment::size).sum();
+            let segment = &inner.segments[i];
+            (segment.view_for_offset(offset)?, segment.size(), later)
+        };
+        let position = match view.locate(offset, 1, true)? {
+            Some(region) => region.file_range().1,
+            None => segment_size,
+        };
+        Ok(segment_size.saturating_sub(position) + later)
+    }
+
     /// Number of segments, the active one included.
     pub fn segment_count(&self) -> usize {
         self.inner.read().segments.len()

@@ -897,3 +897,26 @@ fn offsets_are_never_reused_when_the_start_is_past_a_torn_end() {
         end
     );
 }
+
+#[test]
+fn size_from_counts_the_bytes_a_reader_has_left() {
+    let f = Fixture::new();
+    let log = f.open(small_config(), false);
+    let one = batch(&simple_records(0, 5, 0));
+    let mut bases = Vec::new();
+    while log.segment_count() < 3 {
+        bases.push(append(&log, one.clone()).base_offset);
+    }
+    let total = log.size_bytes();
+    let len = one.len() as u64;
+    let end = log.log_end_offset();
+    assert_eq!(log.size_from(Offset(0)).unwrap(), total);
+    assert_eq!(log.size_from(end).unwrap(), 0);
+    assert_eq!(log.size_from(Offset(end.0 + 7)).unwrap(), 0);
+    for (i, base) in bases.iter().enumerate() {
+        let left = (bases.len() - i) as u64 * len;
+        assert_eq!(log.size_from(*base).unwrap(), left, "from batch {i}");
+        // An offset inside a batch counts that whole batch.
+        assert_eq!(log.size_from(Offset(base.0 + 3)).unwrap(), left);
+    }
+}

@@ -422,3 +422,46 @@ fn state_left_by_a_deleted_topic_is_removed_at_start_up() {
         b.shutdown().unwrap();
     }
 }
+
+#[test]
+fn admin_created_subscriptions_and_skips_are_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = SubscriptionKey::new("orders", 1, "audit");
+    {
+        let b = open(dir.path());
+        let subs = b.subscriptions();
+        subs.create(
+            &key,
+            StartPosition::Offset(Offset(3)),
+            bounds(0, 10),
+            now_ms(),
+        )
+        .unwrap();
+        let e = subs
+            .create(&key, StartPosition::Earliest, bounds(0, 10), now_ms())
+            .unwrap_err();
+        assert!(matches!(e, crate::Error::SubscriptionExists(_)), "{e}");
+        let s = subs.stats(&key, Offset(10)).unwrap();
+        assert_eq!((s.mark_delete, s.backlog, s.durable), (Offset(3), 7, true));
+        assert!(s.consumers.is_empty());
+        // No shutdown: a created subscription is in the log already.
+    }
+    {
+        let b = open(dir.path());
+        let subs = b.subscriptions();
+        assert_eq!(subs.stats(&key, Offset(10)).unwrap().mark_delete, Offset(3));
+        assert_eq!(subs.skip(&key, Some(2), Offset(10)).unwrap(), 2);
+        assert_eq!(subs.stats(&key, Offset(10)).unwrap().backlog, 5);
+        assert_eq!(subs.skip(&key, None, Offset(10)).unwrap(), 5);
+        assert_eq!(subs.stats(&key, Offset(10)).unwrap().backlog, 0);
+        let missing = SubscriptionKey::new("orders", 1, "nope");
+        assert!(matches!(
+            subs.skip(&missing, None, Offset(10)),
+            Err(crate::Error::SubscriptionNotFound(_))
+        ));
+        subs.flush_cursors().unwrap();
+    }
+    let b = open(dir.path());
+    let s = b.subscriptions().stats(&key, Offset(12)).unwrap();
+    assert_eq!((s.mark_delete, s.backlog), (Offset(10), 2));
+}

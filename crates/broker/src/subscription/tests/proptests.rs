@@ -25,6 +25,7 @@ enum Op {
     Redeliver { c: u64, some: Option<Vec<i64>> },
     Seek { at: i64 },
     Retention { n: i64 },
+    Skip { n: Option<u64> },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -41,6 +42,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(c, some)| Op::Redeliver { c, some }),
         1 => (0i64..120).prop_map(|at| Op::Seek { at }),
         1 => (1i64..6).prop_map(|n| Op::Retention { n }),
+        1 => prop::option::of(0u64..8).prop_map(|n| Op::Skip { n }),
     ]
 }
 
@@ -182,6 +184,15 @@ impl World {
             Op::Retention { n } => {
                 self.start = (self.start + n).min(self.end);
                 self.sub.next_read(self.bounds());
+            }
+            Op::Skip { n } => {
+                let before = self.sub.cursor().backlog(Offset(self.end));
+                let skipped = self.sub.skip(n, Offset(self.end));
+                prop_assert_eq!(skipped, n.map_or(before, |n| n.min(before)));
+                prop_assert_eq!(
+                    self.sub.cursor().backlog(Offset(self.end)),
+                    before - skipped
+                );
             }
         }
         self.sub
