@@ -59,6 +59,34 @@ impl From<PulsarError> for ApiError {
     }
 }
 
+impl From<broker::Error> for ApiError {
+    fn from(e: broker::Error) -> Self {
+        use broker::Error as E;
+        let status = match &e {
+            E::UnknownTopic(_)
+            | E::UnknownTopicId(_)
+            | E::UnknownPartition { .. }
+            | E::SubscriptionNotFound(_)
+            | E::ConsumerNotFound(_) => StatusCode::NOT_FOUND,
+            E::TopicExists(_) | E::SubscriptionExists(_) => StatusCode::CONFLICT,
+            E::InvalidTopic(_) | E::ConsumerBusy(_) | E::SubscriptionTypeMismatch { .. } => {
+                StatusCode::PRECONDITION_FAILED
+            }
+            E::InvalidPartitions(_)
+            | E::InvalidRequest(_)
+            | E::InvalidConfig { .. }
+            | E::Config { .. }
+            | E::InvalidReplicationFactor(_) => StatusCode::BAD_REQUEST,
+            E::InternalTopic(_) | E::NotAllowed(_) => StatusCode::FORBIDDEN,
+            E::Storage { .. }
+            | E::DataDir(_)
+            | E::MetadataIo { .. }
+            | E::MetadataCorrupt { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError::new(status, e.to_string())
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (

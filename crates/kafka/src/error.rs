@@ -22,6 +22,7 @@ pub fn response_error(e: &Error) -> ResponseError {
         Error::ConsumerBusy(_)
         | Error::SubscriptionTypeMismatch { .. }
         | Error::SubscriptionNotFound(_)
+        | Error::SubscriptionExists(_)
         | Error::ConsumerNotFound(_)
         | Error::NotAllowed(_) => R::InvalidRequest,
         Error::Storage { source, .. } => storage_error(source),

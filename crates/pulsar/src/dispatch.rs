@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use broker::subscription::{ConsumerId, Entry, LogBounds, Read, SubscriptionKey};
+use broker::traffic::Traffic;
 use broker::{Broker, Error as BrokerError, Partition};
 use bytes::{Bytes, BytesMut};
 use magnetar_pulsar_wire::proto::{CommandMessage, MessageIdData};
@@ -19,6 +20,7 @@ use storage::BatchHeader;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
+use crate::admin::ClientInfo;
 use crate::convert::{self, Entry as PulsarEntry};
 use crate::message_id::IdSpace;
 
@@ -32,6 +34,14 @@ pub struct ConsumerOutlet {
     pub out: mpsc::Sender<Bytes>,
     /// The consumer id the client chose.
     pub consumer_id: u64,
+    /// Its subscription.
+    pub key: SubscriptionKey,
+    /// Its client.
+    pub client: Arc<ClientInfo>,
+    /// What was delivered to it.
+    pub traffic: Arc<Traffic>,
+    /// When it attached (ms since the epoch).
+    pub attached_ms: i64,
     /// Message ids of its partition.
     pub ids: IdSpace,
     /// Whether redelivery counts are reported (Shared and Key_Shared, as
@@ -55,6 +65,19 @@ impl Dispatchers {
     /// Forgets a consumer.
     pub fn remove_outlet(&self, id: ConsumerId) {
         self.outlets.lock().remove(&id);
+    }
+
+    /// The consumers attached to subscription `key`, by consumer id.
+    pub fn outlets_of(&self, key: &SubscriptionKey) -> Vec<(ConsumerId, ConsumerOutlet)> {
+        let mut out: Vec<(ConsumerId, ConsumerOutlet)> = self
+            .outlets
+            .lock()
+            .iter()
+            .filter(|(_, o)| &o.key == key)
+            .map(|(id, o)| (*id, o.clone()))
+            .collect();
+        out.sort_by_key(|(id, o)| (o.attached_ms, id.connection, id.consumer));
+        out
     }
 
     /// Where `id`'s messages go, if it is attached.
@@ -170,7 +193,10 @@ async fn run(d: &Dispatchers, broker: &Broker, key: &SubscriptionKey, partition:
             let Some(outlet) = d.outlet_of(delivery.consumer) else {
                 continue;
             };
-            send_delivery(&outlet, &entries, &delivery.messages).await;
+            let (records, bytes) = send_delivery(&outlet, &entries, &delivery.messages).await;
+            outlet.traffic.record_out(records, bytes);
+            partition.traffic().record_out(records, bytes);
+            subs.record_delivery(key, records, bytes);
         }
     }
 }
@@ -232,11 +258,13 @@ fn read_entries(
 
 /// Sends the messages of one delivery: each entry holding some of them
 /// once, with an `ack_set` when only part of a batch is to be delivered.
+/// Returns the messages and frame bytes sent.
 async fn send_delivery(
     outlet: &ConsumerOutlet,
     entries: &[PulsarEntry],
     messages: &[broker::subscription::Message],
-) {
+) -> (u64, u64) {
+    let (mut records, mut bytes) = (0u64, 0u64);
     let mut i = 0;
     for entry in entries {
         let first = entry.base_offset.0;
@@ -280,9 +308,13 @@ async fn send_delivery(
             warn!("cannot encode a message: {e}");
             continue;
         }
+        let sent = (chosen.len() as u64, frame.len() as u64);
         if outlet.out.send(frame.freeze()).await.is_err() {
             // The connection is gone; its consumers are being detached.
-            return;
+            break;
         }
+        records += sent.0;
+        bytes += sent.1;
     }
+    (records, bytes)
 }

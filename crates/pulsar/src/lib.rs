@@ -9,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admin;
 pub mod consumer;
 pub mod convert;
 pub mod dispatch;

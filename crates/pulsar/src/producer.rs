@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use broker::sequences::{PartitionSequences, SequencesHandle};
+use broker::traffic::Traffic;
 use broker::{Broker, Partition};
 use bytes::Bytes;
 use magnetar_pulsar_wire::proto::{
@@ -29,6 +30,7 @@ use model::{Timestamp, TopicPartition};
 use parking_lot::Mutex;
 use storage::{AppendOutcome, BatchHeader};
 
+use crate::admin::ClientInfo;
 use crate::convert::{self, Origin, StoredOrigin};
 use crate::error::PulsarError;
 use crate::schema;
@@ -56,10 +58,33 @@ impl Default for ProducerRegistry {
     }
 }
 
+/// An attached producer as topic stats report it.
+#[derive(Debug)]
+pub struct Publisher {
+    /// The producer id its client chose.
+    pub producer_id: u64,
+    /// Its name.
+    pub name: String,
+    /// Shared or Exclusive.
+    pub access_mode: ProducerAccessMode,
+    /// Its client.
+    pub client: Arc<ClientInfo>,
+    /// When it attached (ms since the epoch).
+    pub attached_ms: i64,
+    /// What it stored.
+    pub traffic: Traffic,
+}
+
+#[derive(Debug)]
+struct Attachment {
+    conn: u64,
+    publisher: Arc<Publisher>,
+}
+
 #[derive(Debug, Default)]
 struct RegistryInner {
-    /// (partition, producer name) → connection holding it.
-    attached: HashMap<(TopicPartition, String), u64>,
+    /// (partition, producer name) → the connection holding it.
+    attached: HashMap<(TopicPartition, String), Attachment>,
     /// Partitions held by an Exclusive producer → its connection.
     exclusive: HashMap<TopicPartition, u64>,
     /// A number for generated producer names.
@@ -71,9 +96,10 @@ impl ProducerRegistry {
         &self,
         conn: u64,
         tp: &TopicPartition,
-        name: &str,
-        mode: ProducerAccessMode,
+        publisher: Arc<Publisher>,
     ) -> Result<(), PulsarError> {
+        let name = publisher.name.as_str();
+        let mode = publisher.access_mode;
         let mut inner = self.inner.lock();
         let key = (tp.clone(), name.to_string());
         if inner.attached.contains_key(&key) {
@@ -102,17 +128,31 @@ impl ProducerRegistry {
                 inner.exclusive.insert(tp.clone(), conn);
             }
         }
-        inner.attached.insert(key, conn);
+        inner.attached.insert(key, Attachment { conn, publisher });
         Ok(())
     }
 
     fn detach(&self, tp: &TopicPartition, name: &str) {
         let mut inner = self.inner.lock();
-        if let Some(conn) = inner.attached.remove(&(tp.clone(), name.to_string())) {
-            if inner.exclusive.get(tp) == Some(&conn) {
+        if let Some(a) = inner.attached.remove(&(tp.clone(), name.to_string())) {
+            if inner.exclusive.get(tp) == Some(&a.conn) {
                 inner.exclusive.remove(tp);
             }
         }
+    }
+
+    /// The producers attached to `tp`, in attach order.
+    pub fn publishers(&self, tp: &TopicPartition) -> Vec<Arc<Publisher>> {
+        let mut out: Vec<Arc<Publisher>> = self
+            .inner
+            .lock()
+            .attached
+            .iter()
+            .filter(|((t, _), _)| t == tp)
+            .map(|(_, a)| a.publisher.clone())
+            .collect();
+        out.sort_by(|a, b| (a.attached_ms, &a.name).cmp(&(b.attached_ms, &b.name)));
+        out
     }
 
     fn generated_name(&self, tp: &TopicPartition) -> String {
@@ -131,6 +171,7 @@ pub struct Producer {
     pub name: String,
     registry: Arc<ProducerRegistry>,
     sequences: SequencesHandle,
+    publisher: Arc<Publisher>,
 }
 
 impl Producer {
@@ -155,6 +196,7 @@ pub fn create(
     broker: &Broker,
     registry: &Arc<ProducerRegistry>,
     conn: u64,
+    client: Arc<ClientInfo>,
     cmd: &CommandProducer,
 ) -> Result<(Producer, CommandProducerSuccess), PulsarError> {
     let target = topics::resolve(broker, &cmd.topic, true)?;
@@ -176,7 +218,15 @@ pub fn create(
         Some(s) => Some(schema::get_or_create(broker, &target.topic.name, s)?),
         None => None,
     };
-    registry.attach(conn, tp, &name, mode)?;
+    let publisher = Arc::new(Publisher {
+        producer_id: cmd.producer_id,
+        name: name.clone(),
+        access_mode: mode,
+        client,
+        attached_ms: broker::now_ms().0,
+        traffic: Traffic::default(),
+    });
+    registry.attach(conn, tp, publisher.clone())?;
     let last_sequence_id = {
         let mut s = sequences.lock();
         s.attach(&name);
@@ -195,6 +245,7 @@ pub fn create(
         name,
         registry: registry.clone(),
         sequences,
+        publisher,
     };
     Ok((producer, ok))
 }
@@ -253,6 +304,10 @@ pub fn send(
     };
     sequences.record(&producer.name, highest, info.last_offset.plus(1), now.0);
     drop(sequences);
+    producer
+        .publisher
+        .traffic
+        .record_in(info.record_count, batch.len() as u64);
     let id = producer.target.ids.entry_id(info.base_offset);
     Ok((receipt(id), (!work.is_empty()).then_some(work)))
 }

@@ -61,12 +61,12 @@ pub struct Shared {
 pub use broker::net::Listener as Server;
 
 /// Starts serving Pulsar clients on `listener`; Lookup answers point at
-/// `advertised` (`host:port`).
+/// `advertised` (`host:port`). Also returns a handle for admin paths.
 pub fn serve(
     listener: TcpListener,
     broker: Arc<Broker>,
     advertised: String,
-) -> std::io::Result<Server> {
+) -> std::io::Result<(Server, crate::admin::FrontEnd)> {
     let local_addr = listener.local_addr()?;
     let config = broker.config();
     // A message becomes one Kafka batch, so it must also fit
@@ -93,6 +93,7 @@ pub fn serve(
         next_connection: AtomicU64::new(1),
         broker: broker.clone(),
     });
+    let front_end = crate::admin::FrontEnd::new(shared.clone());
     let (tx, rx) = watch::channel(false);
     let flusher = broker::group::front_end::spawn_flusher(broker, Duration::from_millis(100));
     let task = tokio::spawn(async move {
@@ -107,7 +108,7 @@ pub fn serve(
         .await;
         flusher.abort();
     });
-    Ok(Server::new(local_addr, tx, task))
+    Ok((Server::new(local_addr, tx, task), front_end))
 }
 
 async fn connection(
@@ -122,7 +123,7 @@ async fn connection(
     let mut read = BufReader::with_capacity(64 * 1024, read);
     let (out, rx) = mpsc::channel::<Bytes>(OUT_QUEUE);
     let writer = tokio::spawn(write_loop(write, rx, shared.keep_alive));
-    let mut session = Session::new(conn, shared.clone(), out.clone());
+    let mut session = Session::new(conn, shared.clone(), out.clone(), peer);
     // Two keep-alive intervals without a frame: the peer is gone.
     let idle = Some(shared.keep_alive * 2);
     let reason = loop {

@@ -20,6 +20,7 @@ use model::TopicName;
 use tokio::sync::mpsc;
 use tracing::debug;
 
+use crate::admin::ClientInfo;
 use crate::consumer::{self, Consumer};
 use crate::dispatch::ConsumerOutlet;
 use crate::error::PulsarError;
@@ -43,11 +44,19 @@ pub struct Session {
     consumers: HashMap<u64, Consumer>,
     /// Where consumers disconnected by a Seek resume (by consumer id).
     sought: HashMap<u64, model::Offset>,
+    /// The client, as its CONNECT described itself.
+    client: Arc<ClientInfo>,
 }
 
 impl Session {
-    /// A fresh connection numbered `conn`, answering through `out`.
-    pub fn new(conn: u64, shared: Arc<Shared>, out: mpsc::Sender<Bytes>) -> Session {
+    /// A fresh connection numbered `conn` from `peer`, answering through
+    /// `out`.
+    pub fn new(
+        conn: u64,
+        shared: Arc<Shared>,
+        out: mpsc::Sender<Bytes>,
+        peer: std::net::SocketAddr,
+    ) -> Session {
         Session {
             conn,
             shared,
@@ -56,6 +65,11 @@ impl Session {
             producers: HashMap::new(),
             consumers: HashMap::new(),
             sought: HashMap::new(),
+            client: Arc::new(ClientInfo {
+                address: peer.to_string(),
+                client_version: String::new(),
+                connected_since_ms: broker::now_ms().0,
+            }),
         }
     }
 
@@ -94,6 +108,11 @@ impl Session {
                 return Err(format!("{:?} before CONNECT", cmd.kind()));
             };
             self.connected = true;
+            self.client = Arc::new(ClientInfo {
+                address: self.client.address.clone(),
+                client_version: c.client_version.clone(),
+                connected_since_ms: self.client.connected_since_ms,
+            });
             let version = c.protocol_version.unwrap_or(0).min(PROTOCOL_VERSION);
             return self
                 .reply(CommandConnected {
@@ -198,8 +217,9 @@ impl Session {
                 }
                 let shared = self.shared.clone();
                 let conn = self.conn;
+                let client = self.client.clone();
                 let created = blocking(move || {
-                    producer::create(&shared.broker, &shared.producers, conn, &c)
+                    producer::create(&shared.broker, &shared.producers, conn, client, &c)
                         .map(|(p, ok)| (c.producer_id, p, ok))
                 })
                 .await?;
@@ -433,6 +453,10 @@ impl Session {
             ConsumerOutlet {
                 out: self.out.clone(),
                 consumer_id,
+                key: cons.key.clone(),
+                client: self.client.clone(),
+                traffic: Arc::default(),
+                attached_ms: broker::now_ms().0,
                 ids: cons.target.ids,
                 report_redeliveries: matches!(
                     cons.sub_type,
@@ -504,7 +528,8 @@ impl Session {
     }
 }
 
-async fn tell(shared: &Shared, effects: Vec<Effect>) {
+/// Sends Failover activity changes to the consumers concerned.
+pub(crate) async fn tell(shared: &Shared, effects: Vec<Effect>) {
     for Effect::ActiveConsumerChanged { consumer, active } in effects {
         if let Some(outlet) = shared.dispatchers.outlet_of(consumer) {
             let _ = send(

@@ -172,6 +172,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let broker = tokio::task::spawn_blocking(move || Broker::open(config, endpoint)).await??;
     let server = magnetar_kafka::serve(listener, broker.clone())?;
     let mut pulsar_url = None;
+    let mut pulsar_front_end = None;
     let pulsar = match pulsar_listener {
         Some(l) => {
             let bound = l.local_addr()?;
@@ -180,7 +181,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
                 None => format!("{}:{}", advertised_host(bound), bound.port()),
             };
             pulsar_url = Some(format!("pulsar://{advertised}"));
-            Some(magnetar_pulsar::serve(l, broker.clone(), advertised)?)
+            let (server, front_end) = magnetar_pulsar::serve(l, broker.clone(), advertised)?;
+            pulsar_front_end = Some(front_end);
+            Some(server)
         }
         None => None,
     };
@@ -189,6 +192,7 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
             let bound = l.local_addr()?;
             let config = magnetar_http::HttpConfig {
                 pulsar_url,
+                pulsar: pulsar_front_end,
                 http_url: format!("http://{}:{}", advertised_host(bound), bound.port()),
             };
             Some(magnetar_http::serve(l, broker.clone(), config)?)

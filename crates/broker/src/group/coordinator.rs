@@ -548,6 +548,19 @@ impl GroupCoordinator {
         Ok(results)
     }
 
+    /// Every group's committed offset for one partition, by group id.
+    pub fn committed_on(&self, topic: &str, partition: i32) -> Vec<(String, CommittedOffset)> {
+        let inner = self.inner.lock();
+        let key = (topic.to_string(), partition);
+        let mut out: Vec<(String, CommittedOffset)> = inner
+            .offsets
+            .iter()
+            .filter_map(|(g, o)| o.get(&key).map(|c| (g.clone(), c.clone())))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
     /// Every topic some group has committed offsets for.
     pub fn offset_topics(&self) -> std::collections::BTreeSet<String> {
         let inner = self.inner.lock();
