@@ -170,7 +170,8 @@ async fn run(d: &Dispatchers, broker: &Broker, key: &SubscriptionKey, partition:
             let Some(outlet) = d.outlet_of(delivery.consumer) else {
                 continue;
             };
-            send_delivery(&outlet, &entries, &delivery.messages).await;
+            let (messages, bytes) = send_delivery(&outlet, &entries, &delivery.messages).await;
+            partition.traffic().record_out(messages, bytes);
         }
     }
 }
@@ -232,11 +233,14 @@ fn read_entries(
 
 /// Sends the messages of one delivery: each entry holding some of them
 /// once, with an `ack_set` when only part of a batch is to be delivered.
+/// Returns the messages and frame bytes queued for the consumer's
+/// connection.
 async fn send_delivery(
     outlet: &ConsumerOutlet,
     entries: &[PulsarEntry],
     messages: &[broker::subscription::Message],
-) {
+) -> (u64, u64) {
+    let (mut sent, mut bytes) = (0u64, 0u64);
     let mut i = 0;
     for entry in entries {
         let first = entry.base_offset.0;
@@ -280,9 +284,13 @@ async fn send_delivery(
             warn!("cannot encode a message: {e}");
             continue;
         }
+        let len = frame.len() as u64;
         if outlet.out.send(frame.freeze()).await.is_err() {
             // The connection is gone; its consumers are being detached.
-            return;
+            break;
         }
+        sent += chosen.len() as u64;
+        bytes += len;
     }
+    (sent, bytes)
 }
