@@ -1,6 +1,6 @@
 //! Magnetar's HTTP service: the Pulsar clients' HTTP lookup paths, the
-//! PIP-344 REST partition metadata, and health checks, over the same broker
-//! the Kafka and Pulsar listeners serve.
+//! PIP-344 REST partition metadata, Prometheus metrics and health checks,
+//! over the same broker the Kafka and Pulsar listeners serve.
 //!
 //! Bodies are size-limited and requests time-limited; every refusal is a
 //! 4xx (5xx only for the broker's own failures) with `{"reason": "..."}`,
@@ -11,6 +11,7 @@
 mod error;
 mod health;
 mod lookup;
+mod metrics;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,6 +96,7 @@ fn routes() -> Routes {
     .add("GET", "/health/live", health::live)
     .add("GET", "/health/ready", health::ready)
     .add("GET", "/admin/v2/brokers/health", health::ready)
+    .add("GET", "/metrics", metrics::metrics)
     .add(
         "GET",
         "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}",
@@ -130,7 +132,10 @@ pub fn router(state: Arc<AppState>) -> Router {
 pub const OPENAPI: &str = include_str!("../openapi.json");
 
 async fn openapi() -> impl axum::response::IntoResponse {
-    ([(axum::http::header::CONTENT_TYPE, "application/json")], OPENAPI)
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        OPENAPI,
+    )
 }
 
 async fn no_route(uri: Uri) -> ApiError {
