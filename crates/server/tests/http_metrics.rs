@@ -258,6 +258,32 @@ async fn kafka_and_pulsar_traffic_shows_in_the_metrics() {
     })
     .await;
 
+    // The README's table names exactly the families served.
+    let readme =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let documented: std::collections::BTreeSet<&str> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `magnetar_"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    let served: std::collections::BTreeSet<String> = s
+        .families
+        .iter()
+        .map(|(name, (kind, _))| {
+            let name = name.trim_start_matches("magnetar_");
+            match kind.as_str() {
+                "counter" => format!("{name}_total"),
+                _ => name.to_string(),
+            }
+        })
+        .collect();
+    assert_eq!(
+        served,
+        documented.iter().map(|n| n.to_string()).collect(),
+        "README metrics table vs GET /metrics"
+    );
+
     for (name, kind, unit) in [
         ("magnetar_requests", "counter", ""),
         ("magnetar_request_duration_seconds", "histogram", "seconds"),
