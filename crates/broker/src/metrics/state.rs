@@ -262,11 +262,14 @@ fn signed_gauge<L: EncodeLabelSet>(
     Ok(())
 }
 
+/// Name, help, unit and value of one traffic counter family.
+type TrafficFamily<'a> = (&'a str, &'a str, &'a Unit, fn(&TrafficCounts) -> u64);
+
 impl Collector for StateSample {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let records = Unit::Other("records".into());
         let parts = &self.partitions;
-        let traffic: [(&str, &str, &Unit, fn(&TrafficCounts) -> u64); 4] = [
+        let traffic: [TrafficFamily; 4] = [
             (
                 "partition_in",
                 "Bytes appended to the partition (record batches as stored) since it was opened",
