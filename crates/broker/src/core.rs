@@ -71,6 +71,7 @@ pub struct Broker {
     producer_ids: Mutex<ProducerIds>,
     cluster_id: String,
     groups: OnceLock<GroupCoordinator>,
+    metrics: crate::metrics::Metrics,
 }
 
 impl std::fmt::Debug for Broker {
@@ -159,6 +160,7 @@ impl Broker {
             producer_ids: Mutex::new(ProducerIds { next: limit, limit }),
             cluster_id,
             groups: OnceLock::new(),
+            metrics: crate::metrics::Metrics::new(),
         };
         let offsets = broker.offsets_partition()?;
         let coordinator = GroupCoordinator::open(GroupLog::new(offsets), coordinator_config)?;
@@ -176,6 +178,11 @@ impl Broker {
         self.groups
             .get()
             .expect("group coordinator initialized in Broker::open")
+    }
+
+    /// The metrics every front end records into (see [`crate::metrics`]).
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
     }
 
     /// Subscriptions (cursors of Pulsar-style consumers), kept by the group

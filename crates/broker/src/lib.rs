@@ -17,6 +17,7 @@ pub mod limits;
 pub mod log_limit;
 pub mod maintenance;
 mod metadata_store;
+pub mod metrics;
 pub mod net;
 pub mod schema;
 pub mod sequences;

@@ -161,10 +161,12 @@ static ACCEPT_LOG: crate::log_limit::RateLimiter =
 /// each through `tracker` (one over a limit is reset at once, the reason
 /// logged, rate-limited) and running `serve` for it on its own task. On
 /// shutdown, connections get 5 s to finish what they are doing, then are
-/// stopped. Every front end's listener is this loop.
+/// stopped. Accepted, refused and open connections are counted in
+/// `metrics`. Every front end's listener is this loop.
 pub async fn accept_loop<F, Fut>(
     listener: tokio::net::TcpListener,
     tracker: crate::limits::ConnectionTracker,
+    metrics: crate::metrics::ListenerMetrics,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
     serve: F,
 ) where
@@ -185,6 +187,7 @@ pub async fn accept_loop<F, Fut>(
                     let guard = match tracker.admit(peer.ip()) {
                         Ok(g) => g,
                         Err(refused) => {
+                            metrics.refused(&refused);
                             crate::warn_limited!(REFUSED_LOG, %peer, "refusing connection: {refused}");
                             // Linger 0: a reset rather than a lingering
                             // FIN_WAIT socket per refused connection during a
@@ -196,7 +199,13 @@ pub async fn accept_loop<F, Fut>(
                         }
                     };
                     let _ = stream.set_nodelay(true);
-                    conns.spawn(serve(stream, peer, shutdown.clone(), guard));
+                    // Open until the task ends or is stopped.
+                    let open = metrics.accepted();
+                    let served = serve(stream, peer, shutdown.clone(), guard);
+                    conns.spawn(async move {
+                        let _open = open;
+                        served.await
+                    });
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off, keep serving.

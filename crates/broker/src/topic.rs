@@ -183,8 +183,11 @@ impl Partition {
 /// Runs what the appends left for the disk on the blocking pool: flushes a
 /// policy requires are awaited, the rest (fsyncs after rolls) goes on in
 /// the background. Failures are logged; the data is in the page cache and
-/// a later flush or recovery covers it.
-pub async fn complete_disk_work(work: Vec<(Arc<Partition>, SyncWork)>) {
+/// a later flush or recovery covers it. Returns how long the required
+/// flushes were waited for (`None` when none was required), for metrics.
+pub async fn complete_disk_work(
+    work: Vec<(Arc<Partition>, SyncWork)>,
+) -> Option<std::time::Duration> {
     let (required, background): (Vec<_>, Vec<_>) =
         work.into_iter().partition(|(_, w)| w.flush_required());
     let run = |items: Vec<(Arc<Partition>, SyncWork)>| {
@@ -199,7 +202,10 @@ pub async fn complete_disk_work(work: Vec<(Arc<Partition>, SyncWork)>) {
     if !background.is_empty() {
         drop(tokio::task::spawn_blocking(run(background)));
     }
-    if !required.is_empty() {
-        let _ = tokio::task::spawn_blocking(run(required)).await;
+    if required.is_empty() {
+        return None;
     }
+    let started = std::time::Instant::now();
+    let _ = tokio::task::spawn_blocking(run(required)).await;
+    Some(started.elapsed())
 }

@@ -1,6 +1,6 @@
 //! Magnetar's HTTP service: the Pulsar clients' HTTP lookup paths, the
-//! PIP-344 REST partition metadata, and health checks, over the same broker
-//! the Kafka and Pulsar listeners serve.
+//! PIP-344 REST partition metadata, Prometheus metrics and health checks,
+//! over the same broker the Kafka and Pulsar listeners serve.
 //!
 //! Bodies are size-limited and requests time-limited; every refusal is a
 //! 4xx (5xx only for the broker's own failures) with `{"reason": "..."}`,
@@ -12,6 +12,7 @@ mod error;
 mod health;
 mod kafka_assignment;
 mod lookup;
+mod metrics;
 mod stats;
 mod subscriptions;
 mod topic;
@@ -101,6 +102,7 @@ fn routes() -> Routes {
     .add("GET", "/health/live", health::live)
     .add("GET", "/health/ready", health::ready)
     .add("GET", "/admin/v2/brokers/health", health::ready)
+    .add("GET", "/metrics", metrics::metrics)
     .add(
         "GET",
         "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}",

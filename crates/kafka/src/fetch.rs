@@ -111,17 +111,24 @@ pub async fn handle(
         read_committed: req.isolation_level == 1,
     });
 
+    // Held while the request waits for data (a gauge and the wait's
+    // duration); dropped with the answer, or with the request if the
+    // connection goes away.
+    let mut waited = None;
     loop {
-        let (results, bytes, errors) = read_all(&plan);
+        let (results, covered, bytes, errors) = read_all(&plan);
         let waiting = plan.targets.iter().any(|t| t.log.is_some());
         let done = bytes >= min_bytes || errors || !waiting || Instant::now() >= deadline;
         if done {
+            drop(waited);
+            count_delivered(&plan.targets, &results, &covered);
             return fetch_response::encode(
                 &assemble(topics_out, &plan.targets, results),
                 correlation_id,
                 version,
             );
         }
+        waited.get_or_insert_with(|| broker.metrics().fetch_wait_started());
         // Wait for any partition to grow past what this read saw (an append
         // since the read ends the wait at once).
         let waits = plan.targets.iter().zip(&results).filter_map(|(t, r)| {
@@ -132,13 +139,25 @@ pub async fn handle(
     }
 }
 
-/// Locates every target's batches once. Returns per-target answers, total
-/// bytes, and whether any partition had an error (which ends the wait, as
-/// in Kafka).
-fn read_all(plan: &Plan) -> (Vec<PartitionAnswer>, usize, bool) {
+/// Counts what the answer delivers in each partition's traffic: the
+/// region's bytes, and as records the offsets it covers from the fetch
+/// offset (found from batch headers, without reading records).
+fn count_delivered(targets: &[Target], results: &[PartitionAnswer], covered: &[u64]) {
+    for ((t, r), records) in targets.iter().zip(results).zip(covered) {
+        if let (Some(p), Some(region)) = (&t.log, &r.records) {
+            p.traffic().record_out(*records, region.len() as u64);
+        }
+    }
+}
+
+/// Locates every target's batches once. Returns per-target answers, the
+/// offsets each answer covers from its fetch offset, total bytes, and
+/// whether any partition had an error (which ends the wait, as in Kafka).
+fn read_all(plan: &Plan) -> (Vec<PartitionAnswer>, Vec<u64>, usize, bool) {
     let mut total = 0usize;
     let mut errors = false;
     let mut out = Vec::with_capacity(plan.targets.len());
+    let mut covered = Vec::with_capacity(plan.targets.len());
     for t in &plan.targets {
         let answer = match (&t.topic, &t.log) {
             (Err(code), _) => Err(*code),
@@ -155,13 +174,15 @@ fn read_all(plan: &Plan) -> (Vec<PartitionAnswer>, usize, bool) {
             ),
         };
         match answer {
-            Ok(a) => {
+            Ok((a, records)) => {
                 errors |= a.error_code != 0;
                 total += a.records.as_ref().map_or(0, |r| r.len());
                 out.push(a);
+                covered.push(records);
             }
             Err(code) => {
                 errors = true;
+                covered.push(0);
                 out.push(PartitionAnswer {
                     index: t.partition,
                     error_code: code.code(),
@@ -174,7 +195,7 @@ fn read_all(plan: &Plan) -> (Vec<PartitionAnswer>, usize, bool) {
             }
         }
     }
-    (out, total, errors)
+    (out, covered, total, errors)
 }
 
 fn read_one(
@@ -183,7 +204,7 @@ fn read_one(
     remaining: usize,
     first: bool,
     read_committed: bool,
-) -> Result<PartitionAnswer, ResponseError> {
+) -> Result<(PartitionAnswer, u64), ResponseError> {
     let epoch = p.leader_epoch().0;
     if t.current_leader_epoch >= 0 && t.current_leader_epoch != epoch {
         return Err(if t.current_leader_epoch > epoch {
@@ -204,20 +225,27 @@ fn read_one(
         records: None,
     };
     match p.read_region(Offset(t.fetch_offset), max, first) {
-        Ok(r) => Ok(PartitionAnswer {
-            records: r.region,
-            ..answer(r.high_watermark.0, r.log_start_offset.0)
-        }),
+        Ok(r) => {
+            let covered = u64::try_from(r.next_offset.0 - t.fetch_offset).unwrap_or(0);
+            let a = PartitionAnswer {
+                records: r.region,
+                ..answer(r.high_watermark.0, r.log_start_offset.0)
+            };
+            Ok((a, covered))
+        }
         Err(
             e @ Error::Storage {
                 source: storage::Error::OffsetOutOfRange { .. },
                 ..
             },
-        ) => Ok(PartitionAnswer {
-            error_code: response_error(&e).code(),
-            aborted_empty: None,
-            ..answer(log.high_watermark().0, log.log_start_offset().0)
-        }),
+        ) => {
+            let a = PartitionAnswer {
+                error_code: response_error(&e).code(),
+                aborted_empty: None,
+                ..answer(log.high_watermark().0, log.log_start_offset().0)
+            };
+            Ok((a, 0))
+        }
         Err(
             e @ Error::Storage {
                 source: storage::Error::LogDeleted | storage::Error::LogClosed,

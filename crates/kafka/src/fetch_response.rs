@@ -127,7 +127,16 @@ pub fn encode(answer: &FetchAnswer, correlation_id: i32, version: i16) -> Respon
     if flexible {
         put_uvarint(f.buf(), 0);
     }
-    f.finish()
+    let first_error = std::iter::once(answer.error_code)
+        .chain(
+            answer
+                .topics
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+        )
+        .find(|&c| c != 0)
+        .unwrap_or(0);
+    f.finish().with_error_code(first_error)
 }
 
 #[cfg(test)]

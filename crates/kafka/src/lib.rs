@@ -38,6 +38,7 @@ mod leave_group;
 mod list_groups;
 mod list_offsets;
 mod metadata;
+mod metrics;
 mod offset_commit;
 mod offset_delete;
 mod offset_fetch;

@@ -77,7 +77,10 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> 
                 .with_partition_responses(partition_responses),
         );
     }
-    broker::complete_disk_work(disk_work).await;
+    if let Some(waited) = broker::complete_disk_work(disk_work).await {
+        // Next to the fsync it measures, the series lookup costs nothing.
+        broker.metrics().produce_flush_wait("kafka").observe(waited);
+    }
     if acks != 0 {
         return Outcome::Reply(ResponseKind::Produce(
             ProduceResponse::default().with_responses(responses),

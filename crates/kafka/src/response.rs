@@ -23,13 +23,29 @@ pub enum Chunk {
 #[derive(Debug, Clone, Default)]
 pub struct ResponseFrame {
     chunks: Vec<Chunk>,
+    error_code: i16,
 }
 
 impl ResponseFrame {
     /// A frame made of `chunks`, whose first chunk starts with the size
     /// prefix.
     pub fn new(chunks: Vec<Chunk>) -> ResponseFrame {
-        ResponseFrame { chunks }
+        ResponseFrame {
+            chunks,
+            error_code: 0,
+        }
+    }
+
+    /// Records the first error code the response carries (for metrics).
+    pub fn with_error_code(mut self, code: i16) -> ResponseFrame {
+        self.error_code = code;
+        self
+    }
+
+    /// The first error code the response carries (top-level, else the
+    /// first partition's), 0 for none.
+    pub fn error_code(&self) -> i16 {
+        self.error_code
     }
 
     /// Total bytes, size prefix included.
@@ -176,9 +192,7 @@ impl FrameBuilder {
             b[..4].copy_from_slice(&body.to_be_bytes());
             *first = b.freeze();
         }
-        ResponseFrame {
-            chunks: self.chunks,
-        }
+        ResponseFrame::new(self.chunks)
     }
 }
 

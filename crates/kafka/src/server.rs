@@ -17,12 +17,14 @@ use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tracing::debug;
 
 use super::frame::{self, FrameError, FrameLimits, Parsed};
 use super::{handle, Outcome};
 use broker::limits::{ConnectionGuard, ConnectionTracker, RequestBudget};
 use broker::log_limit::RateLimiter;
+use broker::metrics::{Outcome as Recorded, RequestTable};
 use broker::{warn_limited, Broker};
 
 /// Warnings about bad or refused connections: a few per second at most.
@@ -34,6 +36,8 @@ pub use broker::net::Listener as Server;
 /// What every connection of one listener shares.
 struct Shared {
     broker: Arc<Broker>,
+    /// Request counts and latencies by API key.
+    requests: RequestTable,
     budget: RequestBudget,
     frame_limits: FrameLimits,
     idle: Option<Duration>,
@@ -44,8 +48,12 @@ pub fn serve(listener: TcpListener, broker: Arc<Broker>) -> std::io::Result<Serv
     let local_addr = listener.local_addr()?;
     let (tx, rx) = watch::channel(false);
     let config = broker.config();
+    let listener_metrics = broker.metrics().listener("kafka");
     let tracker = ConnectionTracker::new(config.max_connections(), config.max_connections_per_ip());
     let shared = Arc::new(Shared {
+        requests: broker
+            .metrics()
+            .request_table("kafka", crate::metrics::API_SLOTS),
         budget: RequestBudget::new(config.queued_max_request_bytes()),
         frame_limits: FrameLimits {
             max_size: config.socket_request_max_bytes(),
@@ -58,6 +66,7 @@ pub fn serve(listener: TcpListener, broker: Arc<Broker>) -> std::io::Result<Serv
     let task = tokio::spawn(broker::net::accept_loop(
         listener,
         tracker,
+        listener_metrics,
         rx,
         move |stream, peer, shutdown, guard| {
             let shared = shared.clone();
@@ -99,25 +108,31 @@ async fn connection(
                 return Ok(());
             }
         };
-        let out = match frame::parse_request(frame) {
+        let started = Instant::now();
+        // The API and outcome to count once the answer is written.
+        let (out, api, recorded) = match frame::parse_request(frame) {
             Ok(Parsed::Request { mut ctx, body }) => {
                 ctx.client_host = format!("/{}", peer.ip());
                 let api = ctx.api_key;
                 tracing::trace!(%peer, ?api, version = ctx.api_version, correlation_id = ctx.correlation_id, "request");
-                match handle(broker, &ctx, body).await {
+                let outcome = handle(broker, &ctx, body).await;
+                let recorded = crate::metrics::outcome(&outcome);
+                match outcome {
                     Outcome::Reply(resp) => match frame::encode_response(&ctx, &resp) {
-                        Ok(bytes) => Some(bytes),
+                        Ok(bytes) => (Some(bytes), api, recorded),
                         Err(e) => {
+                            record(&shared, api, Recorded::Closed, started);
                             warn_limited!(BAD_CONNECTION_LOG, %peer, ?api, "closing connection: cannot encode response: {e:#}");
                             return Ok(());
                         }
                     },
                     Outcome::Frame(frame) => {
                         frame.write_to(&mut write).await?;
-                        None
+                        (None, api, recorded)
                     }
-                    Outcome::NoReply => None,
+                    Outcome::NoReply => (None, api, recorded),
                     Outcome::Close(reason) => {
+                        record(&shared, api, recorded, started);
                         warn_limited!(BAD_CONNECTION_LOG, %peer, ?api, "closing connection: {reason}");
                         return Ok(());
                     }
@@ -126,7 +141,12 @@ async fn connection(
             Ok(Parsed::UnsupportedApiVersions { correlation_id }) => {
                 // Normal negotiation: clients start at their newest version.
                 debug!(%peer, "client asked for an ApiVersions version we do not implement; answering v0 with UNSUPPORTED_VERSION");
-                Some(frame::encode_unsupported_api_versions(correlation_id))
+                let unsupported = kafka_protocol::error::ResponseError::UnsupportedVersion.code();
+                (
+                    Some(frame::encode_unsupported_api_versions(correlation_id)),
+                    kafka_protocol::messages::ApiKey::ApiVersions,
+                    Recorded::Error(crate::metrics::error_name(unsupported)),
+                )
             }
             Err(e) => {
                 warn_limited!(BAD_CONNECTION_LOG, %peer, "closing connection: {e}");
@@ -136,5 +156,21 @@ async fn connection(
         if let Some(bytes) = out {
             write.write_all(&bytes).await?;
         }
+        record(&shared, api, recorded, started);
     }
+}
+
+/// Counts one request from its arrival to now.
+fn record(
+    shared: &Shared,
+    api: kafka_protocol::messages::ApiKey,
+    outcome: Recorded,
+    started: Instant,
+) {
+    shared.requests.record(
+        api as i16 as usize,
+        crate::metrics::api_name(api),
+        outcome,
+        started.elapsed(),
+    );
 }

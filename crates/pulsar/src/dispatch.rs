@@ -258,7 +258,8 @@ fn read_entries(
 
 /// Sends the messages of one delivery: each entry holding some of them
 /// once, with an `ack_set` when only part of a batch is to be delivered.
-/// Returns the messages and frame bytes sent.
+/// Returns the messages and frame bytes queued for the consumer's
+/// connection.
 async fn send_delivery(
     outlet: &ConsumerOutlet,
     entries: &[PulsarEntry],

@@ -16,6 +16,7 @@ pub mod dispatch;
 pub mod error;
 pub mod lookup;
 pub mod message_id;
+mod metrics;
 pub mod producer;
 pub mod schema;
 pub mod server;

@@ -54,6 +54,8 @@ pub struct Shared {
     pub producers: Arc<ProducerRegistry>,
     /// Consumers and subscription dispatchers.
     pub dispatchers: Arc<Dispatchers>,
+    /// Command counts and latencies by command type.
+    pub commands: broker::metrics::RequestTable,
     next_connection: AtomicU64,
 }
 
@@ -90,16 +92,21 @@ pub fn serve(
         },
         producers: Arc::default(),
         dispatchers: Arc::default(),
+        commands: broker
+            .metrics()
+            .request_table("pulsar", crate::metrics::COMMAND_SLOTS),
         next_connection: AtomicU64::new(1),
         broker: broker.clone(),
     });
     let front_end = crate::admin::FrontEnd::new(shared.clone());
     let (tx, rx) = watch::channel(false);
+    let listener_metrics = broker.metrics().listener("pulsar");
     let flusher = broker::group::front_end::spawn_flusher(broker, Duration::from_millis(100));
     let task = tokio::spawn(async move {
         broker::net::accept_loop(
             listener,
             tracker,
+            listener_metrics,
             rx,
             move |stream, peer, shutdown, guard| {
                 connection(stream, peer, shared.clone(), shutdown, guard)

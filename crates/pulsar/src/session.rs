@@ -5,8 +5,10 @@
 //! outbound queue, written by the server's writer task.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
+use broker::metrics::Outcome;
 use broker::subscription::{Effect, SubscriptionType};
 use bytes::{Bytes, BytesMut};
 use magnetar_pulsar_wire::proto::{
@@ -34,6 +36,9 @@ pub const PROTOCOL_VERSION: i32 = 21;
 /// Why a connection is closed.
 pub type Close = String;
 
+/// No error answered (`ServerError` codes are never negative).
+const NO_ERROR: i32 = -1;
+
 /// One connection.
 pub struct Session {
     conn: u64,
@@ -46,6 +51,9 @@ pub struct Session {
     sought: HashMap<u64, model::Offset>,
     /// The client, as its CONNECT described itself.
     client: Arc<ClientInfo>,
+    /// The `ServerError` the command being handled was answered with, or
+    /// [`NO_ERROR`] (metrics; atomic only so that `&Session` is `Sync`).
+    answered_error: AtomicI32,
 }
 
 impl Session {
@@ -70,10 +78,15 @@ impl Session {
                 client_version: String::new(),
                 connected_since_ms: broker::now_ms().0,
             }),
+            answered_error: AtomicI32::new(NO_ERROR),
         }
     }
 
     async fn reply(&self, cmd: impl Into<Command>) -> Result<(), Close> {
+        let cmd = cmd.into();
+        if let Some(e) = crate::metrics::answer_error(&cmd) {
+            self.answered_error.store(e, Ordering::Relaxed);
+        }
         send(&self.out, command(cmd)).await
     }
 
@@ -100,8 +113,33 @@ impl Session {
         }
     }
 
-    /// Handles one command; `Err` closes the connection.
+    /// Handles one command; `Err` closes the connection. Counts it, with
+    /// its outcome and the time until its answer was queued, in the
+    /// broker's metrics.
     pub async fn handle(&mut self, cmd: Command, payload: Option<Payload>) -> Result<(), Close> {
+        let started = tokio::time::Instant::now();
+        let kind = cmd.kind();
+        self.answered_error.store(NO_ERROR, Ordering::Relaxed);
+        let r = self.handle_command(cmd, payload).await;
+        let outcome = match (&r, self.answered_error.load(Ordering::Relaxed)) {
+            (Err(_), _) => Outcome::Closed,
+            (Ok(()), NO_ERROR) => Outcome::Ok,
+            (Ok(()), e) => Outcome::Error(crate::metrics::error_name(e)),
+        };
+        self.shared.commands.record(
+            kind as i32 as usize,
+            crate::metrics::command_name(kind),
+            outcome,
+            started.elapsed(),
+        );
+        r
+    }
+
+    async fn handle_command(
+        &mut self,
+        cmd: Command,
+        payload: Option<Payload>,
+    ) -> Result<(), Close> {
         let broker = self.shared.broker.clone();
         if !self.connected {
             let Command::Connect(c) = cmd else {
@@ -258,8 +296,13 @@ impl Session {
                 ) {
                     Ok((receipt, work)) => {
                         if let Some(work) = work {
-                            broker::complete_disk_work(vec![(p.target.partition.clone(), work)])
-                                .await;
+                            let work = vec![(p.target.partition.clone(), work)];
+                            if let Some(waited) = broker::complete_disk_work(work).await {
+                                broker
+                                    .metrics()
+                                    .produce_flush_wait("pulsar")
+                                    .observe(waited);
+                            }
                         }
                         self.reply(receipt).await
                     }

@@ -73,6 +73,9 @@ pub struct ReadResult {
 pub struct RegionRead {
     /// Where the batches are; `None` when there are none to return.
     pub region: Option<FileRegion>,
+    /// The offset after the region's last batch (the offset read from when
+    /// there is no region): the region covers offsets up to it.
+    pub next_offset: Offset,
     /// The log start offset when the read happened.
     pub log_start_offset: Offset,
     /// The high watermark (== log end offset on a single node).
@@ -443,12 +446,17 @@ impl Log {
             (view, inner.log_start_offset, inner.log_end_offset)
         };
         // The file is walked without the lock: the view holds its own handle.
-        let region = match view {
+        let located = match view {
             Some(view) => view.locate(offset, max_bytes, min_one_batch)?,
             None => None,
         };
+        let (region, next_offset) = match located {
+            Some((region, next)) => (Some(region), next),
+            None => (None, offset),
+        };
         Ok(RegionRead {
             region,
+            next_offset,
             log_start_offset,
             high_watermark,
         })
@@ -498,7 +506,7 @@ impl Log {
             (segment.view_for_offset(offset)?, segment.size(), later)
         };
         let position = match view.locate(offset, 1, true)? {
-            Some(region) => region.file_range().1,
+            Some((region, _)) => region.file_range().1,
             None => segment_size,
         };
         Ok(segment_size.saturating_sub(position) + later)

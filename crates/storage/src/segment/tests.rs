@@ -43,13 +43,12 @@ fn index_lookups_find_every_batch() {
                 .view_for_offset(Offset(1000 + i as i64 * 4 + o))
                 .unwrap();
             assert!(view.start <= batches[..i].iter().map(|b| b.len() as u64).sum());
-            let got = view
+            let (region, next) = view
                 .locate(Offset(1000 + i as i64 * 4 + o), b.len(), false)
                 .unwrap()
-                .unwrap()
-                .read_all()
                 .unwrap();
-            assert_eq!(&got[..], &b[..]);
+            assert_eq!(&region.read_all().unwrap()[..], &b[..]);
+            assert_eq!(next, Offset(1000 + (i as i64 + 1) * 4), "after the batch");
         }
     }
     // Timestamp search through the time index.

@@ -211,15 +211,17 @@ impl SegmentView {
     /// Where the whole batches holding offsets `>= offset` lie in the file,
     /// starting with the batch that contains `offset`, at most `max_bytes`
     /// (but one whole batch when `min_one_batch`); found by walking batch
-    /// headers only. `None` when there are none to send.
+    /// headers only, with the offset after the last batch in it. `None`
+    /// when there are none to send.
     pub fn locate(
         &self,
         offset: Offset,
         max_bytes: usize,
         min_one_batch: bool,
-    ) -> Result<Option<FileRegion>> {
+    ) -> Result<Option<(FileRegion, Offset)>> {
         let mut first: Option<u64> = None;
         let mut end = 0u64;
+        let mut next_offset = offset;
         let scanned = scan_chunked(
             &self.file,
             &self.path,
@@ -237,12 +239,14 @@ impl SegmentView {
                         }
                         first = Some(pos);
                         end = next;
+                        next_offset = h.last_offset().plus(1);
                         Ok(true)
                     }
                     // Only whole batches go out, at most max_bytes of them.
                     Some(start) if next - start > max_bytes as u64 => Ok(false),
                     Some(_) => {
                         end = next;
+                        next_offset = h.last_offset().plus(1);
                         Ok(true)
                     }
                 }
@@ -255,11 +259,14 @@ impl SegmentView {
                 return Err(corrupt(&self.path, format!("bad batch while reading: {e}")));
             }
         }
-        Ok(first.map(|start| FileRegion {
-            file: Arc::clone(&self.file),
-            path: self.path.clone(),
-            position: start,
-            len: (end - start) as usize,
+        Ok(first.map(|start| {
+            let region = FileRegion {
+                file: Arc::clone(&self.file),
+                path: self.path.clone(),
+                position: start,
+                len: (end - start) as usize,
+            };
+            (region, next_offset)
         }))
     }
 
