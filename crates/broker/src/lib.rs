@@ -21,12 +21,13 @@ pub mod net;
 pub mod schema;
 pub mod sequences;
 pub mod subscription;
+pub mod tenancy;
 mod topic;
 pub mod traffic;
 
 pub use crate::core::{Broker, Endpoint, NewTopic};
 pub use error::Error;
-pub use topic::{complete_disk_work, Partition, Topic};
+pub use topic::{complete_disk_work, Partition, ProducerAttachment, Topic};
 
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> model::Timestamp {

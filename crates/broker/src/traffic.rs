@@ -146,6 +146,10 @@ mod tests {
         t.record_in(20, 0);
         let r = t.rates(start + Duration::from_secs(15));
         assert!((r.records_in - 4.0).abs() < 1e-9, "{r:?}");
-        assert_eq!(t.rates(start).records_in, 0.0, "time going back is harmless");
+        assert_eq!(
+            t.rates(start).records_in,
+            0.0,
+            "time going back is harmless"
+        );
     }
 }

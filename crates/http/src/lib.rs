@@ -130,7 +130,10 @@ pub fn router(state: Arc<AppState>) -> Router {
 pub const OPENAPI: &str = include_str!("../openapi.json");
 
 async fn openapi() -> impl axum::response::IntoResponse {
-    ([(axum::http::header::CONTENT_TYPE, "application/json")], OPENAPI)
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        OPENAPI,
+    )
 }
 
 async fn no_route(uri: Uri) -> ApiError {
