@@ -25,7 +25,7 @@ pub mod tenancy;
 mod topic;
 pub mod traffic;
 
-pub use crate::core::{Broker, Endpoint, NewTopic};
+pub use crate::core::{Broker, Endpoint, NewTopic, MAX_PARTITIONS_PER_TOPIC};
 pub use error::Error;
 pub use topic::{complete_disk_work, Partition, ProducerAttachment, Topic};
 

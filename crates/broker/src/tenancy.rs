@@ -446,14 +446,19 @@ impl Broker {
             .collect()
     }
 
-    /// Every topic key's value in effect for `topic` and where it comes
-    /// from: the topic's override, its namespace's policy, the broker.
-    pub fn effective_topic_config(&self, topic: &Topic) -> Vec<EffectiveValue> {
+    /// Every topic key's value in effect for topic `name` with overrides
+    /// `config` and where it comes from: the topic's override, its
+    /// namespace's policy, the broker.
+    pub fn effective_topic_config(
+        &self,
+        name: &TopicName,
+        config: &TopicConfig,
+    ) -> Vec<EffectiveValue> {
         let broker_config = self.config();
         let tenants = self.tenants.read().clone();
-        match inherited(&tenants, &topic.name) {
-            Some(ns) => topic.config.effective_in(ns, &broker_config),
-            None => topic.config.effective(&broker_config),
+        match inherited(&tenants, name) {
+            Some(ns) => config.effective_in(ns, &broker_config),
+            None => config.effective(&broker_config),
         }
     }
 

@@ -289,7 +289,8 @@ fn namespace_retention_is_inherited_unless_a_topic_overrides_it() {
     assert_eq!(c.retention_bytes, None, "other namespaces are untouched");
 
     // What DescribeConfigs reports, with the namespace as the source.
-    let eff = b.effective_topic_config(&b.topic("acme.billing.own").unwrap());
+    let own = b.topic("acme.billing.own").unwrap();
+    let eff = b.effective_topic_config(&own.name, &own.config);
     let get = |name: &str| {
         eff.iter()
             .find(|e| e.name == name)

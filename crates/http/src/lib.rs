@@ -1,5 +1,6 @@
 //! Magnetar's HTTP service: the Pulsar clients' HTTP lookup paths, the
-//! PIP-344 REST partition metadata, and health checks, over the same broker
+//! PIP-344 REST partition metadata, upstream's admin REST API for clusters,
+//! tenants, namespaces and topics, and health checks, over the same broker
 //! the Kafka and Pulsar listeners serve.
 //!
 //! Bodies are size-limited and requests time-limited; every refusal is a
@@ -8,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+mod admin;
 mod error;
 mod health;
 mod lookup;
@@ -110,6 +112,54 @@ fn routes() -> Routes {
         "/admin/v2/namespaces/{tenant}/{namespace}/topics",
         lookup::namespace_topics,
     )
+    .admin_routes()
+}
+
+impl Routes {
+    /// Upstream's admin REST API: clusters, tenants, namespaces, topics.
+    fn admin_routes(self) -> Routes {
+        use admin::{namespaces, tenants, topics};
+        const TOPIC: &str = "/admin/v2/{domain}/{tenant}/{namespace}/{topic}";
+        const PARTITIONS: &str = "/admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions";
+        const RETENTION: &str = "/admin/v2/namespaces/{tenant}/{namespace}/retention";
+        self.add("GET", "/admin/v2/clusters", admin::clusters)
+            .add("GET", "/admin/v2/clusters/{cluster}", admin::cluster)
+            .add("GET", "/admin/v2/tenants", tenants::list)
+            .add("GET", "/admin/v2/tenants/{tenant}", tenants::get)
+            .add("PUT", "/admin/v2/tenants/{tenant}", tenants::create)
+            .add("POST", "/admin/v2/tenants/{tenant}", tenants::update)
+            .add("DELETE", "/admin/v2/tenants/{tenant}", tenants::delete)
+            .add("GET", "/admin/v2/namespaces/{tenant}", namespaces::list)
+            .add(
+                "PUT",
+                "/admin/v2/namespaces/{tenant}/{namespace}",
+                namespaces::create,
+            )
+            .add(
+                "DELETE",
+                "/admin/v2/namespaces/{tenant}/{namespace}",
+                namespaces::delete,
+            )
+            .add("GET", RETENTION, namespaces::get_retention)
+            .add("POST", RETENTION, namespaces::set_retention)
+            .add("DELETE", RETENTION, namespaces::remove_retention)
+            .add(
+                "GET",
+                "/admin/v2/{domain}/{tenant}/{namespace}",
+                topics::list,
+            )
+            .add(
+                "GET",
+                "/admin/v2/{domain}/{tenant}/{namespace}/partitioned",
+                topics::list_partitioned,
+            )
+            .add("PUT", TOPIC, topics::create_non_partitioned)
+            .add("DELETE", TOPIC, topics::delete)
+            // GET on this path is PIP-344's partition metadata (above).
+            .add("PUT", PARTITIONS, topics::create_partitioned)
+            .add("POST", PARTITIONS, topics::grow_partitions)
+            .add("DELETE", PARTITIONS, topics::delete_partitioned)
+    }
 }
 
 /// Every route the service serves, with the limits and fallbacks.

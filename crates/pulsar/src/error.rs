@@ -29,9 +29,11 @@ impl From<broker::Error> for PulsarError {
     fn from(e: broker::Error) -> Self {
         use broker::Error as E;
         let code = match &e {
-            E::UnknownTopic(_) | E::UnknownTopicId(_) | E::UnknownPartition { .. } => {
-                ServerError::TopicNotFound
-            }
+            E::UnknownTopic(_)
+            | E::UnknownTopicId(_)
+            | E::UnknownPartition { .. }
+            // Deleted between the name check and the topic's creation.
+            | E::NamespaceNotFound(_) => ServerError::TopicNotFound,
             E::InvalidTopic(_) => ServerError::InvalidTopicName,
             E::InternalTopic(_) => ServerError::NotAllowedError,
             E::TopicExists(_) | E::InvalidPartitions(_) | E::InvalidRequest(_) => {

@@ -131,6 +131,8 @@ pub struct Producer {
     pub name: String,
     registry: Arc<ProducerRegistry>,
     sequences: SequencesHandle,
+    // Keeps the topic from being deleted without force while attached.
+    _attached: broker::ProducerAttachment,
 }
 
 impl Producer {
@@ -186,6 +188,7 @@ pub fn create(
         producer_ready: Some(true),
     };
     let producer = Producer {
+        _attached: target.partition.attach_producer(),
         target,
         name,
         registry: registry.clone(),
