@@ -8,299 +8,20 @@
 //! Pulsar client produces and consumes in a namespace made over REST.
 
 mod common;
+#[path = "http_admin/support.rs"]
+mod support;
 
-use std::io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::Command as Process;
-use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
-use common::{client_config, BrokerProcess, RawConn};
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{ApiKey, FetchRequest, MetadataRequest, ResponseKind, TopicName};
-use kafka_protocol::protocol::StrBytes;
-use magnetar_pulsar_wire::proto::command_partitioned_topic_metadata_response::LookupType;
-use magnetar_pulsar_wire::proto::command_subscribe::{InitialPosition, SubType};
-use magnetar_pulsar_wire::proto::{
-    CommandConnect, CommandPartitionedTopicMetadata, CommandPong, CommandProducer,
-    CommandSubscribe, ServerError,
-};
-use magnetar_pulsar_wire::{command, encode_command, Command, FrameDecoder};
-use rdkafka::admin::{
-    AdminClient, AdminOptions, ConfigSource, NewTopic, ResourceSpecifier, TopicReplication,
-};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use common::{BrokerProcess, RawConn};
+use magnetar_pulsar_wire::proto::ServerError;
+use rdkafka::admin::{AdminOptions, ConfigSource, NewTopic, TopicReplication};
 use reqwest::Method;
 use serde_json::{json, Value};
-use uuid::Uuid;
-
-const UNKNOWN_TOPIC_ID: i16 = 100;
-const WAIT: Duration = Duration::from_secs(20);
-
-/// The broker's HTTP service.
-struct Http {
-    base: String,
-    client: reqwest::Client,
-}
-
-impl Http {
-    fn of(broker: &BrokerProcess) -> Http {
-        Http {
-            base: broker.http_url(),
-            client: reqwest::Client::new(),
-        }
-    }
-
-    /// Sends `body` (as curl would: no JSON content type) and returns the
-    /// status and the answer (JSON, or the text, `Null` if empty).
-    async fn call(&self, method: Method, path: &str, body: Option<&str>) -> (u16, Value) {
-        let mut req = self.client.request(method, format!("{}{path}", self.base));
-        if let Some(b) = body {
-            req = req.body(b.to_string());
-        }
-        let r = req.send().await.expect("http request");
-        let status = r.status().as_u16();
-        let text = r.text().await.unwrap();
-        let body = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
-        };
-        (status, body)
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        self.call(Method::GET, path, None).await
-    }
-
-    async fn put(&self, path: &str, body: Option<&str>) -> (u16, Value) {
-        self.call(Method::PUT, path, body).await
-    }
-
-    async fn post(&self, path: &str, body: &str) -> (u16, Value) {
-        self.call(Method::POST, path, Some(body)).await
-    }
-
-    async fn delete(&self, path: &str) -> (u16, Value) {
-        self.call(Method::DELETE, path, None).await
-    }
-
-    /// Asserts a refusal: `status` and a non-empty reason containing `text`.
-    async fn refused(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<&str>,
-        status: u16,
-        text: &str,
-    ) {
-        let (got, answer) = self.call(method.clone(), path, body).await;
-        let reason = answer["reason"].as_str().unwrap_or_default();
-        assert!(
-            got == status && !reason.is_empty() && reason.contains(text),
-            "{method} {path}: want {status} with {text:?}, got {got} {answer}"
-        );
-    }
-
-    async fn ok(&self, method: Method, path: &str, body: Option<&str>) {
-        let (got, answer) = self.call(method.clone(), path, body).await;
-        assert_eq!(got, 204, "{method} {path}: {answer}");
-    }
-}
-
-const TENANT: &str = r#"{"adminRoles": ["ops"], "allowedClusters": ["standalone"]}"#;
-
-/// Creates tenant `t` and namespace `t/ns` over REST.
-async fn namespace(http: &Http, t: &str, ns: &str) {
-    let (status, _) = http.get(&format!("/admin/v2/tenants/{t}")).await;
-    if status == 404 {
-        http.ok(Method::PUT, &format!("/admin/v2/tenants/{t}"), Some(TENANT))
-            .await;
-    }
-    http.ok(Method::PUT, &format!("/admin/v2/namespaces/{t}/{ns}"), None)
-        .await;
-}
-
-fn admin(b: &BrokerProcess) -> AdminClient<DefaultClientContext> {
-    client_config(&b.bootstrap()).create().unwrap()
-}
-
-/// The partition count Kafka Metadata reports, or None if the topic does
-/// not exist.
-fn kafka_partitions(b: &BrokerProcess, topic: &str) -> Option<usize> {
-    let c: BaseConsumer = client_config(&b.bootstrap()).create().unwrap();
-    let md = c
-        .fetch_metadata(Some(topic), Duration::from_secs(10))
-        .unwrap();
-    let t = &md.topics()[0];
-    t.error().is_none().then(|| t.partitions().len())
-}
-
-/// A topic key's value and source as Kafka DescribeConfigs reports it.
-async fn kafka_config(b: &BrokerProcess, topic: &str, key: &str) -> (String, ConfigSource) {
-    let r = admin(b)
-        .describe_configs(&[ResourceSpecifier::Topic(topic)], &AdminOptions::new())
-        .await
-        .unwrap();
-    let res = r[0].as_ref().unwrap();
-    let e = res.get(key).unwrap_or_else(|| panic!("{key} described"));
-    let source = match e.source {
-        ConfigSource::DynamicTopic => ConfigSource::DynamicTopic,
-        ConfigSource::DynamicDefaultBroker => ConfigSource::DynamicDefaultBroker,
-        ConfigSource::Default => ConfigSource::Default,
-        _ => ConfigSource::Unknown,
-    };
-    (e.value.clone().unwrap_or_default(), source)
-}
-
-/// A minimal synchronous Pulsar connection (raw frames).
-struct Pulsar {
-    stream: TcpStream,
-    buf: BytesMut,
-    decoder: FrameDecoder,
-    next_id: u64,
-}
-
-impl Pulsar {
-    fn connect(broker: &BrokerProcess) -> Pulsar {
-        let url = broker.pulsar_url();
-        let stream = TcpStream::connect(url.strip_prefix("pulsar://").unwrap()).unwrap();
-        let mut c = Pulsar {
-            stream,
-            buf: BytesMut::new(),
-            decoder: FrameDecoder::default(),
-            next_id: 1,
-        };
-        c.send(CommandConnect {
-            client_version: "http-admin-test".into(),
-            protocol_version: Some(21),
-            ..Default::default()
-        });
-        assert!(matches!(c.expect(), Command::Connected(_)));
-        c
-    }
-
-    fn send(&mut self, cmd: impl Into<Command>) {
-        let mut b = BytesMut::new();
-        encode_command(&command(cmd), &mut b).unwrap();
-        self.stream.write_all(&b).unwrap();
-    }
-
-    fn id(&mut self) -> u64 {
-        self.next_id += 1;
-        self.next_id
-    }
-
-    /// The next command (keep-alive pings answered and skipped).
-    fn expect(&mut self) -> Command {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(f) = self.decoder.decode(&mut self.buf).expect("a good frame") {
-                match Command::try_from(f.command).expect("a known command") {
-                    Command::Ping(_) => self.send(CommandPong {}),
-                    cmd => return cmd,
-                }
-                continue;
-            }
-            let now = Instant::now();
-            assert!(now < deadline, "no answer within {WAIT:?}");
-            self.stream.set_read_timeout(Some(deadline - now)).unwrap();
-            let mut chunk = [0u8; 16 * 1024];
-            match self.stream.read(&mut chunk) {
-                Ok(0) => panic!("the broker closed the connection"),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if matches!(e.kind(), WouldBlock | TimedOut | Interrupted) => {}
-                Err(e) => panic!("read: {e}"),
-            }
-        }
-    }
-
-    /// PartitionedTopicMetadata without auto-creation: `Ok(partitions)` or
-    /// the error code.
-    fn partitions(&mut self, topic: &str) -> Result<u32, ServerError> {
-        let request_id = self.id();
-        self.send(CommandPartitionedTopicMetadata {
-            topic: topic.into(),
-            request_id,
-            metadata_auto_creation_enabled: Some(false),
-            ..Default::default()
-        });
-        match self.expect() {
-            Command::PartitionedMetadataResponse(r)
-                if r.response == Some(LookupType::Success as i32) =>
-            {
-                Ok(r.partitions.unwrap_or(0))
-            }
-            Command::PartitionedMetadataResponse(r) => {
-                Err(ServerError::try_from(r.error.unwrap()).unwrap())
-            }
-            other => panic!("PartitionedTopicMetadata answered with {other:?}"),
-        }
-    }
-
-    /// Attaches a producer; panics if refused.
-    fn producer(&mut self, topic: &str, producer_id: u64) {
-        let request_id = self.id();
-        self.send(CommandProducer {
-            topic: topic.into(),
-            producer_id,
-            request_id,
-            ..Default::default()
-        });
-        match self.expect() {
-            Command::ProducerSuccess(_) => {}
-            other => panic!("PRODUCER {topic} answered with {other:?}"),
-        }
-    }
-
-    /// Subscribes a consumer; panics if refused.
-    fn subscribe(&mut self, topic: &str, consumer_id: u64) {
-        let request_id = self.id();
-        self.send(CommandSubscribe {
-            topic: topic.into(),
-            subscription: "busy".into(),
-            sub_type: SubType::Shared as i32,
-            consumer_id,
-            request_id,
-            initial_position: Some(InitialPosition::Earliest as i32),
-            ..Default::default()
-        });
-        match self.expect() {
-            Command::Success(_) => {}
-            other => panic!("SUBSCRIBE {topic} answered with {other:?}"),
-        }
-    }
-}
-
-async fn topic_id(conn: &mut RawConn, name: &str) -> Uuid {
-    let req = MetadataRequest::default().with_topics(Some(vec![MetadataRequestTopic::default()
-        .with_name(Some(TopicName(StrBytes::from_string(name.to_string()))))]));
-    let ResponseKind::Metadata(resp) = conn.call(ApiKey::Metadata, 12, req).await else {
-        panic!()
-    };
-    assert_eq!(resp.topics[0].error_code, 0, "{name}");
-    resp.topics[0].topic_id
-}
-
-/// The error code of a Fetch v13 naming the topic by id.
-async fn fetch_error_by_id(conn: &mut RawConn, id: Uuid) -> i16 {
-    let req = FetchRequest::default()
-        .with_max_wait_ms(0)
-        .with_max_bytes(1 << 20)
-        .with_topics(vec![FetchTopic::default()
-            .with_topic_id(id)
-            .with_partitions(vec![FetchPartition::default()
-                .with_partition(0)
-                .with_fetch_offset(0)
-                .with_partition_max_bytes(1 << 20)])]);
-    let ResponseKind::Fetch(resp) = conn.call(ApiKey::Fetch, 13, req).await else {
-        panic!()
-    };
-    resp.responses[0].partitions[0].error_code
-}
+use support::{
+    admin, fetch_error_by_id, kafka_config, kafka_partitions, namespace, topic_id, Http, Pulsar,
+    TENANT, UNKNOWN_TOPIC_ID,
+};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn clusters_and_tenants() {
@@ -500,12 +221,11 @@ async fn clusters_and_tenants() {
         "no such path",
     )
     .await;
-    let huge = format!(
-        r#"{{"adminRoles": ["{}"], "allowedClusters": ["standalone"]}}"#,
-        "x".repeat(2 << 20)
+    assert_eq!(
+        support::status_of_announced_body(&broker, "/admin/v2/tenants/big", 2 << 20),
+        413,
+        "bodies are limited to 1 MiB"
     );
-    let (status, _) = http.put("/admin/v2/tenants/big", Some(&huge)).await;
-    assert_eq!(status, 413, "bodies are limited to 1 MiB");
     assert_eq!(http.get("/health/ready").await.0, 200, "still serving");
 }
 
@@ -697,7 +417,10 @@ async fn namespaces_and_their_retention_as_kafka_sees_it() {
             .await,
         (
             200,
-            json!(["persistent://acme/billing/before", "persistent://acme/billing/own"])
+            json!([
+                "persistent://acme/billing/before",
+                "persistent://acme/billing/own"
+            ])
         )
     );
 
