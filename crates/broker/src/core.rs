@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use model::pulsar_name::Namespace;
 use model::{PartitionId, ProducerId, Timestamp, TopicId, TopicName, TopicPartition};
 use parking_lot::{Mutex, RwLock};
 use storage::{LogManager, LogSpec};
@@ -13,6 +14,7 @@ use crate::config::{BrokerConfig, ConfigSource, TopicConfig, TopicKind};
 use crate::group::coordinator::GroupCoordinator;
 use crate::group::store::{GroupLog, OFFSETS_TOPIC};
 use crate::metadata_store::{MetadataStore, TopicRecord};
+use crate::tenancy::{self, Tenants};
 use crate::topic::{Partition, Topic};
 use crate::Error;
 
@@ -66,8 +68,12 @@ pub struct Broker {
     endpoint: Endpoint,
     logs: LogManager,
     topics: RwLock<TopicTable>,
-    // Serializes topic creation/deletion/alteration and metadata writes.
-    store: Mutex<MetadataStore>,
+    // Serializes topic creation/deletion/alteration, tenant and namespace
+    // changes, and metadata writes.
+    pub(crate) store: Mutex<MetadataStore>,
+    // The tenants and namespaces last persisted, for readers that must not
+    // wait behind a long topic creation holding `store`.
+    pub(crate) tenants: RwLock<Arc<Tenants>>,
     producer_ids: Mutex<ProducerIds>,
     cluster_id: String,
     groups: OnceLock<GroupCoordinator>,
@@ -130,9 +136,10 @@ impl Broker {
         let mut table = TopicTable::default();
         let started = std::time::Instant::now();
         let recs: Vec<&TopicRecord> = store.data.topics.values().collect();
+        let tenants = &store.data.tenants;
         let specs: Vec<LogSpec> = recs
             .iter()
-            .flat_map(|rec| partition_specs(rec, &config, 0..rec.partitions))
+            .flat_map(|rec| partition_specs(rec, tenants, &config, 0..rec.partitions))
             .collect();
         let mut opened = into_partitions(logs.open_logs(specs.clone()), specs)?.into_iter();
         for rec in recs {
@@ -151,12 +158,14 @@ impl Broker {
         let cluster_id = store.data.cluster_id.clone();
         info!(topics = table.by_name.len(), %cluster_id, "broker state loaded");
         let coordinator_config = crate::group::coordinator_config(&config);
+        let tenants = RwLock::new(Arc::new(store.data.tenants.clone()));
         let broker = Broker {
             config: RwLock::new(config),
             endpoint,
             logs,
             topics: RwLock::new(table),
             store: Mutex::new(store),
+            tenants,
             producer_ids: Mutex::new(ProducerIds { next: limit, limit }),
             cluster_id,
             groups: OnceLock::new(),
@@ -299,6 +308,18 @@ impl Broker {
         name: &TopicName,
         allow_auto_create: bool,
     ) -> Result<Arc<Topic>, Error> {
+        self.lookup_topic_in(name, allow_auto_create, None)
+    }
+
+    /// [`Broker::lookup_topic`] for a topic a client named in `namespace`
+    /// (Pulsar): a topic it creates is created only while `name` still
+    /// belongs to that namespace (see [`Broker::create_topic_in`]).
+    pub fn lookup_topic_in(
+        &self,
+        name: &TopicName,
+        allow_auto_create: bool,
+        namespace: Option<&Namespace>,
+    ) -> Result<Arc<Topic>, Error> {
         if let Some(t) = self.topic(name.as_str()) {
             return Ok(t);
         }
@@ -319,7 +340,7 @@ impl Broker {
             kind,
             config: TopicConfig::default(),
         };
-        match self.create_topic(req, false) {
+        match self.create_topic_checked(req, false, namespace) {
             Ok(t) => {
                 info!(topic = %name, kind = kind.as_str(), partitions = t.partitions.len(), "auto-created topic");
                 Ok(t)
@@ -336,7 +357,32 @@ impl Broker {
     /// metadata write is the commit point; on start-up, directories without
     /// a committed topic are removed.
     pub fn create_topic(&self, req: NewTopic, validate_only: bool) -> Result<Arc<Topic>, Error> {
+        self.create_topic_checked(req, validate_only, None)
+    }
+
+    /// Creates a topic a client named in Pulsar namespace `namespace`: as
+    /// [`Broker::create_topic`], but checked under the metadata lock that
+    /// the Kafka name still belongs to that namespace (it exists, and for
+    /// `public/default`, the name is not one of another namespace's), so a
+    /// namespace deleted meanwhile never gets a topic.
+    pub fn create_topic_in(
+        &self,
+        namespace: &Namespace,
+        req: NewTopic,
+    ) -> Result<Arc<Topic>, Error> {
+        self.create_topic_checked(req, false, Some(namespace))
+    }
+
+    fn create_topic_checked(
+        &self,
+        req: NewTopic,
+        validate_only: bool,
+        namespace: Option<&Namespace>,
+    ) -> Result<Arc<Topic>, Error> {
         let mut store = self.store.lock();
+        if let Some(ns) = namespace {
+            tenancy::check_topic_namespace(&store.data.tenants, &req.name, ns)?;
+        }
         if self.topic(req.name.as_str()).is_some() {
             return Err(Error::TopicExists(req.name.to_string()));
         }
@@ -379,7 +425,7 @@ impl Broker {
             partitions,
             config: req.config,
         };
-        let topic = match open_topic(&self.logs, &config, &rec) {
+        let topic = match open_topic(&self.logs, &store.data.tenants, &config, &rec) {
             Ok(t) => t,
             Err(e) => {
                 self.remove_logs(&rec.name, 0..partitions);
@@ -403,6 +449,42 @@ impl Broker {
     /// staged for removal. Its id is never reused.
     pub fn delete_topic(&self, name: &str) -> Result<TopicId, Error> {
         self.delete_topic_checked(name, None)
+    }
+
+    /// Deletes a topic as the Pulsar admin API does: without `force`, a
+    /// topic with attached producers or consumers (of any front end that
+    /// registers them) is refused with [`Error::TopicBusy`].
+    pub fn delete_topic_unless_busy(&self, name: &str, force: bool) -> Result<TopicId, Error> {
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
+        if !force && self.topic_in_use(&topic) {
+            return Err(Error::TopicBusy(name.to_string()));
+        }
+        self.delete_topic_checked(name, Some(topic.id))
+            .map_err(|e| match e {
+                // Deleted (and perhaps recreated) since it was looked up.
+                Error::UnknownTopicId(_) => Error::UnknownTopic(name.to_string()),
+                e => e,
+            })
+    }
+
+    /// Whether producers or consumers are attached to any partition of
+    /// `topic` (Pulsar producers, and consumers of its subscriptions,
+    /// Readers included).
+    pub fn topic_in_use(&self, topic: &Topic) -> bool {
+        topic.partitions.iter().any(|p| {
+            p.producer_count() > 0
+                || self
+                    .subscriptions()
+                    .list(
+                        topic.name.as_str(),
+                        p.tp.partition.0,
+                        p.log().log_end_offset(),
+                    )
+                    .iter()
+                    .any(|s| !s.consumers.is_empty())
+        })
     }
 
     /// Deletes the topic with this id (not a newer topic of the same name).
@@ -508,7 +590,8 @@ impl Broker {
             return Ok(());
         }
         let config = self.config.read().clone();
-        let log_config = topic.config.log_config(&config);
+        let log_config =
+            tenancy::log_config(&store.data.tenants, &config, &topic.name, &topic.config);
         let mut parts = topic.partitions.clone();
         let specs: Vec<LogSpec> = (current..total)
             .map(|p| LogSpec {
@@ -581,7 +664,8 @@ impl Broker {
             }
         })?;
         let broker_config = self.config.read().clone();
-        let log_config = config.log_config(&broker_config);
+        let log_config =
+            tenancy::log_config(&store.data.tenants, &broker_config, &topic.name, &config);
         for p in &topic.partitions {
             p.log().update_config(log_config.clone());
         }
@@ -633,13 +717,20 @@ impl Broker {
         let dynamic = next.dynamic_values();
         store.update(|m| m.broker_configs = dynamic)?;
         *self.config.write() = next.clone();
+        self.refresh_log_configs(&store.data.tenants, &next);
+        Ok(())
+    }
+
+    /// Pushes every topic's storage settings to its partitions after a
+    /// change of the layers below the topic's own overrides (broker keys,
+    /// namespace policies, which namespace a topic belongs to).
+    pub(crate) fn refresh_log_configs(&self, tenants: &Tenants, broker_config: &BrokerConfig) {
         for t in self.topics() {
-            let c = t.config.log_config(&next);
+            let c = tenancy::log_config(tenants, broker_config, &t.name, &t.config);
             for p in &t.partitions {
                 p.log().update_config(c.clone());
             }
         }
-        Ok(())
     }
 
     /// Hands out a producer id never given before, even across restarts.
@@ -706,8 +797,13 @@ impl Broker {
     }
 }
 
-fn open_topic(logs: &LogManager, config: &BrokerConfig, rec: &TopicRecord) -> Result<Topic, Error> {
-    let specs = partition_specs(rec, config, 0..rec.partitions);
+fn open_topic(
+    logs: &LogManager,
+    tenants: &Tenants,
+    config: &BrokerConfig,
+    rec: &TopicRecord,
+) -> Result<Topic, Error> {
+    let specs = partition_specs(rec, tenants, config, 0..rec.partitions);
     let partitions = into_partitions(logs.open_logs(specs.clone()), specs)?;
     Ok(topic_from(rec, partitions))
 }
@@ -715,10 +811,11 @@ fn open_topic(logs: &LogManager, config: &BrokerConfig, rec: &TopicRecord) -> Re
 /// The logs of `rec`'s partitions in `range`.
 fn partition_specs(
     rec: &TopicRecord,
+    tenants: &Tenants,
     config: &BrokerConfig,
     range: std::ops::Range<i32>,
 ) -> Vec<LogSpec> {
-    let log_config = rec.config.log_config(config);
+    let log_config = tenancy::log_config(tenants, config, &rec.name, &rec.config);
     range
         .map(|p| LogSpec {
             topic_partition: TopicPartition::new(rec.name.clone(), PartitionId(p)),

@@ -106,6 +106,36 @@ pub enum Error {
     /// on Shared or Key_Shared).
     #[error("{0}")]
     NotAllowed(String),
+    /// No tenant of this name.
+    #[error("tenant {0} does not exist")]
+    TenantNotFound(String),
+    /// Creating a tenant whose name is taken.
+    #[error("tenant {0} already exists")]
+    TenantExists(String),
+    /// Deleting (without force) a tenant that has namespaces.
+    #[error("tenant {0} still has namespaces")]
+    TenantNotEmpty(String),
+    /// No namespace of this name.
+    #[error("namespace {0} does not exist")]
+    NamespaceNotFound(String),
+    /// Creating a namespace whose name is taken.
+    #[error("namespace {0} already exists")]
+    NamespaceExists(String),
+    /// Deleting (without force) a namespace that has topics.
+    #[error("namespace {0} still has topics")]
+    NamespaceNotEmpty(String),
+    /// A tenant or namespace policy that breaks a rule (unknown cluster,
+    /// invalid retention, ...).
+    #[error("{0}")]
+    InvalidPolicy(String),
+    /// Something that always exists (`public`, `public/default`) cannot
+    /// be deleted.
+    #[error("{0} always exists and cannot be deleted")]
+    Undeletable(String),
+    /// Deleting (without force) a topic with attached producers or
+    /// consumers.
+    #[error("topic {0} has attached producers or consumers")]
+    TopicBusy(String),
     /// The metadata file is unreadable.
     #[error("metadata file {path} is corrupt: {reason}")]
     MetadataCorrupt {

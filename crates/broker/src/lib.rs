@@ -22,14 +22,15 @@ pub mod net;
 pub mod schema;
 pub mod sequences;
 pub mod subscription;
+pub mod tenancy;
 #[cfg(test)]
 mod testing;
 mod topic;
 pub mod traffic;
 
-pub use crate::core::{Broker, Endpoint, NewTopic};
+pub use crate::core::{Broker, Endpoint, NewTopic, MAX_PARTITIONS_PER_TOPIC};
 pub use error::Error;
-pub use topic::{complete_disk_work, Partition, Topic};
+pub use topic::{complete_disk_work, Partition, ProducerAttachment, Topic};
 
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> model::Timestamp {

@@ -1,9 +1,10 @@
 //! The broker's durable metadata: cluster id, topics (name, id, kind,
-//! partition count, config overrides), dynamic broker configs and the
+//! partition count, config overrides), tenants and their namespaces
+//! (with the namespaces' policies), dynamic broker configs and the
 //! producer-id high-water mark. One JSON file, replaced atomically on every
 //! change; it is the commit point for topic creation and deletion.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,32 @@ pub struct TopicRecord {
     pub config: TopicConfig,
 }
 
+/// A tenant as persisted: upstream Pulsar's `TenantInfo` and the
+/// tenant's namespaces.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TenantRecord {
+    /// Roles allowed to administer the tenant (recorded; there is no
+    /// authorization yet).
+    #[serde(default)]
+    pub admin_roles: BTreeSet<String>,
+    /// Clusters the tenant may use.
+    #[serde(default)]
+    pub allowed_clusters: BTreeSet<String>,
+    /// Namespaces by their name within the tenant.
+    #[serde(default)]
+    pub namespaces: BTreeMap<String, NamespaceRecord>,
+}
+
+/// A namespace as persisted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NamespaceRecord {
+    /// Topic configuration keys the namespace sets for its topics (its
+    /// policies, e.g. retention as `retention.ms`/`retention.bytes`);
+    /// a topic's own override wins.
+    #[serde(default)]
+    pub config: TopicConfig,
+}
+
 /// Everything persisted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metadata {
@@ -47,6 +74,10 @@ pub struct Metadata {
     /// Broker keys changed at runtime.
     #[serde(default)]
     pub broker_configs: BTreeMap<String, String>,
+    /// Tenants by name (files written before tenants existed have none;
+    /// `public` and `public/default` are added when a file is opened).
+    #[serde(default)]
+    pub tenants: BTreeMap<String, TenantRecord>,
 }
 
 /// The metadata file and its last written content.
@@ -78,6 +109,8 @@ impl MetadataStore {
                         reason: format!("unsupported version {}", data.version),
                     });
                 }
+                let mut data = data;
+                add_default_namespace(&mut data.tenants);
                 Ok(MetadataStore { path, data })
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -89,8 +122,10 @@ impl MetadataStore {
                         producer_id_limit: 0,
                         topics: BTreeMap::new(),
                         broker_configs: BTreeMap::new(),
+                        tenants: BTreeMap::new(),
                     },
                 };
+                add_default_namespace(&mut store.data.tenants);
                 store.save().map_err(|e| match e {
                     Error::MetadataIo { source, .. } => io(source),
                     other => other,
@@ -120,6 +155,21 @@ impl MetadataStore {
             source,
         })
     }
+}
+
+/// `public` and `public/default` always exist (as on an upstream
+/// standalone broker); they are written with the next change.
+fn add_default_namespace(tenants: &mut BTreeMap<String, TenantRecord>) {
+    let public = tenants
+        .entry(model::pulsar_name::DEFAULT_TENANT.to_string())
+        .or_insert_with(|| TenantRecord {
+            allowed_clusters: [crate::tenancy::CLUSTER_NAME.to_string()].into(),
+            ..TenantRecord::default()
+        });
+    public
+        .namespaces
+        .entry(model::pulsar_name::DEFAULT_NAMESPACE.to_string())
+        .or_default();
 }
 
 fn write_atomically(path: &Path, data: &Metadata) -> std::io::Result<()> {
@@ -188,6 +238,44 @@ mod tests {
         assert_eq!(s2.data.cluster_id, cluster);
         assert_eq!(s2.data.topics[&name].id, id);
         assert_eq!(s2.data.topics[&name].kind, TopicKind::NonPartitioned);
+    }
+
+    #[test]
+    fn files_without_tenants_load_with_the_default_namespace() {
+        let dir = tempfile::tempdir().unwrap();
+        // As written before tenants and namespaces were stored.
+        fs::write(
+            dir.path().join(FILE_NAME),
+            br#"{"version":1,"cluster_id":"abc","producer_id_limit":0,"topics":{}}"#,
+        )
+        .unwrap();
+        let s = MetadataStore::open(dir.path()).unwrap();
+        assert_eq!(s.data.cluster_id, "abc");
+        let public = &s.data.tenants["public"];
+        assert!(public.namespaces.contains_key("default"));
+        assert_eq!(
+            public.allowed_clusters,
+            [crate::tenancy::CLUSTER_NAME.to_string()].into()
+        );
+    }
+
+    #[test]
+    fn tenants_and_namespace_policies_persist() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = MetadataStore::open(dir.path()).unwrap();
+        s.update(|m| {
+            let t = m.tenants.entry("acme".into()).or_default();
+            t.admin_roles.insert("ops".into());
+            let mut config = TopicConfig::default();
+            config.set("retention.ms", "60000").unwrap();
+            t.namespaces
+                .insert("billing".into(), NamespaceRecord { config });
+        })
+        .unwrap();
+        let s2 = MetadataStore::open(dir.path()).unwrap();
+        assert_eq!(s2.data.tenants, s.data.tenants);
+        let ns = &s2.data.tenants["acme"].namespaces["billing"];
+        assert_eq!(ns.config.overrides()["retention.ms"], "60000");
     }
 
     #[test]

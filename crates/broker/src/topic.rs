@@ -1,5 +1,6 @@
 //! Topics and partitions: the broker's view of the logs it serves.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use model::{LeaderEpoch, Offset, PartitionId, Timestamp, TopicId, TopicName, TopicPartition};
@@ -58,6 +59,18 @@ pub struct Partition {
     log: Arc<Log>,
     appended: Notify,
     traffic: Traffic,
+    producers: AtomicUsize,
+}
+
+/// A producer counted as attached to a partition until this is dropped
+/// (see [`Partition::attach_producer`]).
+#[derive(Debug)]
+pub struct ProducerAttachment(Arc<Partition>);
+
+impl Drop for ProducerAttachment {
+    fn drop(&mut self) {
+        self.0.producers.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// The leader epoch of every partition on a single-node broker.
@@ -71,7 +84,21 @@ impl Partition {
             log,
             appended: Notify::new(),
             traffic: Traffic::default(),
+            producers: AtomicUsize::new(0),
         }
+    }
+
+    /// Counts a producer of a front end as attached until the returned
+    /// value is dropped, so that a topic in use is not deleted without
+    /// force.
+    pub fn attach_producer(self: &Arc<Self>) -> ProducerAttachment {
+        self.producers.fetch_add(1, Ordering::Relaxed);
+        ProducerAttachment(self.clone())
+    }
+
+    /// How many producers are attached.
+    pub fn producer_count(&self) -> usize {
+        self.producers.load(Ordering::Relaxed)
     }
 
     /// The partition's log.

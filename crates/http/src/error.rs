@@ -60,30 +60,59 @@ impl From<PulsarError> for ApiError {
 }
 
 impl From<broker::Error> for ApiError {
+    /// The status and reason upstream answers for the same refusal (its
+    /// reason texts where it has fixed ones).
     fn from(e: broker::Error) -> Self {
         use broker::Error as E;
-        let status = match &e {
+        let fixed = |status: StatusCode, reason: &str| ApiError::new(status, reason);
+        match &e {
+            E::TenantNotFound(_) => fixed(StatusCode::NOT_FOUND, "Tenant does not exist"),
+            E::TenantExists(_) => fixed(StatusCode::CONFLICT, "Tenant already exists"),
+            E::TenantNotEmpty(_) => fixed(
+                StatusCode::CONFLICT,
+                "The tenant still has active namespaces",
+            ),
+            E::NamespaceNotFound(_) => fixed(StatusCode::NOT_FOUND, "Namespace does not exist"),
+            E::NamespaceExists(_) => fixed(StatusCode::CONFLICT, "Namespace already exists"),
+            E::NamespaceNotEmpty(_) => {
+                fixed(StatusCode::CONFLICT, "Cannot delete non empty namespace")
+            }
+            E::TopicExists(_) => fixed(StatusCode::CONFLICT, "This topic already exists"),
+            E::TopicBusy(_) => fixed(
+                StatusCode::PRECONDITION_FAILED,
+                "Topic has active producers/subscriptions",
+            ),
+            E::SubscriptionExists(_) => fixed(
+                StatusCode::CONFLICT,
+                "Subscription already exists for topic",
+            ),
+            E::SubscriptionNotFound(_) => fixed(StatusCode::NOT_FOUND, "Subscription not found"),
             E::UnknownTopic(_)
             | E::UnknownTopicId(_)
             | E::UnknownPartition { .. }
-            | E::SubscriptionNotFound(_)
-            | E::ConsumerNotFound(_) => StatusCode::NOT_FOUND,
-            E::TopicExists(_) | E::SubscriptionExists(_) => StatusCode::CONFLICT,
-            E::InvalidTopic(_) | E::ConsumerBusy(_) | E::SubscriptionTypeMismatch { .. } => {
-                StatusCode::PRECONDITION_FAILED
+            | E::ConsumerNotFound(_) => ApiError::not_found(e.to_string()),
+            E::InvalidTopic(_) => ApiError::new(
+                StatusCode::PRECONDITION_FAILED,
+                format!("Topic name is not valid: {e}"),
+            ),
+            E::InvalidPolicy(_) | E::ConsumerBusy(_) | E::SubscriptionTypeMismatch { .. } => {
+                ApiError::new(StatusCode::PRECONDITION_FAILED, e.to_string())
             }
-            E::InvalidPartitions(_)
-            | E::InvalidRequest(_)
-            | E::InvalidConfig { .. }
+            E::Undeletable(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+            E::InvalidPartitions(_) => ApiError::new(StatusCode::NOT_ACCEPTABLE, e.to_string()),
+            E::InvalidConfig { .. }
             | E::Config { .. }
-            | E::InvalidReplicationFactor(_) => StatusCode::BAD_REQUEST,
-            E::InternalTopic(_) | E::NotAllowed(_) => StatusCode::FORBIDDEN,
+            | E::InvalidRequest(_)
+            | E::InternalTopic(_)
+            | E::NotAllowed(_)
+            | E::InvalidReplicationFactor(_) => ApiError::bad_request(e.to_string()),
             E::Storage { .. }
             | E::DataDir(_)
             | E::MetadataIo { .. }
-            | E::MetadataCorrupt { .. } => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError::new(status, e.to_string())
+            | E::MetadataCorrupt { .. } => {
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+            }
+        }
     }
 }
 

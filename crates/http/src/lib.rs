@@ -1,6 +1,8 @@
 //! Magnetar's HTTP service: the Pulsar clients' HTTP lookup paths, the
-//! PIP-344 REST partition metadata, Prometheus metrics and health checks,
-//! over the same broker the Kafka and Pulsar listeners serve.
+//! PIP-344 REST partition metadata, upstream's admin REST API for clusters,
+//! tenants, namespaces, topics, topic stats and subscriptions, Prometheus
+//! metrics and health checks, over the same broker the Kafka and Pulsar
+//! listeners serve.
 //!
 //! Bodies are size-limited and requests time-limited; every refusal is a
 //! 4xx (5xx only for the broker's own failures) with `{"reason": "..."}`,
@@ -8,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+mod admin;
 mod error;
 mod health;
 mod kafka_assignment;
@@ -132,6 +135,54 @@ fn routes() -> Routes {
     .add("POST", "/admin/v2/persistent/{tenant}/{namespace}/{topic}/subscription/{subscription}/skip_all", subscriptions::skip_all)
     .add("POST", "/admin/v2/persistent/{tenant}/{namespace}/{topic}/subscription/{subscription}/skip/{number}", subscriptions::skip_n)
     .add("GET", "/admin/v2/persistent/{tenant}/{namespace}/{topic}/subscription/{subscription}/position/{number}", subscriptions::peek)
+    .admin_routes()
+}
+
+impl Routes {
+    /// Upstream's admin REST API: clusters, tenants, namespaces, topics.
+    fn admin_routes(self) -> Routes {
+        use admin::{namespaces, tenants, topics};
+        const TOPIC: &str = "/admin/v2/{domain}/{tenant}/{namespace}/{topic}";
+        const PARTITIONS: &str = "/admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions";
+        const RETENTION: &str = "/admin/v2/namespaces/{tenant}/{namespace}/retention";
+        self.add("GET", "/admin/v2/clusters", admin::clusters)
+            .add("GET", "/admin/v2/clusters/{cluster}", admin::cluster)
+            .add("GET", "/admin/v2/tenants", tenants::list)
+            .add("GET", "/admin/v2/tenants/{tenant}", tenants::get)
+            .add("PUT", "/admin/v2/tenants/{tenant}", tenants::create)
+            .add("POST", "/admin/v2/tenants/{tenant}", tenants::update)
+            .add("DELETE", "/admin/v2/tenants/{tenant}", tenants::delete)
+            .add("GET", "/admin/v2/namespaces/{tenant}", namespaces::list)
+            .add(
+                "PUT",
+                "/admin/v2/namespaces/{tenant}/{namespace}",
+                namespaces::create,
+            )
+            .add(
+                "DELETE",
+                "/admin/v2/namespaces/{tenant}/{namespace}",
+                namespaces::delete,
+            )
+            .add("GET", RETENTION, namespaces::get_retention)
+            .add("POST", RETENTION, namespaces::set_retention)
+            .add("DELETE", RETENTION, namespaces::remove_retention)
+            .add(
+                "GET",
+                "/admin/v2/{domain}/{tenant}/{namespace}",
+                topics::list,
+            )
+            .add(
+                "GET",
+                "/admin/v2/{domain}/{tenant}/{namespace}/partitioned",
+                topics::list_partitioned,
+            )
+            .add("PUT", TOPIC, topics::create_non_partitioned)
+            .add("DELETE", TOPIC, topics::delete)
+            // GET on this path is PIP-344's partition metadata (above).
+            .add("PUT", PARTITIONS, topics::create_partitioned)
+            .add("POST", PARTITIONS, topics::grow_partitions)
+            .add("DELETE", PARTITIONS, topics::delete_partitioned)
+    }
 }
 
 /// Every route the service serves, with the limits and fallbacks.

@@ -54,10 +54,8 @@ pub fn handle(
             match create(broker, t, req.validate_only) {
                 Ok(topic) => {
                     let configs = (version >= 5).then(|| {
-                        let c = broker.config();
-                        topic
-                            .config
-                            .effective(&c)
+                        broker
+                            .effective_topic_config(&topic.name, &topic.config)
                             .into_iter()
                             .map(|e| {
                                 CreatableTopicConfigs::default()
@@ -82,6 +80,7 @@ pub fn handle(
 }
 
 struct Created {
+    name: model::TopicName,
     id: model::TopicId,
     partitions: i32,
     config: TopicConfig,
@@ -133,6 +132,7 @@ fn create(broker: &Arc<Broker>, t: CreatableTopic, validate_only: bool) -> Resul
         topic.partitions.len() as i32
     };
     Ok(Created {
+        name: topic.name.clone(),
         id: topic.id,
         partitions,
         config: topic.config.clone(),

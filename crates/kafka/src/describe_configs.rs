@@ -23,11 +23,16 @@ pub const RESOURCE_TOPIC: i8 = 2;
 /// Kafka's resource type code for a broker.
 pub const RESOURCE_BROKER: i8 = 4;
 
-/// Kafka's DescribeConfigs source code for a [`ConfigSource`].
+/// Kafka's DescribeConfigs source code for a [`ConfigSource`]. A Pulsar
+/// namespace's policy, a default shared by the namespace's topics and set
+/// at runtime, is reported as DYNAMIC_DEFAULT_BROKER_CONFIG (3), Kafka's
+/// nearest: not a topic override (deleting the topic's key does not
+/// remove it) and not a default either.
 pub fn source_code(s: ConfigSource) -> i8 {
     match s {
         ConfigSource::Topic => 1,
         ConfigSource::Dynamic => 2,
+        ConfigSource::Namespace => 3,
         ConfigSource::Static => 4,
         ConfigSource::Default => 5,
     }
@@ -109,16 +114,16 @@ pub fn handle(
             match r.resource_type {
                 RESOURCE_TOPIC => match super::find_topic(broker, r.resource_name.as_str()) {
                     Ok(topic) => {
-                        let configs = topic
-                            .config
-                            .effective(&broker_config)
+                        let configs = broker
+                            .effective_topic_config(&topic.name, &topic.config)
                             .into_iter()
                             .zip(TOPIC_KEYS)
                             .filter(|(e, _)| wanted(e.name))
                             .map(|(e, spec)| {
                                 let mut syn = Vec::new();
-                                if e.source == ConfigSource::Topic {
-                                    syn.push(synonym(spec.name, &e.value, ConfigSource::Topic));
+                                if matches!(e.source, ConfigSource::Topic | ConfigSource::Namespace)
+                                {
+                                    syn.push(synonym(spec.name, &e.value, e.source));
                                 }
                                 if let Some((v, s)) =
                                     spec.broker_default.and_then(|b| broker_config.get(b))

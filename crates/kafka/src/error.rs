@@ -25,6 +25,17 @@ pub fn response_error(e: &Error) -> ResponseError {
         | Error::SubscriptionExists(_)
         | Error::ConsumerNotFound(_)
         | Error::NotAllowed(_) => R::InvalidRequest,
+        // Tenants, namespaces and busy-topic checks are Pulsar admin
+        // concepts, not reachable from Kafka requests either.
+        Error::TenantNotFound(_)
+        | Error::TenantExists(_)
+        | Error::TenantNotEmpty(_)
+        | Error::NamespaceNotFound(_)
+        | Error::NamespaceExists(_)
+        | Error::NamespaceNotEmpty(_)
+        | Error::InvalidPolicy(_)
+        | Error::Undeletable(_)
+        | Error::TopicBusy(_) => R::InvalidRequest,
         Error::Storage { source, .. } => storage_error(source),
         Error::DataDir(_) | Error::MetadataIo { .. } | Error::MetadataCorrupt { .. } => {
             R::KafkaStorageError

@@ -48,6 +48,11 @@ impl Namespace {
         })
     }
 
+    /// Checks a tenant name on its own (the same rule as in [`Namespace::new`]).
+    pub fn check_tenant(tenant: &str) -> Result<(), Error> {
+        check_segment(tenant, "tenant")
+    }
+
     /// `public/default`.
     pub fn default_namespace() -> Namespace {
         Namespace {

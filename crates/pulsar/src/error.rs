@@ -43,9 +43,11 @@ impl From<broker::Error> for PulsarError {
             );
         }
         let code = match &e {
-            E::UnknownTopic(_) | E::UnknownTopicId(_) | E::UnknownPartition { .. } => {
-                ServerError::TopicNotFound
-            }
+            E::UnknownTopic(_)
+            | E::UnknownTopicId(_)
+            | E::UnknownPartition { .. }
+            // Deleted between the name check and the topic's creation.
+            | E::NamespaceNotFound(_) => ServerError::TopicNotFound,
             E::InvalidTopic(_) => ServerError::InvalidTopicName,
             E::InternalTopic(_) => ServerError::NotAllowedError,
             E::TopicExists(_) | E::InvalidPartitions(_) | E::InvalidRequest(_) => {

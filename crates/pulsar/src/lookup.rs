@@ -58,7 +58,7 @@ pub fn partitioned_metadata(
 /// `allow` and the broker's policy both permit it); TopicNotFound (without
 /// text, as upstream) otherwise.
 pub fn metadata_partitions(broker: &Broker, name: &str, allow: bool) -> Result<u32, PulsarError> {
-    let parsed = topics::parse(name)?;
+    let parsed = topics::parse(broker, name)?;
     let kafka = parsed.kafka_name();
     if let Some(n) = parsed.partition {
         let topic = broker.resolve_topic_name(kafka.as_str())?;
@@ -71,7 +71,7 @@ pub fn metadata_partitions(broker: &Broker, name: &str, allow: bool) -> Result<u
         topic.partition(PartitionId(n as i32))?;
         return Ok(0);
     }
-    match broker.lookup_topic(&kafka, allow) {
+    match broker.lookup_topic_in(&kafka, allow, Some(&parsed.namespace)) {
         Ok(topic) => Ok(topics::reported_partitions(&topic)),
         // Not-found answers carry no text, as upstream's do.
         Err(broker::Error::UnknownTopic(_)) => {
@@ -112,7 +112,7 @@ pub fn lookup(
 /// Whether a lookup of `name` finds a broker: the topic exists, or a
 /// producer or consumer may create it.
 pub fn lookup_allowed(broker: &Broker, name: &str) -> Result<(), PulsarError> {
-    let t = topics::parse(name)?;
+    let t = topics::parse(broker, name)?;
     let exists = broker.topic(t.kafka_name().as_str()).is_some();
     if exists || broker.config().auto_create_topics_enable() {
         Ok(())
@@ -134,7 +134,7 @@ pub fn namespace_topics(
     pattern: Option<&str>,
 ) -> Result<Vec<String>, PulsarError> {
     let namespace = Namespace::new(tenant, namespace)?;
-    if !topics::namespace_exists(&namespace) {
+    if !topics::namespace_exists(broker, &namespace) {
         return Err(PulsarError::new(
             ServerError::MetadataError,
             format!("namespace {namespace} does not exist"),
@@ -152,14 +152,8 @@ pub fn namespace_topics(
         None => None,
     };
     let mut names = Vec::new();
-    for topic in broker.topics() {
-        if topic.name.is_internal() {
-            continue;
-        }
-        let base = topics::pulsar_name(&topic);
-        if base.namespace != namespace {
-            continue;
-        }
+    for topic in broker.namespace_topics(&namespace) {
+        let base = topics::pulsar_name(broker, &topic);
         match topics::reported_partitions(&topic) {
             0 => names.push(base.to_string()),
             n => names.extend((0..n).map(|i| base.partition(i).to_string())),

@@ -172,6 +172,8 @@ pub struct Producer {
     registry: Arc<ProducerRegistry>,
     sequences: SequencesHandle,
     publisher: Arc<Publisher>,
+    // Keeps the topic from being deleted without force while attached.
+    _attached: broker::ProducerAttachment,
 }
 
 impl Producer {
@@ -241,6 +243,7 @@ pub fn create(
         producer_ready: Some(true),
     };
     let producer = Producer {
+        _attached: target.partition.attach_producer(),
         target,
         name,
         registry: registry.clone(),

@@ -206,7 +206,7 @@ impl Session {
                 let shared = self.shared.clone();
                 let request_id = c.request_id;
                 let r = blocking(move || {
-                    let t = topics::parse(&c.topic)?;
+                    let t = topics::parse(&shared.broker, &c.topic)?;
                     schema::get_or_create(&shared.broker, &t.kafka_name(), &c.schema)
                 })
                 .await?;
@@ -230,7 +230,7 @@ impl Session {
                 if let Some(p) = self.producers.get(&c.producer_id) {
                     // A client re-creating a producer it has (after a timeout).
                     if p.target.name.to_string()
-                        == topics::parse(&c.topic)
+                        == topics::parse(&self.shared.broker, &c.topic)
                             .map(|t| t.to_string())
                             .unwrap_or_default()
                     {
@@ -482,7 +482,11 @@ impl Session {
         let after_seek = self.sought.remove(&consumer_id);
         let r = blocking(move || {
             if let Some(s) = &c.schema {
-                schema::get_or_create(&shared.broker, &topics::parse(&c.topic)?.kafka_name(), s)?;
+                schema::get_or_create(
+                    &shared.broker,
+                    &topics::parse(&shared.broker, &c.topic)?.kafka_name(),
+                    s,
+                )?;
             }
             consumer::subscribe(&shared.broker, conn, &c, after_seek)
         })
@@ -599,7 +603,7 @@ fn schema_of(
     topic: &str,
     version: Option<&[u8]>,
 ) -> Result<(magnetar_pulsar_wire::proto::Schema, Bytes), PulsarError> {
-    let t = topics::parse(topic)?;
+    let t = topics::parse(&shared.broker, topic)?;
     let name: TopicName = t.kafka_name();
     schema::get(&shared.broker, &name, version)
         .ok_or_else(|| PulsarError::new(ServerError::TopicNotFound, format!("no schema for {t}")))

@@ -12,23 +12,23 @@ use model::PartitionId;
 use crate::error::PulsarError;
 use crate::message_id::IdSpace;
 
-/// Whether a namespace exists. Only `public/default` does until namespaces
-/// can be created (through the admin API).
-pub fn namespace_exists(ns: &Namespace) -> bool {
-    ns.is_default()
+/// Whether a namespace exists (the broker's tenants and namespaces, made
+/// through the admin API; `public/default` always does).
+pub fn namespace_exists(broker: &Broker, ns: &Namespace) -> bool {
+    broker.namespace_exists(ns)
 }
 
 /// Parses a topic name a client sent, refusing names of namespaces that do
 /// not exist.
-pub fn parse(name: &str) -> Result<PulsarTopic, PulsarError> {
+pub fn parse(broker: &Broker, name: &str) -> Result<PulsarTopic, PulsarError> {
     let topic = PulsarTopic::parse(name)?;
-    if !namespace_exists(&topic.namespace) {
+    if !namespace_exists(broker, &topic.namespace) {
         return Err(PulsarError::new(
             ServerError::TopicNotFound,
             format!("namespace {} does not exist", topic.namespace),
         ));
     }
-    if topic.shadows_a_namespace(namespace_exists) {
+    if topic.shadows_a_namespace(|ns| namespace_exists(broker, ns)) {
         return Err(PulsarError::new(
             ServerError::InvalidTopicName,
             format!("{name} would be read back as a topic of another namespace"),
@@ -38,8 +38,8 @@ pub fn parse(name: &str) -> Result<PulsarTopic, PulsarError> {
 }
 
 /// The Pulsar name of a broker topic.
-pub fn pulsar_name(topic: &Topic) -> PulsarTopic {
-    PulsarTopic::from_kafka(&topic.name, namespace_exists)
+pub fn pulsar_name(broker: &Broker, topic: &Topic) -> PulsarTopic {
+    PulsarTopic::from_kafka(&topic.name, |ns| namespace_exists(broker, ns))
 }
 
 /// How many partitions Pulsar reports: 0 for a non-partitioned topic.
@@ -69,13 +69,13 @@ pub struct Target {
 /// to each partition). The topic is created when it does not exist and
 /// `auto_create` and the broker's policy allow.
 pub fn resolve(broker: &Broker, name: &str, auto_create: bool) -> Result<Target, PulsarError> {
-    let parsed = parse(name)?;
+    let parsed = parse(broker, name)?;
     let kafka = parsed.kafka_name();
     let topic = if parsed.partition.is_some() {
         // A partition is never created on its own.
         broker.resolve_topic_name(kafka.as_str())?
     } else {
-        broker.lookup_topic(&kafka, auto_create)?
+        broker.lookup_topic_in(&kafka, auto_create, Some(&parsed.namespace))?
     };
     let (index, id_partition) = match (parsed.partition, topic.kind) {
         (Some(n), TopicKind::Partitioned) => (n, n as i32),

@@ -69,6 +69,9 @@ pub enum ConfigSource {
     Dynamic,
     /// A topic's own override.
     Topic,
+    /// A policy of the topic's namespace (e.g. its retention), inherited by
+    /// every topic of the namespace that does not override the key.
+    Namespace,
 }
 
 impl BrokerConfig {

@@ -98,11 +98,23 @@ impl TopicConfig {
 
     /// Effective value of every topic key and where it comes from.
     pub fn effective(&self, broker: &BrokerConfig) -> Vec<EffectiveValue> {
+        self.effective_in(&TopicConfig::default(), broker)
+    }
+
+    /// Effective value of every topic key with `inherited` (the policies of
+    /// the topic's namespace) between these overrides and the broker's keys.
+    pub fn effective_in(
+        &self,
+        inherited: &TopicConfig,
+        broker: &BrokerConfig,
+    ) -> Vec<EffectiveValue> {
         TOPIC_KEYS
             .iter()
             .map(|k| {
                 let (value, source) = if let Some(v) = self.0.get(k.name) {
                     (v.clone(), ConfigSource::Topic)
+                } else if let Some(v) = inherited.0.get(k.name) {
+                    (v.clone(), ConfigSource::Namespace)
                 } else if let Some((v, src)) = k.broker_default.and_then(|b| broker.get(b)) {
                     (v.to_string(), src)
                 } else {
@@ -119,8 +131,20 @@ impl TopicConfig {
 
     /// The storage settings for this topic's partitions.
     pub fn log_config(&self, broker: &BrokerConfig) -> storage::LogConfig {
+        self.log_config_in(&TopicConfig::default(), broker)
+    }
+
+    /// The storage settings for this topic's partitions, with `inherited`
+    /// (the policies of the topic's namespace) between these overrides and
+    /// the broker's keys.
+    pub fn log_config_in(
+        &self,
+        inherited: &TopicConfig,
+        broker: &BrokerConfig,
+    ) -> storage::LogConfig {
         let mut c = broker.log_defaults();
-        let int = |k: &str| self.0.get(k).and_then(|v| v.parse::<i64>().ok());
+        let get = |k: &str| self.0.get(k).or_else(|| inherited.0.get(k));
+        let int = |k: &str| get(k).and_then(|v| v.parse::<i64>().ok());
         let limit = |v: i64| (v >= 0).then_some(v as u64);
         if let Some(v) = int("retention.ms") {
             c.retention_ms = limit(v);
@@ -145,10 +169,8 @@ impl TopicConfig {
         }
         // A compacted topic keeps the latest record per key: every record
         // needs one (compaction itself is not implemented yet).
-        c.require_keys = self
-            .0
-            .get("cleanup.policy")
-            .is_some_and(|p| p.split(',').any(|p| p.trim() == "compact"));
+        c.require_keys =
+            get("cleanup.policy").is_some_and(|p| p.split(',').any(|p| p.trim() == "compact"));
         c
     }
 }
@@ -183,6 +205,35 @@ mod tests {
         );
         let seg = eff.iter().find(|e| e.name == "segment.ms").unwrap();
         assert_eq!(seg.source, ConfigSource::Default);
+    }
+
+    #[test]
+    fn namespace_policies_sit_between_topic_and_broker() {
+        let mut b = BrokerConfig::new("/tmp/x", "127.0.0.1:9092".parse().unwrap());
+        b.apply_assignment("log.retention.bytes=5000").unwrap();
+        let ns = TopicConfig::from_pairs([
+            ("retention.ms", Some("60000")),
+            ("retention.bytes", Some("1048576")),
+        ])
+        .unwrap();
+        let t = TopicConfig::from_pairs([("retention.ms", Some("1000"))]).unwrap();
+        let c = t.log_config_in(&ns, &b);
+        assert_eq!(c.retention_ms, Some(1000));
+        assert_eq!(c.retention_bytes, Some(1048576));
+        let eff = t.effective_in(&ns, &b);
+        let get = |name: &str| {
+            let e = eff.iter().find(|e| e.name == name).unwrap();
+            (e.value.clone(), e.source)
+        };
+        assert_eq!(get("retention.ms"), ("1000".into(), ConfigSource::Topic));
+        assert_eq!(
+            get("retention.bytes"),
+            ("1048576".into(), ConfigSource::Namespace)
+        );
+        assert_eq!(get("segment.ms").1, ConfigSource::Default);
+        // Without a namespace policy the broker's value shows through.
+        let plain = TopicConfig::default().log_config_in(&TopicConfig::default(), &b);
+        assert_eq!(plain.retention_bytes, Some(5000));
     }
 
     #[test]
