@@ -248,8 +248,10 @@ class DiscoveryEverySecond(pulsar._pulsar.ConsumerConfiguration):
         self.pattern_auto_discovery_period(1)
 
 
-def pattern(url, _bootstrap):
-    """A regex subscription discovers a topic created after it subscribed."""
+def pattern(url, bootstrap):
+    """A regex subscription discovers a topic created after it subscribed,
+    and lets go of one deleted (by a Kafka client) without bringing it
+    back, while the others keep delivering."""
     pulsar._pulsar.ConsumerConfiguration = DiscoveryEverySecond
     c = client(url)
     produce(c, "orders-eu", 1, prefix="eu")
@@ -260,6 +262,22 @@ def pattern(url, _bootstrap):
     produce(c, "orders-us", 1, prefix="us")
     got = cons.receive(TIMEOUT_MS).data()
     check(got == b"us-0", "new topic discovered: %r" % got)
+    nothing_more(cons)
+
+    from kafka.admin import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.delete_topics(["orders-us"])
+    # Two topics created after the deletion, each received once discovered:
+    # two discovery rounds ran since, and each saw orders-us gone.
+    for i in range(2):
+        produce(c, "orders-new%d" % i, 1, prefix="new%d" % i)
+        got = cons.receive(TIMEOUT_MS).data()
+        check(got == b"new%d-0" % i, "topic created after the deletion: %r" % got)
+    produce(c, "orders-eu", 1, prefix="eu-again")
+    got = cons.receive(TIMEOUT_MS).data()
+    check(got == b"eu-again-0", "the remaining topic keeps delivering: %r" % got)
+    check("orders-us" not in admin.list_topics(), "the deleted topic came back")
+    admin.close()
     nothing_more(cons)
     c.close()
 

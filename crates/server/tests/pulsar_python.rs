@@ -100,7 +100,7 @@ async fn readers_from_any_position_with_seeks() {
 }
 
 #[test]
-fn pattern_subscription_discovers_a_new_topic() {
+fn pattern_subscription_discovers_new_topics_and_lets_go_of_deleted_ones() {
     let broker = BrokerProcess::start(&["auto.create.topics.type=non-partitioned"]);
     run_check("pattern", &broker, &[]);
 }
