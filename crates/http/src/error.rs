@@ -125,3 +125,29 @@ impl IntoResponse for ApiError {
             .into_response()
     }
 }
+
+/// Gives every refusal upstream's shape: a 4xx or 5xx answered with
+/// anything but JSON (a body over the limit, a timeout, an extractor's own
+/// rejection) becomes `{"reason": <its text or the status's name>}`.
+pub async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return resp;
+    }
+    let json = resp
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if json {
+        return resp;
+    }
+    let body = axum::body::to_bytes(resp.into_body(), 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&body);
+    let reason = match text.trim() {
+        "" => status.canonical_reason().unwrap_or("error").to_string(),
+        t => t.to_string(),
+    };
+    ApiError::new(status, reason).into_response()
+}

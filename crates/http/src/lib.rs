@@ -31,7 +31,6 @@ use axum::Router;
 use broker::Broker;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tracing::info;
@@ -196,6 +195,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
         ))
+        .layer(axum::middleware::map_response(error::json_errors))
         .with_state(state)
 }
 
@@ -234,42 +234,76 @@ pub struct Server {
     /// The bound address.
     pub local_addr: SocketAddr,
     state: Arc<AppState>,
-    stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
+    listener: broker::net::Listener,
 }
 
-/// Serves `listener` until [`Server::shutdown`].
+/// How long a connection may take to send a request's headers (and, kept
+/// alive, to start its next request).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Serves `listener` until [`Server::shutdown`], through the accept loop
+/// every listener shares: the broker's connection limits
+/// (`max.connections`, `max.connections.per.ip`) apply, refusals are
+/// counted in the metrics under `listener="http"`, and shutdown drains
+/// connections (bounded).
 pub fn serve(
     listener: TcpListener,
     broker: Arc<Broker>,
     config: HttpConfig,
 ) -> std::io::Result<Server> {
     let local_addr = listener.local_addr()?;
+    let limits = broker.config();
+    let tracker = broker::limits::ConnectionTracker::new(
+        limits.max_connections(),
+        limits.max_connections_per_ip(),
+    );
+    let listener_metrics = broker.metrics().listener("http");
     let state = Arc::new(AppState {
         broker,
         config,
         ready: AtomicBool::new(true),
     });
     let app = router(state.clone());
-    let (stop, mut stopped) = watch::channel(false);
-    let task = tokio::spawn(async move {
-        let shutdown = async move {
-            let _ = stopped.wait_for(|s| *s).await;
-        };
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await
-        {
-            tracing::warn!("http service stopped: {e}");
-        }
-    });
+    let (stop, stopped) = watch::channel(false);
+    let task = tokio::spawn(broker::net::accept_loop(
+        listener,
+        tracker,
+        listener_metrics,
+        stopped,
+        move |stream, peer, shutdown, guard| connection(app.clone(), stream, peer, shutdown, guard),
+    ));
     info!(%local_addr, "http service listening");
     Ok(Server {
         local_addr,
         state,
-        stop,
-        task,
+        listener: broker::net::Listener::new(local_addr, stop, task),
     })
+}
+
+/// One HTTP/1.1 connection (keep-alive), closed gracefully at shutdown.
+async fn connection(
+    app: Router,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    mut shutdown: watch::Receiver<bool>,
+    _guard: broker::limits::ConnectionGuard,
+) {
+    let service = hyper_util::service::TowerToHyperService::new(app);
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    let done = tokio::select! {
+        r = conn.as_mut() => r,
+        _ = shutdown.changed() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = done {
+        tracing::debug!(%peer, "http connection ended: {e}");
+    }
 }
 
 impl Server {
@@ -277,14 +311,7 @@ impl Server {
     /// requests in progress.
     pub async fn shutdown(self) {
         self.state.ready.store(false, Ordering::Relaxed);
-        let _ = self.stop.send(true);
-        let mut task = self.task;
-        if tokio::time::timeout(Duration::from_secs(5), &mut task)
-            .await
-            .is_err()
-        {
-            task.abort();
-        }
+        self.listener.shutdown().await;
     }
 }
 

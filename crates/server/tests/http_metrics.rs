@@ -77,18 +77,21 @@ impl Scrape {
     }
 }
 
-/// Scrapes `/metrics` and parses it with the Prometheus client's parser.
-async fn scrape(broker: &BrokerProcess) -> Scrape {
+/// Scrapes `/metrics` and parses it with the Prometheus client's parser;
+/// `None` if the connection was refused or reset (a test limiting
+/// connections per IP can see its previous scrape's connection still
+/// counted for a moment).
+async fn scrape(broker: &BrokerProcess) -> Option<Scrape> {
     let r = reqwest::get(format!("{}/metrics", broker.http_url()))
         .await
-        .expect("http request");
+        .ok()?;
     assert_eq!(r.status().as_u16(), 200);
     let content_type = r.headers()["content-type"].to_str().unwrap().to_string();
     assert!(
         content_type.starts_with("application/openmetrics-text"),
         "{content_type}"
     );
-    let text = r.text().await.unwrap();
+    let text = r.text().await.ok()?;
     let mut child = Command::new("python3")
         .arg(script())
         .arg("parse")
@@ -133,13 +136,13 @@ async fn scrape(broker: &BrokerProcess) -> Scrape {
             });
         }
     }
-    Scrape { families, samples }
+    Some(Scrape { families, samples })
 }
 
 /// Scrapes until `f` accepts a scrape (or panics after [`DEADLINE`]).
 async fn scrape_until(broker: &BrokerProcess, what: &str, f: impl Fn(&Scrape) -> bool) -> Scrape {
     eventually(DEADLINE, what, || async {
-        let s = scrape(broker).await;
+        let s = scrape(broker).await?;
         f(&s).then_some(s)
     })
     .await

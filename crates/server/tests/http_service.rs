@@ -207,3 +207,70 @@ async fn bad_requests_get_4xx_with_a_reason() {
     let (status, _) = get(&format!("{http}/health/ready")).await;
     assert_eq!(status, 200);
 }
+
+/// The HTTP listener shares the broker's connection limits: over
+/// `max.connections.per.ip` a connection is reset at once (and counted),
+/// the one already open keeps being served, and once it closes a new one
+/// is accepted. A refusal with a non-JSON body (a body over the limit)
+/// still answers `{"reason"}`.
+#[tokio::test(flavor = "multi_thread")]
+async fn http_connections_are_limited_like_the_other_listeners() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let broker = BrokerProcess::start(&["max.connections.per.ip=1"]);
+    let addr = broker.http_url().trim_start_matches("http://").to_string();
+    let request = b"GET /health/live HTTP/1.1\r\nhost: x\r\n\r\n";
+    let mut held = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    held.write_all(request).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = held.read(&mut buf).await.unwrap();
+    assert!(
+        buf[..n].starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+    // A second connection from the same address is reset without an
+    // answer (the connect itself may already see the reset).
+    let second = tokio::net::TcpStream::connect(&addr).await;
+    if let Ok(mut second) = second {
+        let _ = second.write_all(request).await;
+        let got = tokio::time::timeout(Duration::from_secs(10), second.read(&mut buf))
+            .await
+            .expect("the refused connection is closed at once");
+        assert!(matches!(got, Ok(0) | Err(_)), "answered: {got:?}");
+    }
+    // The first is still served.
+    held.write_all(request).await.unwrap();
+    let n = held.read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    // An oversized body on it: 413 with a JSON reason.
+    let big = format!(
+        "PUT /admin/v2/persistent/public/default/t/subscription/s HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        2 << 20
+    );
+    // Only announced: the limit refuses by the announced length, before
+    // any of the body is sent (so no reset can race the answer).
+    held.write_all(big.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), held.read_to_end(&mut answer)).await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    assert!(
+        text.contains("application/json") && text.contains("\"reason\""),
+        "{text}"
+    );
+    drop(held);
+    // Once closed, a new connection is served (the broker notices the
+    // close asynchronously: retry on a reset until it has).
+    let (status, _) = common::eventually(
+        Duration::from_secs(20),
+        "a new connection served",
+        || async {
+            reqwest::get(format!("{}/health/live", broker.http_url()))
+                .await
+                .ok()
+                .map(|r| (r.status().as_u16(), ()))
+        },
+    )
+    .await;
+    assert_eq!(status, 200);
+}
