@@ -109,19 +109,26 @@ impl StateSample {
                     log_end_offset: end.0,
                 });
                 topic_ends.push(end.0);
-                for s in subscriptions.list(topic.name.as_str(), partition, end) {
-                    sample.subscriptions.push(SubscriptionSample {
-                        topic: topic.name.to_string(),
-                        partition,
-                        subscription: s.name,
-                        sub_type: s.sub_type.to_string(),
-                        durable: s.durable,
-                        backlog: s.backlog,
-                        consumers: s.consumers.len() as u64,
-                    });
-                }
             }
             ends.insert(topic.name.to_string(), topic_ends);
+        }
+        let end_of = |topic: &str, partition: i32| {
+            let ends = ends.get(topic)?;
+            usize::try_from(partition)
+                .ok()
+                .and_then(|i| ends.get(i))
+                .map(|&e| model::Offset(e))
+        };
+        for (key, s) in subscriptions.list_all(end_of) {
+            sample.subscriptions.push(SubscriptionSample {
+                topic: key.topic,
+                partition: key.partition,
+                subscription: s.name,
+                sub_type: s.sub_type.to_string(),
+                durable: s.durable,
+                backlog: s.backlog,
+                consumers: s.consumers.len() as u64,
+            });
         }
         let groups = broker.groups();
         for listing in groups.list() {

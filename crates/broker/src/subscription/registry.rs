@@ -472,6 +472,25 @@ impl Subscriptions {
         out
     }
 
+    /// Every subscription of every partition in one pass (sorted by key),
+    /// each with its backlog against `log_end(topic, partition)`;
+    /// subscriptions of partitions it does not know are left out.
+    pub fn list_all(
+        &self,
+        log_end: impl Fn(&str, i32) -> Option<Offset>,
+    ) -> Vec<(SubscriptionKey, SubscriptionStats)> {
+        let state = self.state.lock();
+        let mut out: Vec<(SubscriptionKey, SubscriptionStats)> = state
+            .iter()
+            .filter_map(|(k, s)| {
+                log_end(&k.topic, k.partition).map(|end| (k.clone(), s.sub.stats(end)))
+            })
+            .collect();
+        drop(state);
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
     /// One subscription's stats.
     pub fn stats(&self, key: &SubscriptionKey, log_end: Offset) -> Option<SubscriptionStats> {
         self.state.lock().get(key).map(|s| s.sub.stats(log_end))
