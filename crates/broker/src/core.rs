@@ -4,8 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use model::pulsar_name::Namespace;
-use model::{PartitionId, ProducerId, Timestamp, TopicId, TopicName, TopicPartition};
+use model::{PartitionId, Timestamp, TopicId, TopicName};
 use parking_lot::{Mutex, RwLock};
 use storage::{LogManager, LogSpec};
 use tracing::{info, warn};
@@ -13,8 +12,10 @@ use tracing::{info, warn};
 use crate::config::{BrokerConfig, ConfigSource, TopicConfig, TopicKind};
 use crate::group::coordinator::GroupCoordinator;
 use crate::group::store::{GroupLog, OFFSETS_TOPIC};
+use crate::lifecycle::{into_partitions, partition_specs, topic_from};
+use crate::metadata_records::PartitionState;
 use crate::metadata_store::{MetadataStore, TopicRecord};
-use crate::tenancy::{self, Tenants};
+use crate::tenancy::Tenants;
 use crate::topic::{Partition, Topic};
 use crate::Error;
 
@@ -25,7 +26,7 @@ pub const MAX_PARTITIONS_PER_TOPIC: i32 = 10_000;
 
 /// How producer ids are reserved: the limit on disk moves ahead in blocks so
 /// ids are never reused across restarts without a write per id.
-const PRODUCER_ID_BLOCK: i64 = 1000;
+pub(crate) const PRODUCER_ID_BLOCK: i64 = 1000;
 
 /// The address clients are told to connect to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,31 +53,31 @@ pub struct NewTopic {
 }
 
 #[derive(Default)]
-struct TopicTable {
-    by_name: HashMap<TopicName, Arc<Topic>>,
-    by_id: HashMap<TopicId, TopicName>,
+pub(crate) struct TopicTable {
+    pub(crate) by_name: HashMap<TopicName, Arc<Topic>>,
+    pub(crate) by_id: HashMap<TopicId, TopicName>,
 }
 
-struct ProducerIds {
-    next: i64,
-    limit: i64,
+pub(crate) struct ProducerIds {
+    pub(crate) next: i64,
+    pub(crate) limit: i64,
 }
 
 /// A single-node broker's core state.
 pub struct Broker {
-    config: RwLock<BrokerConfig>,
+    pub(crate) config: RwLock<BrokerConfig>,
     endpoint: Endpoint,
-    logs: LogManager,
-    topics: RwLock<TopicTable>,
+    pub(crate) logs: LogManager,
+    pub(crate) topics: RwLock<TopicTable>,
     // Serializes topic creation/deletion/alteration, tenant and namespace
     // changes, and metadata writes.
     pub(crate) store: Mutex<MetadataStore>,
     // The tenants and namespaces last persisted, for readers that must not
     // wait behind a long topic creation holding `store`.
     pub(crate) tenants: RwLock<Arc<Tenants>>,
-    producer_ids: Mutex<ProducerIds>,
+    pub(crate) producer_ids: Mutex<ProducerIds>,
     cluster_id: String,
-    groups: OnceLock<GroupCoordinator>,
+    pub(crate) groups: OnceLock<GroupCoordinator>,
     metrics: crate::metrics::Metrics,
 }
 
@@ -119,6 +120,17 @@ impl Broker {
                 warn!("ignoring stored dynamic config: {e}");
             }
         }
+        // Files written before placements were stored: every partition
+        // is this node's.
+        let node = config.node_id();
+        let mut store = store;
+        for rec in store.data.topics.values_mut() {
+            if rec.placements.len() != rec.partitions as usize {
+                rec.placements = (0..rec.partitions)
+                    .map(|_| PartitionState::single(node))
+                    .collect();
+            }
+        }
         let on_disk = logs.scan().map_err(Error::DataDir)?;
         for (tp, id) in on_disk {
             let live = store
@@ -141,7 +153,11 @@ impl Broker {
             .iter()
             .flat_map(|rec| partition_specs(rec, tenants, &config, 0..rec.partitions))
             .collect();
-        let mut opened = into_partitions(logs.open_logs(specs.clone()), specs)?.into_iter();
+        let states: Vec<PartitionState> = recs
+            .iter()
+            .flat_map(|rec| rec.placements.iter().cloned())
+            .collect();
+        let mut opened = into_partitions(logs.open_logs(specs.clone()), specs, states)?.into_iter();
         for rec in recs {
             let partitions = opened.by_ref().take(rec.partitions as usize).collect();
             table.by_id.insert(rec.id, rec.name.clone());
@@ -298,456 +314,6 @@ impl Broker {
         t.partition(p).cloned()
     }
 
-    /// Partition-metadata lookup: the topic if it exists; otherwise it is
-    /// created only when the caller asked (`allow_auto_create`) *and* the
-    /// broker allows it (`auto.create.topics.enable`), following
-    /// `auto.create.topics.type` and `num.partitions`. Anything else is
-    /// [`Error::UnknownTopic`]; nothing is ever reported as "0 partitions".
-    pub fn lookup_topic(
-        &self,
-        name: &TopicName,
-        allow_auto_create: bool,
-    ) -> Result<Arc<Topic>, Error> {
-        self.lookup_topic_in(name, allow_auto_create, None)
-    }
-
-    /// [`Broker::lookup_topic`] for a topic a client named in `namespace`
-    /// (Pulsar): a topic it creates is created only while `name` still
-    /// belongs to that namespace (see [`Broker::create_topic_in`]).
-    pub fn lookup_topic_in(
-        &self,
-        name: &TopicName,
-        allow_auto_create: bool,
-        namespace: Option<&Namespace>,
-    ) -> Result<Arc<Topic>, Error> {
-        if let Some(t) = self.topic(name.as_str()) {
-            return Ok(t);
-        }
-        let (enabled, kind) = {
-            let c = self.config.read();
-            (c.auto_create_topics_enable(), c.auto_create_topics_type())
-        };
-        if !(allow_auto_create && enabled) {
-            return Err(Error::UnknownTopic(name.to_string()));
-        }
-        let req = NewTopic {
-            name: name.clone(),
-            partitions: match kind {
-                TopicKind::Partitioned => None,
-                TopicKind::NonPartitioned => Some(1),
-            },
-            replication_factor: None,
-            kind,
-            config: TopicConfig::default(),
-        };
-        match self.create_topic_checked(req, false, namespace) {
-            Ok(t) => {
-                info!(topic = %name, kind = kind.as_str(), partitions = t.partitions.len(), "auto-created topic");
-                Ok(t)
-            }
-            // Lost a race with another creator: the topic exists now.
-            Err(Error::TopicExists(_)) => self
-                .topic(name.as_str())
-                .ok_or_else(|| Error::UnknownTopic(name.to_string())),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Creates a topic. The partition directories are made first and the
-    /// metadata write is the commit point; on start-up, directories without
-    /// a committed topic are removed.
-    pub fn create_topic(&self, req: NewTopic, validate_only: bool) -> Result<Arc<Topic>, Error> {
-        self.create_topic_checked(req, validate_only, None)
-    }
-
-    /// Creates a topic a client named in Pulsar namespace `namespace`: as
-    /// [`Broker::create_topic`], but checked under the metadata lock that
-    /// the Kafka name still belongs to that namespace (it exists, and for
-    /// `public/default`, the name is not one of another namespace's), so a
-    /// namespace deleted meanwhile never gets a topic.
-    pub fn create_topic_in(
-        &self,
-        namespace: &Namespace,
-        req: NewTopic,
-    ) -> Result<Arc<Topic>, Error> {
-        self.create_topic_checked(req, false, Some(namespace))
-    }
-
-    fn create_topic_checked(
-        &self,
-        req: NewTopic,
-        validate_only: bool,
-        namespace: Option<&Namespace>,
-    ) -> Result<Arc<Topic>, Error> {
-        let mut store = self.store.lock();
-        if let Some(ns) = namespace {
-            tenancy::check_topic_namespace(&store.data.tenants, &req.name, ns)?;
-        }
-        if self.topic(req.name.as_str()).is_some() {
-            return Err(Error::TopicExists(req.name.to_string()));
-        }
-        let config = self.config.read().clone();
-        let partitions = match req.partitions {
-            None => config.num_partitions(),
-            Some(n) if (1..=MAX_PARTITIONS_PER_TOPIC).contains(&n) => n,
-            Some(n) => {
-                return Err(Error::InvalidPartitions(format!(
-                    "{n} partitions requested; must be 1 to {MAX_PARTITIONS_PER_TOPIC}"
-                )))
-            }
-        };
-        if req.kind == TopicKind::NonPartitioned && partitions != 1 {
-            return Err(Error::InvalidPartitions(
-                "a non-partitioned topic has exactly one partition".into(),
-            ));
-        }
-        match req.replication_factor {
-            None | Some(-1) | Some(1) => {}
-            Some(n) => {
-                return Err(Error::InvalidReplicationFactor(format!(
-                    "replication factor {n} is larger than the 1 available broker"
-                )))
-            }
-        }
-        if validate_only {
-            return Ok(Arc::new(Topic {
-                name: req.name,
-                id: TopicId::ZERO,
-                kind: req.kind,
-                config: req.config,
-                partitions: Vec::new(),
-            }));
-        }
-        let rec = TopicRecord {
-            name: req.name.clone(),
-            id: TopicId::random(),
-            kind: req.kind,
-            partitions,
-            config: req.config,
-        };
-        let topic = match open_topic(&self.logs, &store.data.tenants, &config, &rec) {
-            Ok(t) => t,
-            Err(e) => {
-                self.remove_logs(&rec.name, 0..partitions);
-                return Err(e);
-            }
-        };
-        if let Err(e) = store.update(|m| {
-            m.topics.insert(rec.name.clone(), rec.clone());
-        }) {
-            self.remove_logs(&rec.name, 0..partitions);
-            return Err(e);
-        }
-        let topic = Arc::new(topic);
-        let mut t = self.topics.write();
-        t.by_id.insert(rec.id, rec.name.clone());
-        t.by_name.insert(rec.name.clone(), topic.clone());
-        Ok(topic)
-    }
-
-    /// Deletes a topic: the metadata write commits it, then its logs are
-    /// staged for removal. Its id is never reused.
-    pub fn delete_topic(&self, name: &str) -> Result<TopicId, Error> {
-        self.delete_topic_checked(name, None)
-    }
-
-    /// Deletes a topic as the Pulsar admin API does: without `force`, a
-    /// topic with attached producers or consumers (of any front end that
-    /// registers them) is refused with [`Error::TopicBusy`].
-    pub fn delete_topic_unless_busy(&self, name: &str, force: bool) -> Result<TopicId, Error> {
-        let topic = self
-            .topic(name)
-            .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
-        if !force && self.topic_in_use(&topic) {
-            return Err(Error::TopicBusy(name.to_string()));
-        }
-        self.delete_topic_checked(name, Some(topic.id))
-            .map_err(|e| match e {
-                // Deleted (and perhaps recreated) since it was looked up.
-                Error::UnknownTopicId(_) => Error::UnknownTopic(name.to_string()),
-                e => e,
-            })
-    }
-
-    /// Whether producers or consumers are attached to any partition of
-    /// `topic` (Pulsar producers, and consumers of its subscriptions,
-    /// Readers included).
-    pub fn topic_in_use(&self, topic: &Topic) -> bool {
-        topic.partitions.iter().any(|p| {
-            p.producer_count() > 0
-                || self
-                    .subscriptions()
-                    .list(
-                        topic.name.as_str(),
-                        p.tp.partition.0,
-                        p.log().log_end_offset(),
-                    )
-                    .iter()
-                    .any(|s| !s.consumers.is_empty())
-        })
-    }
-
-    /// Deletes the topic with this id (not a newer topic of the same name).
-    pub fn delete_topic_by_id(&self, id: TopicId) -> Result<TopicName, Error> {
-        let topic = self.topic_by_id(id).ok_or(Error::UnknownTopicId(id))?;
-        self.delete_topic_checked(topic.name.as_str(), Some(id))?;
-        Ok(topic.name.clone())
-    }
-
-    fn delete_topic_checked(
-        &self,
-        name: &str,
-        expected_id: Option<TopicId>,
-    ) -> Result<TopicId, Error> {
-        if name == OFFSETS_TOPIC {
-            return Err(Error::InvalidRequest(format!(
-                "{OFFSETS_TOPIC} is internal and cannot be deleted"
-            )));
-        }
-        let mut store = self.store.lock();
-        let topic = self
-            .topic(name)
-            .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
-        if let Some(id) = expected_id.filter(|id| *id != topic.id) {
-            // Deleted and recreated since the id was resolved.
-            return Err(Error::UnknownTopicId(id));
-        }
-        store.update(|m| {
-            m.topics.remove(name);
-        })?;
-        {
-            let mut t = self.topics.write();
-            t.by_name.remove(name);
-            t.by_id.remove(&topic.id);
-        }
-        self.remove_logs(&topic.name, 0..topic.partitions.len() as i32);
-        drop(store);
-        if let Some(groups) = self.groups.get() {
-            if let Err(e) = groups.forget_topic(name) {
-                warn!(topic = %name, "could not remove committed offsets of the deleted topic: {e}");
-            }
-            if let Err(e) = groups.front_end().forget_topic(name) {
-                warn!(topic = %name, "could not remove subscriptions, producer sequences or schemas of the deleted topic: {e}");
-            }
-        }
-        info!(topic = %name, id = %topic.id, "deleted topic");
-        Ok(topic.id)
-    }
-
-    /// Removes the committed offsets, subscriptions, producer sequences
-    /// and schemas of topics that no longer exist. Deleting a topic removes
-    /// them after the metadata commit; a crash (or a failed group-log
-    /// write) in between would leave them for a later topic of the same
-    /// name, which cannot be created before this runs at start-up.
-    fn forget_state_of_deleted_topics(&self) {
-        let groups = self.groups();
-        let mut named = groups.offset_topics();
-        named.extend(groups.front_end().topics());
-        for topic in named.iter().filter(|t| self.topic(t).is_none()) {
-            warn!(%topic, "removing the offsets and subscriptions left by a deleted topic");
-            if let Err(e) = groups.forget_topic(topic) {
-                warn!(%topic, "could not remove committed offsets of a deleted topic: {e}");
-            }
-            if let Err(e) = groups.front_end().forget_topic(topic) {
-                warn!(%topic, "could not remove subscriptions, producer sequences or schemas of a deleted topic: {e}");
-            }
-        }
-    }
-
-    /// Grows a topic to `total` partitions.
-    pub fn create_partitions(
-        &self,
-        name: &str,
-        total: i32,
-        validate_only: bool,
-    ) -> Result<(), Error> {
-        let mut store = self.store.lock();
-        let topic = self
-            .topic(name)
-            .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
-        let current = topic.partitions.len() as i32;
-        if topic.kind == TopicKind::NonPartitioned {
-            return Err(Error::InvalidPartitions(format!(
-                "topic {name} is non-partitioned"
-            )));
-        }
-        if total > MAX_PARTITIONS_PER_TOPIC {
-            return Err(Error::InvalidPartitions(format!(
-                "{total} partitions requested; at most {MAX_PARTITIONS_PER_TOPIC}"
-            )));
-        }
-        if topic.name.is_internal() {
-            return Err(Error::InvalidRequest(format!(
-                "{name} is internal; its partitions are managed by the broker"
-            )));
-        }
-        if total <= current {
-            return Err(Error::InvalidPartitions(format!(
-                "topic {name} has {current} partitions; the new count {total} must be larger"
-            )));
-        }
-        if validate_only {
-            return Ok(());
-        }
-        let config = self.config.read().clone();
-        let log_config =
-            tenancy::log_config(&store.data.tenants, &config, &topic.name, &topic.config);
-        let mut parts = topic.partitions.clone();
-        let specs: Vec<LogSpec> = (current..total)
-            .map(|p| LogSpec {
-                topic_partition: TopicPartition::new(topic.name.clone(), PartitionId(p)),
-                topic_id: topic.id,
-                config: log_config.clone(),
-            })
-            .collect();
-        match into_partitions(self.logs.open_logs(specs.clone()), specs) {
-            Ok(new) => parts.extend(new),
-            Err(e) => {
-                self.remove_logs(&topic.name, current..total);
-                return Err(e);
-            }
-        }
-        if let Err(e) = store.update(|m| {
-            if let Some(r) = m.topics.get_mut(name) {
-                r.partitions = total;
-            }
-        }) {
-            self.remove_logs(&topic.name, current..total);
-            return Err(e);
-        }
-        self.publish(Topic {
-            name: topic.name.clone(),
-            id: topic.id,
-            kind: topic.kind,
-            config: topic.config.clone(),
-            partitions: parts,
-        });
-        Ok(())
-    }
-
-    /// Replaces a topic's config overrides with `config`.
-    pub fn set_topic_config(
-        &self,
-        name: &str,
-        config: TopicConfig,
-        validate_only: bool,
-    ) -> Result<(), Error> {
-        self.update_topic_config(name, validate_only, |_| Ok(config))
-    }
-
-    /// Changes a topic's config overrides with `change`, which sees the
-    /// current overrides; read, change and write happen under one lock, so
-    /// concurrent changes are not lost.
-    pub fn update_topic_config(
-        &self,
-        name: &str,
-        validate_only: bool,
-        change: impl FnOnce(&TopicConfig) -> Result<TopicConfig, Error>,
-    ) -> Result<(), Error> {
-        let mut store = self.store.lock();
-        let topic = self
-            .topic(name)
-            .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
-        if topic.name.is_internal() {
-            // Its retention and cleanup are what keep committed offsets.
-            return Err(Error::InvalidRequest(format!(
-                "{name} is internal; its configuration is managed by the broker"
-            )));
-        }
-        let config = change(&topic.config)?;
-        if validate_only {
-            return Ok(());
-        }
-        store.update(|m| {
-            if let Some(r) = m.topics.get_mut(name) {
-                r.config = config.clone();
-            }
-        })?;
-        let broker_config = self.config.read().clone();
-        let log_config =
-            tenancy::log_config(&store.data.tenants, &broker_config, &topic.name, &config);
-        for p in &topic.partitions {
-            p.log().update_config(log_config.clone());
-        }
-        self.publish(Topic {
-            name: topic.name.clone(),
-            id: topic.id,
-            kind: topic.kind,
-            config,
-            partitions: topic.partitions.clone(),
-        });
-        Ok(())
-    }
-
-    /// Changes broker keys at runtime (`None` = back to default), persists
-    /// them, and pushes new log defaults to topics that do not override them.
-    pub fn alter_broker_config(
-        &self,
-        changes: &[(String, Option<String>)],
-        validate_only: bool,
-    ) -> Result<(), Error> {
-        let mut store = self.store.lock();
-        let mut next = self.config.read().clone();
-        for (k, v) in changes {
-            let spec = crate::config::BROKER_KEYS
-                .iter()
-                .find(|s| s.name == k)
-                .ok_or_else(|| Error::InvalidConfig {
-                    key: k.clone(),
-                    reason: "unknown broker configuration key".into(),
-                })?;
-            if !spec.dynamic {
-                return Err(Error::InvalidConfig {
-                    key: k.clone(),
-                    reason: "this key cannot be changed while the broker runs".into(),
-                });
-            }
-            match v {
-                Some(v) => next.set(k, v, ConfigSource::Dynamic),
-                None => next.reset(k),
-            }
-            .map_err(|e| match e {
-                Error::Config { key, reason } => Error::InvalidConfig { key, reason },
-                other => other,
-            })?;
-        }
-        if validate_only {
-            return Ok(());
-        }
-        let dynamic = next.dynamic_values();
-        store.update(|m| m.broker_configs = dynamic)?;
-        *self.config.write() = next.clone();
-        self.refresh_log_configs(&store.data.tenants, &next);
-        Ok(())
-    }
-
-    /// Pushes every topic's storage settings to its partitions after a
-    /// change of the layers below the topic's own overrides (broker keys,
-    /// namespace policies, which namespace a topic belongs to).
-    pub(crate) fn refresh_log_configs(&self, tenants: &Tenants, broker_config: &BrokerConfig) {
-        for t in self.topics() {
-            let c = tenancy::log_config(tenants, broker_config, &t.name, &t.config);
-            for p in &t.partitions {
-                p.log().update_config(c.clone());
-            }
-        }
-    }
-
-    /// Hands out a producer id never given before, even across restarts.
-    pub fn next_producer_id(&self) -> Result<ProducerId, Error> {
-        let mut ids = self.producer_ids.lock();
-        if ids.next >= ids.limit {
-            let new_limit = ids.limit + PRODUCER_ID_BLOCK;
-            self.store
-                .lock()
-                .update(|m| m.producer_id_limit = new_limit)?;
-            ids.limit = new_limit;
-        }
-        let id = ids.next;
-        ids.next += 1;
-        Ok(ProducerId(id))
-    }
-
     /// Retention and time-based flushing over every partition.
     pub fn run_maintenance(&self, now: Timestamp, retention: bool) {
         if let Err(e) = self.logs.flush_due(now) {
@@ -778,80 +344,5 @@ impl Broker {
             partition: "all".into(),
             source,
         })
-    }
-
-    fn publish(&self, topic: Topic) {
-        let mut t = self.topics.write();
-        t.by_name.insert(topic.name.clone(), Arc::new(topic));
-    }
-
-    fn remove_logs(&self, name: &TopicName, range: std::ops::Range<i32>) {
-        let tps: Vec<TopicPartition> = range
-            .map(|p| TopicPartition::new(name.clone(), PartitionId(p)))
-            .collect();
-        for (tp, r) in self.logs.delete_logs(tps) {
-            if let Err(e) = r {
-                warn!(partition = %tp, "could not remove log: {e}");
-            }
-        }
-    }
-}
-
-fn open_topic(
-    logs: &LogManager,
-    tenants: &Tenants,
-    config: &BrokerConfig,
-    rec: &TopicRecord,
-) -> Result<Topic, Error> {
-    let specs = partition_specs(rec, tenants, config, 0..rec.partitions);
-    let partitions = into_partitions(logs.open_logs(specs.clone()), specs)?;
-    Ok(topic_from(rec, partitions))
-}
-
-/// The logs of `rec`'s partitions in `range`.
-fn partition_specs(
-    rec: &TopicRecord,
-    tenants: &Tenants,
-    config: &BrokerConfig,
-    range: std::ops::Range<i32>,
-) -> Vec<LogSpec> {
-    let log_config = tenancy::log_config(tenants, config, &rec.name, &rec.config);
-    range
-        .map(|p| LogSpec {
-            topic_partition: TopicPartition::new(rec.name.clone(), PartitionId(p)),
-            topic_id: rec.id,
-            config: log_config.clone(),
-        })
-        .collect()
-}
-
-/// Partitions over opened logs; the first failure names its partition.
-fn into_partitions(
-    opened: Vec<Result<Arc<storage::Log>, storage::Error>>,
-    specs: Vec<LogSpec>,
-) -> Result<Vec<Arc<Partition>>, Error> {
-    opened
-        .into_iter()
-        .zip(specs)
-        .map(|(log, spec)| {
-            let tp = spec.topic_partition;
-            match log {
-                Ok(log) => Ok(Arc::new(Partition::new(tp, spec.topic_id, log))),
-                Err(source) => Err(Error::Storage {
-                    partition: tp.to_string(),
-                    source,
-                }),
-            }
-        })
-        .collect()
-}
-
-fn topic_from(rec: &TopicRecord, partitions: Vec<Arc<Partition>>) -> Topic {
-    Topic {
-        name: rec.name.clone(),
-        id: rec.id,
-        kind: rec.kind,
-        config: rec.config.clone(),
-        partitions,
     }
 }

@@ -93,6 +93,10 @@ pub enum Error {
         /// The type asked for.
         requested: crate::subscription::SubscriptionType,
     },
+    /// A metadata record does not fit the metadata it is applied to (a
+    /// concurrent change got there first); nothing was changed.
+    #[error("metadata conflict: {0}")]
+    MetadataConflict(String),
     /// A subscription of this name exists on the partition (admin create).
     #[error("Subscription {0} already exists for topic")]
     SubscriptionExists(String),

@@ -13,6 +13,7 @@ use model::{TopicId, TopicName};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{TopicConfig, TopicKind};
+use crate::metadata_records::{apply_all, MetadataRecord, PartitionState};
 use crate::Error;
 
 /// File name inside the data directory.
@@ -33,6 +34,11 @@ pub struct TopicRecord {
     /// Config overrides.
     #[serde(default)]
     pub config: TopicConfig,
+    /// Each partition's replicas and leader, in index order (files written
+    /// before placements were stored have none: a broker fills them with
+    /// itself when it opens the file).
+    #[serde(default)]
+    pub placements: Vec<PartitionState>,
 }
 
 /// A tenant as persisted: upstream Pulsar's `TenantInfo` and the
@@ -80,6 +86,23 @@ pub struct Metadata {
     pub tenants: BTreeMap<String, TenantRecord>,
 }
 
+impl Metadata {
+    /// Empty metadata of a new cluster with `cluster_id`, holding the
+    /// `public/default` namespace.
+    pub fn new(cluster_id: String) -> Metadata {
+        let mut m = Metadata {
+            version: VERSION,
+            cluster_id,
+            producer_id_limit: 0,
+            topics: BTreeMap::new(),
+            broker_configs: BTreeMap::new(),
+            tenants: BTreeMap::new(),
+        };
+        add_default_namespace(&mut m.tenants);
+        m
+    }
+}
+
 /// The metadata file and its last written content.
 #[derive(Debug)]
 pub struct MetadataStore {
@@ -116,16 +139,8 @@ impl MetadataStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut store = MetadataStore {
                     path: path.clone(),
-                    data: Metadata {
-                        version: VERSION,
-                        cluster_id: new_cluster_id(),
-                        producer_id_limit: 0,
-                        topics: BTreeMap::new(),
-                        broker_configs: BTreeMap::new(),
-                        tenants: BTreeMap::new(),
-                    },
+                    data: Metadata::new(new_cluster_id()),
                 };
-                add_default_namespace(&mut store.data.tenants);
                 store.save().map_err(|e| match e {
                     Error::MetadataIo { source, .. } => io(source),
                     other => other,
@@ -136,17 +151,17 @@ impl MetadataStore {
         }
     }
 
-    /// Applies `change` to a copy and persists it; memory is updated only if
-    /// the write succeeded, so a failed write changes nothing.
-    pub fn update<T>(&mut self, change: impl FnOnce(&mut Metadata) -> T) -> Result<T, Error> {
-        let mut next = self.data.clone();
-        let out = change(&mut next);
+    /// Applies `records` to a copy and persists it; memory is updated only
+    /// if every record applies and the write succeeded, so a refused
+    /// record or a failed write changes nothing.
+    pub fn commit(&mut self, records: &[MetadataRecord]) -> Result<(), Error> {
+        let next = apply_all(&self.data, records)?;
         write_atomically(&self.path, &next).map_err(|source| Error::MetadataIo {
             path: self.path.clone(),
             source,
         })?;
         self.data = next;
-        Ok(out)
+        Ok(())
     }
 
     fn save(&mut self) -> Result<(), Error> {
@@ -221,23 +236,44 @@ mod tests {
         assert_eq!(cluster.len(), 22);
         let name = TopicName::new("t").unwrap();
         let id = TopicId::random();
-        s.update(|m| {
-            m.topics.insert(
-                name.clone(),
-                TopicRecord {
-                    name: name.clone(),
-                    id,
-                    kind: TopicKind::NonPartitioned,
-                    partitions: 1,
-                    config: TopicConfig::default(),
-                },
-            );
-        })
+        s.commit(&[MetadataRecord::TopicCreated {
+            topic: TopicRecord {
+                name: name.clone(),
+                id,
+                kind: TopicKind::NonPartitioned,
+                partitions: 1,
+                config: TopicConfig::default(),
+                placements: vec![PartitionState::single(1)],
+            },
+        }])
         .unwrap();
         let s2 = MetadataStore::open(dir.path()).unwrap();
         assert_eq!(s2.data.cluster_id, cluster);
         assert_eq!(s2.data.topics[&name].id, id);
         assert_eq!(s2.data.topics[&name].kind, TopicKind::NonPartitioned);
+        assert_eq!(
+            s2.data.topics[&name].placements,
+            vec![PartitionState::single(1)]
+        );
+    }
+
+    #[test]
+    fn a_refused_record_commits_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = MetadataStore::open(dir.path()).unwrap();
+        let before = s.data.clone();
+        let e = s
+            .commit(&[
+                MetadataRecord::ProducerIdsReserved { limit: 1000 },
+                MetadataRecord::TopicDeleted {
+                    id: TopicId::random(),
+                    name: TopicName::new("missing").unwrap(),
+                },
+            ])
+            .unwrap_err();
+        assert!(matches!(e, Error::MetadataConflict(_)), "{e}");
+        assert_eq!(s.data, before);
+        assert_eq!(MetadataStore::open(dir.path()).unwrap().data, before);
     }
 
     #[test]
@@ -263,15 +299,14 @@ mod tests {
     fn tenants_and_namespace_policies_persist() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = MetadataStore::open(dir.path()).unwrap();
-        s.update(|m| {
-            let t = m.tenants.entry("acme".into()).or_default();
-            t.admin_roles.insert("ops".into());
-            let mut config = TopicConfig::default();
-            config.set("retention.ms", "60000").unwrap();
-            t.namespaces
-                .insert("billing".into(), NamespaceRecord { config });
-        })
-        .unwrap();
+        let mut tenants = s.data.tenants.clone();
+        let t = tenants.entry("acme".into()).or_default();
+        t.admin_roles.insert("ops".into());
+        let mut config = TopicConfig::default();
+        config.set("retention.ms", "60000").unwrap();
+        t.namespaces
+            .insert("billing".into(), NamespaceRecord { config });
+        s.commit(&[MetadataRecord::TenantsSet { tenants }]).unwrap();
         let s2 = MetadataStore::open(dir.path()).unwrap();
         assert_eq!(s2.data.tenants, s.data.tenants);
         let ns = &s2.data.tenants["acme"].namespaces["billing"];

@@ -472,7 +472,9 @@ impl Broker {
         let mut store = self.store.lock();
         let mut next = store.data.tenants.clone();
         let out = change(&mut next)?;
-        store.update(|m| m.tenants = next.clone())?;
+        store.commit(&[crate::metadata_records::MetadataRecord::TenantsSet {
+            tenants: next.clone(),
+        }])?;
         let published = Arc::new(next);
         *self.tenants.write() = published.clone();
         self.refresh_log_configs(&published, &self.config());

@@ -4,10 +4,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use model::{LeaderEpoch, Offset, PartitionId, Timestamp, TopicId, TopicName, TopicPartition};
+use parking_lot::RwLock;
 use storage::{AppendOutcome, Log, ReadResult, SyncWork};
 use tokio::sync::Notify;
 
 use crate::config::{TopicConfig, TopicKind};
+use crate::metadata_records::PartitionState;
 use crate::traffic::Traffic;
 use crate::Error;
 
@@ -60,6 +62,7 @@ pub struct Partition {
     appended: Notify,
     traffic: Traffic,
     producers: AtomicUsize,
+    state: RwLock<PartitionState>,
 }
 
 /// A producer counted as attached to a partition until this is dropped
@@ -73,11 +76,13 @@ impl Drop for ProducerAttachment {
     }
 }
 
-/// The leader epoch of every partition on a single-node broker.
-pub const SINGLE_NODE_EPOCH: LeaderEpoch = LeaderEpoch(0);
-
 impl Partition {
-    pub(crate) fn new(tp: TopicPartition, topic_id: TopicId, log: Arc<Log>) -> Partition {
+    pub(crate) fn new(
+        tp: TopicPartition,
+        topic_id: TopicId,
+        log: Arc<Log>,
+        state: PartitionState,
+    ) -> Partition {
         Partition {
             tp,
             topic_id,
@@ -85,7 +90,13 @@ impl Partition {
             appended: Notify::new(),
             traffic: Traffic::default(),
             producers: AtomicUsize::new(0),
+            state: RwLock::new(state),
         }
+    }
+
+    /// Its replicas, in-sync replicas, leader and epochs.
+    pub fn state(&self) -> PartitionState {
+        self.state.read().clone()
     }
 
     /// Counts a producer of a front end as attached until the returned
@@ -114,7 +125,7 @@ impl Partition {
 
     /// The current leader epoch.
     pub fn leader_epoch(&self) -> LeaderEpoch {
-        SINGLE_NODE_EPOCH
+        LeaderEpoch(self.state.read().leader_epoch)
     }
 
     /// Appends producer batches (validated, offsets assigned by the log) and

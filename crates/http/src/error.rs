@@ -98,7 +98,9 @@ impl From<broker::Error> for ApiError {
             E::InvalidPolicy(_) | E::ConsumerBusy(_) | E::SubscriptionTypeMismatch { .. } => {
                 ApiError::new(StatusCode::PRECONDITION_FAILED, e.to_string())
             }
-            E::Undeletable(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+            E::Undeletable(_) | E::MetadataConflict(_) => {
+                ApiError::new(StatusCode::CONFLICT, e.to_string())
+            }
             E::InvalidPartitions(_) => ApiError::new(StatusCode::NOT_ACCEPTABLE, e.to_string()),
             E::InvalidConfig { .. }
             | E::Config { .. }

@@ -17,7 +17,7 @@ pub fn response_error(e: &Error) -> ResponseError {
         Error::TopicExists(_) => R::TopicAlreadyExists,
         Error::InvalidPartitions(_) => R::InvalidPartitions,
         Error::InvalidReplicationFactor(_) => R::InvalidReplicationFactor,
-        Error::InvalidRequest(_) => R::InvalidRequest,
+        Error::InvalidRequest(_) | Error::MetadataConflict(_) => R::InvalidRequest,
         // Subscriptions are not reachable from Kafka requests.
         Error::ConsumerBusy(_)
         | Error::SubscriptionTypeMismatch { .. }

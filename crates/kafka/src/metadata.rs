@@ -55,7 +55,7 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: MetadataRequest) -> Metad
         None => broker
             .topics()
             .iter()
-            .map(|t| describe(t, node, topic_ops(include_topic_ops)))
+            .map(|t| describe(t, topic_ops(include_topic_ops)))
             .collect(),
         Some(list) => list
             .into_iter()
@@ -66,11 +66,10 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: MetadataRequest) -> Metad
                         broker,
                         &name,
                         allow_auto_create,
-                        node,
                         topic_ops(include_topic_ops),
                     ),
                     None if !id.is_zero() => match broker.topic_by_id(id) {
-                        Some(topic) => describe(&topic, node, topic_ops(include_topic_ops)),
+                        Some(topic) => describe(&topic, topic_ops(include_topic_ops)),
                         None => MetadataResponseTopic::default()
                             .with_name(None)
                             .with_topic_id(t.topic_id)
@@ -105,21 +104,20 @@ fn by_name(
     broker: &Arc<Broker>,
     name: &WireTopicName,
     allow: bool,
-    node: i32,
     ops: i32,
 ) -> MetadataResponseTopic {
     let result = model::TopicName::new(name.as_str())
         .map_err(Error::from)
         .and_then(|n| broker.lookup_topic(&n, allow));
     match result {
-        Ok(topic) => describe(&topic, node, ops),
+        Ok(topic) => describe(&topic, ops),
         Err(e) => MetadataResponseTopic::default()
             .with_name(Some(name.clone()))
             .with_error_code(response_error(&e).code()),
     }
 }
 
-fn describe(topic: &Topic, node: i32, ops: i32) -> MetadataResponseTopic {
+fn describe(topic: &Topic, ops: i32) -> MetadataResponseTopic {
     MetadataResponseTopic::default()
         .with_name(Some(WireTopicName(StrBytes::from_string(
             topic.name.to_string(),
@@ -132,12 +130,14 @@ fn describe(topic: &Topic, node: i32, ops: i32) -> MetadataResponseTopic {
                 .partitions
                 .iter()
                 .map(|p| {
+                    let state = p.state();
+                    let nodes = |ids: &[i32]| ids.iter().map(|&n| BrokerId(n)).collect();
                     MetadataResponsePartition::default()
                         .with_partition_index(p.tp.partition.0)
-                        .with_leader_id(BrokerId(node))
-                        .with_leader_epoch(p.leader_epoch().0)
-                        .with_replica_nodes(vec![BrokerId(node)])
-                        .with_isr_nodes(vec![BrokerId(node)])
+                        .with_leader_id(BrokerId(state.leader))
+                        .with_leader_epoch(state.leader_epoch)
+                        .with_replica_nodes(nodes(&state.replicas))
+                        .with_isr_nodes(nodes(&state.isr))
                 })
                 .collect(),
         )

@@ -1,0 +1,192 @@
+//! The broker's metadata as records: every change of topics, partitions,
+//! their placement, configs, tenants and producer ids is one or more
+//! [`MetadataRecord`]s, applied in order to a [`Metadata`] by the pure
+//! [`apply`]. A single node commits them to its metadata file; a cluster
+//! will replicate the same records through its controller quorum, and
+//! each broker will apply the ones it receives (Kafka's `MetadataDelta`).
+//!
+//! `apply` is total and deterministic: a record that does not fit the state
+//! (a topic created twice, a deletion of a topic id that is not there) is
+//! refused with [`Error::MetadataConflict`] and leaves the state as it was,
+//! so every replica that applies the same records reaches the same state.
+
+use std::collections::BTreeMap;
+
+use model::{TopicId, TopicName};
+use serde::{Deserialize, Serialize};
+
+use crate::config::TopicConfig;
+use crate::metadata_store::{Metadata, TenantRecord, TopicRecord};
+use crate::Error;
+
+/// A broker's node id.
+pub type NodeId = i32;
+
+/// No leader: the partition is offline.
+pub const NO_LEADER: NodeId = -1;
+
+/// Where a partition lives and who leads it: Kafka's `PartitionRecord`.
+/// On a single node every partition has one replica, itself, at epoch 0;
+/// the cluster fills in the lists and bumps the epochs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionState {
+    /// The brokers holding a replica, preferred leader first.
+    pub replicas: Vec<NodeId>,
+    /// The replicas in sync with the leader.
+    pub isr: Vec<NodeId>,
+    /// The leader, or [`NO_LEADER`].
+    pub leader: NodeId,
+    /// Bumped whenever the leader changes.
+    pub leader_epoch: i32,
+    /// Bumped on every change of this state.
+    pub partition_epoch: i32,
+}
+
+impl PartitionState {
+    /// One replica on `node`, which leads it, at epoch 0.
+    pub fn single(node: NodeId) -> PartitionState {
+        PartitionState {
+            replicas: vec![node],
+            isr: vec![node],
+            leader: node,
+            leader_epoch: 0,
+            partition_epoch: 0,
+        }
+    }
+
+    /// Whether `node` holds a replica.
+    pub fn has_replica(&self, node: NodeId) -> bool {
+        self.replicas.contains(&node)
+    }
+}
+
+/// One change of the metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum MetadataRecord {
+    /// A topic was created with these partitions (`topic.placements`).
+    TopicCreated {
+        /// The topic, its id and placements included.
+        topic: TopicRecord,
+    },
+    /// Partitions were added to a topic, after its last one.
+    PartitionsAdded {
+        /// The topic's id.
+        id: TopicId,
+        /// Its name.
+        name: TopicName,
+        /// The new partitions, in index order.
+        placements: Vec<PartitionState>,
+    },
+    /// A topic's config overrides were replaced.
+    TopicConfigSet {
+        /// The topic's id.
+        id: TopicId,
+        /// Its name.
+        name: TopicName,
+        /// The new overrides.
+        config: TopicConfig,
+    },
+    /// A topic was deleted; its id is never valid again.
+    TopicDeleted {
+        /// The topic's id.
+        id: TopicId,
+        /// Its name.
+        name: TopicName,
+    },
+    /// The broker keys changed at runtime (the whole set).
+    BrokerConfigsSet {
+        /// Key → value.
+        values: BTreeMap<String, String>,
+    },
+    /// Producer ids below `limit` may be handed out.
+    ProducerIdsReserved {
+        /// The new limit (never lower than the last).
+        limit: i64,
+    },
+    /// The tenants and their namespaces (the whole set).
+    TenantsSet {
+        /// Tenant → record.
+        tenants: BTreeMap<String, TenantRecord>,
+    },
+}
+
+fn conflict(what: String) -> Error {
+    Error::MetadataConflict(what)
+}
+
+fn live_topic<'a>(
+    m: &'a mut Metadata,
+    id: TopicId,
+    name: &TopicName,
+) -> Result<&'a mut TopicRecord, Error> {
+    m.topics
+        .get_mut(name)
+        .filter(|t| t.id == id)
+        .ok_or_else(|| conflict(format!("no topic {name} with id {id}")))
+}
+
+/// Applies one record to `m`; on [`Error::MetadataConflict`] `m` is
+/// unchanged.
+pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
+    match record {
+        MetadataRecord::TopicCreated { topic } => {
+            if m.topics.contains_key(&topic.name) {
+                return Err(conflict(format!("topic {} exists", topic.name)));
+            }
+            if m.topics.values().any(|t| t.id == topic.id) {
+                return Err(conflict(format!("topic id {} is in use", topic.id)));
+            }
+            if topic.placements.len() != topic.partitions as usize {
+                return Err(conflict(format!(
+                    "topic {} has {} partitions but {} placements",
+                    topic.name,
+                    topic.partitions,
+                    topic.placements.len()
+                )));
+            }
+            m.topics.insert(topic.name.clone(), topic.clone());
+        }
+        MetadataRecord::PartitionsAdded {
+            id,
+            name,
+            placements,
+        } => {
+            let t = live_topic(m, *id, name)?;
+            t.partitions += placements.len() as i32;
+            t.placements.extend(placements.iter().cloned());
+        }
+        MetadataRecord::TopicConfigSet { id, name, config } => {
+            live_topic(m, *id, name)?.config = config.clone();
+        }
+        MetadataRecord::TopicDeleted { id, name } => {
+            live_topic(m, *id, name)?;
+            m.topics.remove(name);
+        }
+        MetadataRecord::BrokerConfigsSet { values } => m.broker_configs = values.clone(),
+        MetadataRecord::ProducerIdsReserved { limit } => {
+            if *limit < m.producer_id_limit {
+                return Err(conflict(format!(
+                    "producer id limit {limit} is below {}",
+                    m.producer_id_limit
+                )));
+            }
+            m.producer_id_limit = *limit;
+        }
+        MetadataRecord::TenantsSet { tenants } => m.tenants = tenants.clone(),
+    }
+    Ok(())
+}
+
+/// Applies `records` in order to a copy of `m`: the new state, or the
+/// first conflict (and `m` untouched).
+pub fn apply_all(m: &Metadata, records: &[MetadataRecord]) -> Result<Metadata, Error> {
+    let mut next = m.clone();
+    for r in records {
+        apply(&mut next, r)?;
+    }
+    Ok(next)
+}
+
+#[cfg(test)]
+mod tests;
