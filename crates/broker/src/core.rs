@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use model::{PartitionId, Timestamp, TopicId, TopicName};
+use model::{PartitionId, Timestamp, TopicId, TopicName, TopicPartition};
 use parking_lot::{Mutex, RwLock};
 use storage::{LogManager, LogSpec};
 use tracing::{info, warn};
@@ -131,17 +131,35 @@ impl Broker {
                     .collect();
             }
         }
+        // The metadata is the full state of what this broker holds (KIP-516
+        // `is_every_partition`): anything else on disk is stale, staged
+        // under deleting/ and removed log.dir.delete.delay.ms later.
         let on_disk = logs.scan().map_err(Error::DataDir)?;
-        for (tp, id) in on_disk {
-            let live = store
-                .data
-                .topics
-                .get(&tp.topic)
-                .filter(|t| Some(t.id) == id && tp.partition.0 < t.partitions);
-            if live.is_none() {
-                warn!(partition = %tp, topic_id = ?id, "removing partition directory of a deleted or replaced topic");
-                if let Err(e) = logs.delete_log(&tp) {
-                    warn!(partition = %tp, "could not remove stale partition: {e}");
+        let assigned: std::collections::BTreeMap<TopicPartition, TopicId> = store
+            .data
+            .topics
+            .values()
+            .flat_map(|t| {
+                t.placements
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| s.has_replica(node))
+                    .map(|(p, _)| {
+                        (
+                            TopicPartition::new(t.name.clone(), PartitionId(p as i32)),
+                            t.id,
+                        )
+                    })
+            })
+            .collect();
+        for (tp, why) in crate::reconcile::stale_partitions(&on_disk, &assigned) {
+            match logs.stage_for_deletion(&tp) {
+                Ok(to) => {
+                    let to = to.map(|p| p.display().to_string()).unwrap_or_default();
+                    warn!(partition = %tp, reason = ?why, staged = %to, "staging a stale partition directory for deletion (KIP-516)");
+                }
+                Err(e) => {
+                    warn!(partition = %tp, reason = ?why, "could not stage a stale partition: {e}")
                 }
             }
         }
@@ -314,8 +332,17 @@ impl Broker {
         t.partition(p).cloned()
     }
 
-    /// Retention and time-based flushing over every partition.
+    /// Partition directories staged for deletion and not yet removed.
+    pub fn staged_deletions(&self) -> Vec<std::path::PathBuf> {
+        self.logs.staged()
+    }
+
+    /// Retention, time-based flushing over every partition, and the removal
+    /// of staged partitions older than `log.dir.delete.delay.ms`.
     pub fn run_maintenance(&self, now: Timestamp, retention: bool) {
+        let delay = self.config.read().int_value("log.dir.delete.delay.ms");
+        self.logs
+            .purge_staged(std::time::Duration::from_millis(delay.max(0) as u64));
         if let Err(e) = self.logs.flush_due(now) {
             warn!("periodic flush failed: {e}");
         }

@@ -21,6 +21,7 @@ pub mod metadata_records;
 pub mod metadata_store;
 pub mod metrics;
 pub mod net;
+pub mod reconcile;
 pub mod schema;
 pub mod sequences;
 pub mod subscription;

@@ -153,3 +153,91 @@ async fn recreated_topic_gets_a_new_id_and_the_old_id_is_fenced() {
     assert_eq!(resp.responses[0].name.as_ref().unwrap().as_str(), "ids");
     assert_eq!(fetch_by_id(&mut conn, new_id).await.0, UNKNOWN_TOPIC_ID);
 }
+
+/// Copies directory `from` to `to` (files only, one level: a partition
+/// directory).
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+/// KIP-516 Scenario 2 on one broker's disk: the broker holds `a-0` of topic
+/// id0 while `a` is deleted and recreated as id1 elsewhere; when it starts
+/// with a metadata state naming only id1, the id0 directory is staged under
+/// `deleting/{id0}_0` (logged), never served (id0 is fenced, no record of
+/// it is read for `a`), the id1 partition starts empty and writable, and
+/// the staged directory is removed once `log.dir.delete.delay.ms` passed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stale_partition_of_a_recreated_topic_is_staged_then_removed() {
+    let mut broker = BrokerProcess::start(&[
+        "auto.create.topics.enable=false",
+        "log.dir.delete.delay.ms=1500",
+    ]);
+    let bootstrap = broker.bootstrap();
+    let admin: AdminClient<DefaultClientContext> = client_config(&bootstrap).create().unwrap();
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let new = [NewTopic::new("a", 1, TopicReplication::Fixed(1))];
+    assert!(admin.create_topics(&new, &opts).await.unwrap()[0].is_ok());
+    produce(&bootstrap, "a", &["id0-1", "id0-2"]).await;
+    let mut conn = RawConn::connect(broker.addr).await;
+    let id0 = topic_id(&mut conn, "a").await;
+    drop(conn);
+    assert_eq!(broker.terminate(), Some(0));
+    let saved = tempfile::tempdir().unwrap();
+    copy_dir(&broker.dir().join("a-0"), saved.path());
+
+    // Deleted and recreated (id1) while "the broker holding id0" is away:
+    // afterwards its disk has the id0 directory where id1's would be.
+    broker.restart();
+    let admin: AdminClient<DefaultClientContext> = client_config(&bootstrap).create().unwrap();
+    assert!(admin.delete_topics(&["a"], &opts).await.unwrap()[0].is_ok());
+    assert!(admin.create_topics(&new, &opts).await.unwrap()[0].is_ok());
+    let mut conn = RawConn::connect(broker.addr).await;
+    let id1 = topic_id(&mut conn, "a").await;
+    assert_ne!(id0, id1);
+    drop(conn);
+    assert_eq!(broker.terminate(), Some(0));
+    std::fs::remove_dir_all(broker.dir().join("a-0")).unwrap();
+    copy_dir(saved.path(), &broker.dir().join("a-0"));
+
+    broker.restart();
+    broker.wait_for_log("staging a stale partition directory");
+    let staged = broker.dir().join("deleting").join(format!("{id0}_0"));
+    let staging = broker
+        .log_text()
+        .lines()
+        .find(|l| l.contains("staging a stale partition directory"))
+        .unwrap()
+        .to_string();
+    assert!(
+        staging.contains(&staged.display().to_string()) && staging.contains("OtherTopicId"),
+        "{staging}"
+    );
+    let mut conn = RawConn::connect(broker.addr).await;
+    assert_eq!(topic_id(&mut conn, "a").await, id1);
+    assert_eq!(
+        fetch_by_id(&mut conn, id0).await,
+        (UNKNOWN_TOPIC_ID, vec![])
+    );
+    assert_eq!(
+        fetch_by_id(&mut conn, id1).await,
+        (0, vec![]),
+        "id1 starts empty"
+    );
+    produce(&bootstrap, "a", &["id1-1"]).await;
+    assert_eq!(fetch_by_id(&mut conn, id1).await, (0, vec!["id1-1".into()]));
+    // Removed once the delay has passed (checked by the maintenance loop).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while staged.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} still there",
+            staged.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(broker.log_text().contains("removed a staged partition"));
+}

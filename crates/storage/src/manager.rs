@@ -38,6 +38,9 @@ pub struct LogManager {
     /// Whether bulk file work yields the CPU to requests (set once the
     /// broker serves; start-up and shutdown run at normal priority).
     background: AtomicBool,
+    /// Directories under `deleting/` waiting for their removal, with when
+    /// they were staged (or found there at open).
+    staged: Mutex<Vec<(PathBuf, std::time::Instant)>>,
 }
 
 /// One log to open or create with [`LogManager::open_logs`].
@@ -119,7 +122,16 @@ impl LogManager {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
             Err(e) => return Err(e).at(&marker),
         };
-        remove_dir_all_if_exists(&data_dir.join(DELETING_DIR))?;
+        // Staged deletions survive a restart: they are removed the delay
+        // after this open, as after their staging.
+        let mut staged = Vec::new();
+        let deleting = data_dir.join(DELETING_DIR);
+        if deleting.is_dir() {
+            let now = std::time::Instant::now();
+            for entry in fs::read_dir(&deleting).at(&deleting)? {
+                staged.push((entry.at(&deleting)?.path(), now));
+            }
+        }
         let fresh = is_new_data_dir(data_dir)?;
         let previous_run = match (fresh, clean_shutdown) {
             (true, _) => "new data directory",
@@ -134,6 +146,7 @@ impl LogManager {
             logs: RwLock::new(HashMap::new()),
             opening: Mutex::new(HashMap::new()),
             background: AtomicBool::new(false),
+            staged: Mutex::new(staged),
         })
     }
 
@@ -279,6 +292,65 @@ impl LogManager {
     /// `deleting/{topic_id}_{partition}` and removed. A no-op for a partition
     /// that is neither open nor on disk.
     pub fn delete_log(&self, tp: &TopicPartition) -> Result<()> {
+        if let Some(staged) = self.stage(tp)? {
+            remove_dir_all_if_exists(&staged)?;
+            tracing::info!(partition = %tp, "deleted log");
+        }
+        Ok(())
+    }
+
+    /// Closes the log of `tp` (later operations on it fail with
+    /// [`Error::LogDeleted`]) and moves its directory to
+    /// `deleting/{topic_id}_{partition}`, where it stays until
+    /// [`LogManager::purge_staged`] finds it old enough (KIP-516: a stale
+    /// partition is never served again, but its files are kept a while).
+    /// Returns where it went; `None` for a partition neither open nor on
+    /// disk.
+    pub fn stage_for_deletion(&self, tp: &TopicPartition) -> Result<Option<PathBuf>> {
+        let staged = self.stage(tp)?;
+        if let Some(path) = &staged {
+            self.staged
+                .lock()
+                .push((path.clone(), std::time::Instant::now()));
+        }
+        Ok(staged)
+    }
+
+    /// Removes the staged directories staged at least `delay` ago; returns
+    /// them.
+    pub fn purge_staged(&self, delay: std::time::Duration) -> Vec<PathBuf> {
+        let due: Vec<PathBuf> = {
+            let mut staged = self.staged.lock();
+            let now = std::time::Instant::now();
+            let (due, keep): (Vec<_>, Vec<_>) = staged
+                .drain(..)
+                .partition(|(_, at)| now.saturating_duration_since(*at) >= delay);
+            *staged = keep;
+            due.into_iter().map(|(p, _)| p).collect()
+        };
+        let mut removed = Vec::new();
+        for path in due {
+            match remove_dir_all_if_exists(&path) {
+                Ok(()) => {
+                    tracing::info!(path = %path.display(), "removed a staged partition");
+                    removed.push(path);
+                }
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), "cannot remove a staged partition (retried later): {e}");
+                    self.staged.lock().push((path, std::time::Instant::now()));
+                }
+            }
+        }
+        removed
+    }
+
+    /// The directories staged for deletion and not yet removed.
+    pub fn staged(&self) -> Vec<PathBuf> {
+        self.staged.lock().iter().map(|(p, _)| p.clone()).collect()
+    }
+
+    /// Closes `tp`'s log and renames its directory under `deleting/`.
+    fn stage(&self, tp: &TopicPartition) -> Result<Option<PathBuf>> {
         // Held throughout so the partition cannot be reopened half-deleted
         // (other partitions open and close meanwhile).
         let slot = Arc::clone(self.opening.lock().entry(tp.clone()).or_default());
@@ -293,7 +365,7 @@ impl LogManager {
             None => read_partition_metadata(&dir).ok().flatten(),
         };
         if !dir.exists() {
-            return Ok(());
+            return Ok(None);
         }
         let deleting = self.data_dir.join(DELETING_DIR);
         fs::create_dir_all(&deleting).at(&deleting)?;
@@ -307,9 +379,7 @@ impl LogManager {
         if !crate::checkpoint::sync_deferred() {
             sync_dir(&self.data_dir)?;
         }
-        remove_dir_all_if_exists(&staged)?;
-        tracing::info!(partition = %tp, "deleted log");
-        Ok(())
+        Ok(Some(staged))
     }
 
     /// Deletes many logs as [`LogManager::delete_log`] does one, on several

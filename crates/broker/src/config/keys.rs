@@ -276,6 +276,14 @@ pub const BROKER_KEYS: &[ConfigKey] = &[
         doc: "How often retention runs over all partitions.",
     },
     ConfigKey {
+        name: "log.dir.delete.delay.ms",
+        default: "60000",
+        kind: ValueKind::Int { min: 0, max: i64::MAX },
+        dynamic: false,
+        broker_default: None,
+        doc: "A stale partition directory (of a deleted topic, or of an older topic with the same name, KIP-516) is kept under deleting/ this long before it is removed.",
+    },
+    ConfigKey {
         name: "group.min.session.timeout.ms",
         default: "6000",
         kind: ValueKind::Int { min: 1, max: i32::MAX as i64 },

@@ -161,12 +161,63 @@ fn deleted_logs_refuse_work_and_leave_nothing_behind() {
         // Deleting what does not exist is fine.
         mgr.delete_log(&t).unwrap();
     }
-    // Leftovers of an interrupted deletion are purged at open.
+    // Leftovers of an interrupted deletion survive the restart staged, and
+    // go once the delay has passed since the open.
     let leftover = tmp.path().join(DELETING_DIR).join(format!("{id}_2"));
     fs::create_dir_all(&leftover).unwrap();
     fs::write(leftover.join("00000000000000000000.log"), b"x").unwrap();
-    let _mgr = LogManager::open(tmp.path()).unwrap();
-    assert!(!tmp.path().join(DELETING_DIR).exists());
+    let mgr = LogManager::open(tmp.path()).unwrap();
+    assert_eq!(mgr.staged(), vec![leftover.clone()]);
+    assert!(mgr
+        .purge_staged(std::time::Duration::from_secs(3600))
+        .is_empty());
+    assert!(leftover.exists());
+    assert_eq!(
+        mgr.purge_staged(std::time::Duration::ZERO),
+        vec![leftover.clone()]
+    );
+    assert!(!leftover.exists() && mgr.staged().is_empty());
+}
+
+#[test]
+fn a_staged_partition_is_closed_kept_and_removed_after_the_delay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = TopicPartition::new(TopicName::new("stale").unwrap(), PartitionId(0));
+    let id = TopicId::random();
+    let mgr = LogManager::open(tmp.path()).unwrap();
+    let log = mgr.open_log(&t, id, small()).unwrap();
+    log.append(
+        &batch(&simple_records(0, 3, 0)),
+        LeaderEpoch(0),
+        Timestamp(0),
+    )
+    .unwrap();
+    let staged = mgr.stage_for_deletion(&t).unwrap().unwrap();
+    assert_eq!(
+        staged,
+        tmp.path().join(DELETING_DIR).join(format!("{id}_0"))
+    );
+    assert!(
+        staged.join("00000000000000000000.log").exists(),
+        "files kept"
+    );
+    assert!(!tmp.path().join("stale-0").exists());
+    assert!(mgr.get(&t).is_none());
+    assert!(matches!(
+        log.read(Offset(0), 100, true),
+        Err(Error::LogDeleted)
+    ));
+    // A new log of the name starts empty, never with the staged data.
+    let fresh = mgr.open_log(&t, TopicId::random(), small()).unwrap();
+    assert_eq!(fresh.log_end_offset(), Offset(0));
+    assert!(mgr
+        .purge_staged(std::time::Duration::from_secs(3600))
+        .is_empty());
+    assert_eq!(
+        mgr.purge_staged(std::time::Duration::ZERO),
+        vec![staged.clone()]
+    );
+    assert!(!staged.exists());
 }
 
 #[test]
