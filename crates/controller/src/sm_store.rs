@@ -40,8 +40,8 @@ pub(crate) struct SmState<S> {
 
 pub(crate) struct Shared<S> {
     pub state: RwLock<SmState<S>>,
-    /// The last applied log index (0 before any).
-    pub applied: watch::Sender<u64>,
+    /// The last applied log index.
+    pub applied: watch::Sender<Option<u64>>,
     /// The current snapshot's metadata; held while a snapshot file is written.
     current: tokio::sync::Mutex<Option<SnapshotMeta>>,
     builds: AtomicU64,
@@ -146,7 +146,7 @@ impl<S: StateMachine> SmStore<S> {
             }
             None => (None, StoredMembership::default(), None),
         };
-        let (applied, _) = watch::channel(last_applied.map_or(0, |l| l.index));
+        let (applied, _) = watch::channel(last_applied.map(|l| l.index));
         Ok(SmStore {
             shared: Arc::new(Shared {
                 state: RwLock::new(SmState {
@@ -255,7 +255,7 @@ impl<S: StateMachine> RaftStateMachine<TypeConfig<S>> for SmStore<S> {
                     }
                 });
             }
-            st.last_applied.map_or(0, |l| l.index)
+            st.last_applied.map(|l| l.index)
         };
         self.shared.applied.send_replace(last);
         Ok(out)
@@ -281,14 +281,14 @@ impl<S: StateMachine> RaftStateMachine<TypeConfig<S>> for SmStore<S> {
             st.sm.restore(&snapshot).map_err(sm_err)?;
             st.last_applied = meta.last_log_id;
             st.membership = meta.last_membership.clone();
-            meta.last_log_id.map_or(0, |l| l.index)
+            meta.last_log_id.map(|l| l.index)
         };
         self.shared.applied.send_replace(index);
         self.shared
             .persist(meta, &snapshot)
             .await
             .map_err(snap_write_err)?;
-        tracing::info!(snapshot = %meta.snapshot_id, index, "controller: snapshot installed");
+        tracing::info!(snapshot = %meta.snapshot_id, ?index, "controller: snapshot installed");
         Ok(())
     }
 
