@@ -66,7 +66,11 @@ impl<S: StateMachine> ControllerClient<S> {
     }
 
     /// A client over `transport`.
-    pub fn with_transport(voters: Voters, opts: ClientOptions, transport: Arc<dyn Transport>) -> Self {
+    pub fn with_transport(
+        voters: Voters,
+        opts: ClientOptions,
+        transport: Arc<dyn Transport>,
+    ) -> Self {
         ControllerClient {
             voters,
             transport,
@@ -77,7 +81,12 @@ impl<S: StateMachine> ControllerClient<S> {
         }
     }
 
-    async fn call(&self, addr: &str, req: &Request<S>, timeout: Duration) -> Result<Response<S>, CallError> {
+    async fn call(
+        &self,
+        addr: &str,
+        req: &Request<S>,
+        timeout: Duration,
+    ) -> Result<Response<S>, CallError> {
         let taken = self.idle.lock().remove(addr);
         let mut peer = taken.unwrap_or_else(|| {
             let opts = NetOptions {
@@ -124,7 +133,11 @@ impl<S: StateMachine> ControllerClient<S> {
         let deadline = Instant::now() + self.opts.submit_timeout;
         let voters: Vec<String> = self.voters.iter().map(|(_, a)| a.to_string()).collect();
         let mut next_voter = 0usize;
-        let mut addr = self.leader.lock().clone().unwrap_or_else(|| voters[0].clone());
+        let mut addr = self
+            .leader
+            .lock()
+            .clone()
+            .unwrap_or_else(|| voters[0].clone());
         let mut backoff = self.opts.backoff_min;
         let req = Request::Submit(record);
         let mut last_err = String::from("no node answered");
@@ -141,7 +154,9 @@ impl<S: StateMachine> ControllerClient<S> {
                     *self.leader.lock() = Some(addr);
                     return Ok(s);
                 }
-                Ok(Response::Submit(Err(Refused::NotLeader { leader: Some((id, to)) }))) => {
+                Ok(Response::Submit(Err(Refused::NotLeader {
+                    leader: Some((id, to)),
+                }))) => {
                     last_err = format!("{addr} redirected to node {id}");
                     if to != addr {
                         addr = to;
@@ -169,7 +184,11 @@ impl<S: StateMachine> ControllerClient<S> {
     pub async fn fetch(&self, node: NodeId, from: u64, max: u32) -> Result<Fetched<S::Record>> {
         let addr = self.addr_of(node)?;
         match self
-            .call(&addr, &Request::Fetch { from, max }, self.opts.request_timeout)
+            .call(
+                &addr,
+                &Request::Fetch { from, max },
+                self.opts.request_timeout,
+            )
             .await
         {
             Ok(Response::Fetch(r)) => r.map_err(|e| e.into_error(&addr)),
@@ -200,7 +219,10 @@ impl<S: StateMachine> ControllerClient<S> {
             index,
             timeout_ms: timeout.as_millis() as u64,
         };
-        match self.call(&addr, &req, timeout + self.opts.connect_timeout).await {
+        match self
+            .call(&addr, &req, timeout + self.opts.connect_timeout)
+            .await
+        {
             Ok(Response::WaitApplied(r)) => r.map_err(|e| e.into_error(&addr)),
             Ok(_) => Err(ControllerError::BadFrame("unexpected response".into())),
             Err(e) => Err(Self::net_err(&addr, e)),

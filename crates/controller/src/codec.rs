@@ -47,7 +47,9 @@ where
             return if got == 0 {
                 Ok(None)
             } else {
-                Err(ControllerError::BadFrame("end of stream in a frame header".into()))
+                Err(ControllerError::BadFrame(
+                    "end of stream in a frame header".into(),
+                ))
             };
         }
         got += n;

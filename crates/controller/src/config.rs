@@ -99,7 +99,8 @@ impl FromStr for Voters {
             }
         }
         let v = Voters(map);
-        v.check().map_err(|_| bad("no voters or a shared address".into()))?;
+        v.check()
+            .map_err(|_| bad("no voters or a shared address".into()))?;
         Ok(v)
     }
 }
@@ -262,7 +263,15 @@ mod tests {
         let v: Voters = "1@a:1, 2@b:2,3@[::1]:3".parse().unwrap();
         assert_eq!(v.to_string(), "1@a:1,2@b:2,3@[::1]:3");
         assert_eq!(v.lowest(), 1);
-        for bad in ["", "1@a", "x@a:1", "1@a:1,1@b:2", "1@a:1,2@a:1", "1a:1", "1@:5"] {
+        for bad in [
+            "",
+            "1@a",
+            "x@a:1",
+            "1@a:1,1@b:2",
+            "1@a:1,2@a:1",
+            "1a:1",
+            "1@:5",
+        ] {
             assert!(bad.parse::<Voters>().is_err(), "{bad:?} accepted");
         }
     }
@@ -270,6 +279,9 @@ mod tests {
     #[test]
     fn node_not_in_voters() {
         let c = ControllerConfig::new(4, "1@a:1".parse().unwrap(), "/tmp/x");
-        assert!(matches!(c.raft_config(), Err(ControllerError::NotAVoter { node_id: 4, .. })));
+        assert!(matches!(
+            c.raft_config(),
+            Err(ControllerError::NotAVoter { node_id: 4, .. })
+        ));
     }
 }

@@ -35,6 +35,20 @@
 //! storage test suite. Moving to 0.10 once it is stable is a contained
 //! change in `types`, `log_store`, `sm_store` and `network`.
 //!
+//! openraft is built with `single-term-leader`: standard Raft terms, at most
+//! one leader per term, so the term can serve as the controller epoch that
+//! fences a deposed controller (openraft's default allows several leaders
+//! in one term, ordered by node id).
+//!
+//! # Testing
+//!
+//! `tests/storage_suite.rs` runs openraft's storage suite on both I/O
+//! modes; `tests/cluster.rs` runs 3-node clusters on loopback (failover,
+//! minority, restart with snapshot install, fetch after compaction,
+//! start-up errors); `tests/sim.rs` runs a seeded turmoil simulation with
+//! partitions, message loss and crash/restarts and checks one leader per
+//! term, no committed entry lost or changed, and convergence.
+//!
 //! # Limits
 //!
 //! The voter set is static (no membership changes yet). A snapshot travels

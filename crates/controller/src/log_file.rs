@@ -223,7 +223,10 @@ impl LogFiles {
         }
         let max_record = self.max_record;
         let Some(seg) = self.segments.last_mut() else {
-            return Err(ControllerError::corrupt(&self.dir, "no segment to append to"));
+            return Err(ControllerError::corrupt(
+                &self.dir,
+                "no segment to append to",
+            ));
         };
         let mut buf = Vec::with_capacity(payloads.iter().map(|p| p.len() + RECORD_HEADER).sum());
         let mut offsets = Vec::with_capacity(payloads.len());
@@ -332,7 +335,10 @@ impl LogFiles {
         buf.extend_from_slice(&crc.to_le_bytes());
         buf.extend_from_slice(&payload);
         if buf.len() as u64 > META_SLOT {
-            return Err(ControllerError::corrupt(&path, "metadata over its slot size"));
+            return Err(ControllerError::corrupt(
+                &path,
+                "metadata over its slot size",
+            ));
         }
         self.meta_file
             .write_all_at(&buf, (seq % 2) * META_SLOT)
@@ -382,7 +388,11 @@ fn open_meta(dir: &Path) -> Result<(File, u64, MetaState)> {
     let a = parse_meta_slot(&buf[..buf.len().min(slot)]);
     let b = buf.get(slot..).and_then(parse_meta_slot);
     match (a, b) {
-        (Some(a), Some(b)) => Ok(if a.0 >= b.0 { (file, a.0, a.1) } else { (file, b.0, b.1) }),
+        (Some(a), Some(b)) => Ok(if a.0 >= b.0 {
+            (file, a.0, a.1)
+        } else {
+            (file, b.0, b.1)
+        }),
         (Some((seq, m)), None) | (None, Some((seq, m))) => Ok((file, seq, m)),
         (None, None) if buf.iter().all(|&b| b == 0) => {
             // Created, then a crash before the first save reached the disk.
@@ -444,7 +454,10 @@ mod tests {
         log.append(3, &payloads(3..5)).unwrap();
         drop(log);
         let (_, recs) = LogFiles::open(dir.path(), 1 << 20, 1 << 20).unwrap();
-        assert_eq!(recs.iter().map(|r| r.index).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        assert_eq!(
+            recs.iter().map(|r| r.index).collect::<Vec<_>>(),
+            [1, 2, 3, 4]
+        );
     }
 
     #[test]

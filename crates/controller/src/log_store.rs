@@ -62,7 +62,9 @@ struct Files {
 impl Files {
     fn run<R>(&mut self, f: impl FnOnce(&mut LogFiles) -> Result<R>) -> Result<R> {
         if let Some(e) = &self.failed {
-            return Err(ControllerError::Raft(format!("log storage failed earlier: {e}")));
+            return Err(ControllerError::Raft(format!(
+                "log storage failed earlier: {e}"
+            )));
         }
         let r = f(&mut self.files);
         if let Err(e) = &r {
@@ -143,11 +145,10 @@ impl<S: StateMachine> LogStore<S> {
     /// Opens the log in `dir` (created if missing), cutting off a torn tail.
     pub async fn open(dir: &Path, opts: &LogOptions) -> Result<Self> {
         let (dir2, seg, max) = (dir.to_path_buf(), opts.segment_bytes, opts.max_entry_bytes);
-        let (files, records) = crate::io::run(opts.io_mode, move || {
-            LogFiles::open(&dir2, seg, max + 64)
-        })
-        .await
-        .map_err(|e| ControllerError::io(dir, e))??;
+        let (files, records) =
+            crate::io::run(opts.io_mode, move || LogFiles::open(&dir2, seg, max + 64))
+                .await
+                .map_err(|e| ControllerError::io(dir, e))??;
         let meta = files.meta().clone();
         let purged_index = meta.purged.map(|l| l.index);
         let mut entries = BTreeMap::new();
@@ -245,7 +246,13 @@ impl<S: StateMachine> LogReader<S> {
         if from > upto {
             return ReadFrom::Entries(Vec::new());
         }
-        ReadFrom::Entries(m.entries.range(from..=upto).take(max).map(|(_, e)| e.clone()).collect())
+        ReadFrom::Entries(
+            m.entries
+                .range(from..=upto)
+                .take(max)
+                .map(|(_, e)| e.clone())
+                .collect(),
+        )
     }
 }
 
@@ -273,7 +280,12 @@ impl<S: StateMachine> RaftLogStorage<TypeConfig<S>> for LogStore<S> {
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig<S>>, StorageError> {
         let m = self.mem.lock();
-        let last = m.entries.values().next_back().map(|e| e.log_id).or(m.purged);
+        let last = m
+            .entries
+            .values()
+            .next_back()
+            .map(|e| e.log_id)
+            .or(m.purged);
         Ok(LogState {
             last_purged_log_id: m.purged,
             last_log_id: last,

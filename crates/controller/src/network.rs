@@ -147,7 +147,9 @@ impl RaftPeer {
         ttl: Duration,
     ) -> RPCError<NodeId, Node, E> {
         match e {
-            CallError::Unreachable(m) => RPCError::Unreachable(Unreachable::new(&io::Error::other(m))),
+            CallError::Unreachable(m) => {
+                RPCError::Unreachable(Unreachable::new(&io::Error::other(m)))
+            }
             CallError::Timeout => RPCError::Timeout(Timeout {
                 action,
                 id: self.id,
@@ -229,28 +231,30 @@ impl<S: StateMachine> RaftNetwork<TypeConfig<S>> for RaftPeer {
         };
         match res {
             Ok(Response::InstallSnapshot(Ok(r))) => Ok(r),
-            Ok(Response::InstallSnapshot(Err(fatal))) => {
-                Err(StreamingError::RemoteError(RemoteError::new(self.target, fatal)))
-            }
+            Ok(Response::InstallSnapshot(Err(fatal))) => Err(StreamingError::RemoteError(
+                RemoteError::new(self.target, fatal),
+            )),
             Ok(_) => Err(StreamingError::Network(NetworkError::new(&unexpected()))),
-            Err(CallError::Unreachable(m)) => {
-                Err(StreamingError::Unreachable(Unreachable::new(&io::Error::other(m))))
-            }
+            Err(CallError::Unreachable(m)) => Err(StreamingError::Unreachable(Unreachable::new(
+                &io::Error::other(m),
+            ))),
             Err(CallError::Timeout) => Err(StreamingError::Timeout(Timeout {
                 action: RPCTypes::InstallSnapshot,
                 id: self.id,
                 target: self.target,
                 timeout: ttl,
             })),
-            Err(CallError::Broken(m)) => {
-                Err(StreamingError::Network(NetworkError::new(&io::Error::other(m))))
-            }
+            Err(CallError::Broken(m)) => Err(StreamingError::Network(NetworkError::new(
+                &io::Error::other(m),
+            ))),
         }
     }
 
     fn backoff(&self) -> Backoff {
         let (min, max) = (self.peer.opts.backoff_min, self.peer.opts.backoff_max);
-        Backoff::new(std::iter::successors(Some(min), move |d| Some((*d * 2).min(max))))
+        Backoff::new(std::iter::successors(Some(min), move |d| {
+            Some((*d * 2).min(max))
+        }))
     }
 }
 

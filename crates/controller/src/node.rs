@@ -376,7 +376,12 @@ impl<S: StateMachine> Inner<S> {
             .voters
             .addr(id)
             .map(str::to_string)
-            .or_else(|| m.membership_config.membership().get_node(&id).map(|n| n.addr.clone()))?;
+            .or_else(|| {
+                m.membership_config
+                    .membership()
+                    .get_node(&id)
+                    .map(|n| n.addr.clone())
+            })?;
         Some((id, addr))
     }
 
@@ -463,7 +468,8 @@ impl<S: StateMachine> Inner<S> {
 
     pub(crate) async fn wait_applied(&self, index: u64, timeout: Duration) -> Result<u64> {
         let mut rx = self.sm.applied.subscribe();
-        let got = tokio::time::timeout(timeout, rx.wait_for(|a| a.is_some_and(|a| a >= index))).await;
+        let got =
+            tokio::time::timeout(timeout, rx.wait_for(|a| a.is_some_and(|a| a >= index))).await;
         match got {
             Err(_) => Err(ControllerError::Timeout {
                 what: format!("applying index {index}"),

@@ -1,7 +1,9 @@
 //! The messages of the controller protocol, and the answers callers see.
 
 use openraft::error::{Fatal, RaftError};
-use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::types::{NodeId, SnapshotMeta, TypeConfig, Vote};

@@ -100,8 +100,14 @@ async fn handle<S: StateMachine>(inner: &Inner<S>, req: Request<S>) -> Response<
             Response::FetchSnapshot(inner.fetch_snapshot().await.map_err(Refused::from))
         }
         Request::WaitApplied { index, timeout_ms } => {
-            let timeout = std::time::Duration::from_millis(timeout_ms).min(inner.config.request_timeout);
-            Response::WaitApplied(inner.wait_applied(index, timeout).await.map_err(Refused::from))
+            let timeout =
+                std::time::Duration::from_millis(timeout_ms).min(inner.config.request_timeout);
+            Response::WaitApplied(
+                inner
+                    .wait_applied(index, timeout)
+                    .await
+                    .map_err(Refused::from),
+            )
         }
     }
 }

@@ -6,8 +6,8 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use openraft::storage::RaftStateMachine;
 use openraft::{AnyError, EntryPayload, RaftSnapshotBuilder, StorageIOError};
@@ -142,7 +142,11 @@ impl<S: StateMachine> SmStore<S> {
         let (last_applied, membership, current) = match file {
             Some(f) => {
                 sm.restore(&f.data).map_err(ControllerError::Snapshot)?;
-                (f.meta.last_log_id, f.meta.last_membership.clone(), Some(f.meta))
+                (
+                    f.meta.last_log_id,
+                    f.meta.last_membership.clone(),
+                    Some(f.meta),
+                )
             }
             None => (None, StoredMembership::default(), None),
         };
@@ -187,7 +191,10 @@ impl<S: StateMachine> Shared<S> {
     /// Persists a snapshot unless a newer one is already current.
     async fn persist(&self, meta: &SnapshotMeta, data: &[u8]) -> Result<bool> {
         let mut cur = self.current.lock().await;
-        if cur.as_ref().is_some_and(|c| c.last_log_id > meta.last_log_id) {
+        if cur
+            .as_ref()
+            .is_some_and(|c| c.last_log_id > meta.last_log_id)
+        {
             return Ok(false);
         }
         let bytes = encode_snapshot(meta, data)?;

@@ -15,7 +15,9 @@ async fn elects_a_leader_submits_through_any_node_and_converges() {
 
     // A follower refuses and names the leader.
     match c.node(follower).submit(set("k", "v")).await {
-        Err(ControllerError::NotLeader { leader: Some((id, addr)) }) => {
+        Err(ControllerError::NotLeader {
+            leader: Some((id, addr)),
+        }) => {
             assert_eq!(id, leader);
             assert_eq!(Some(addr.as_str()), c.voters.addr(leader));
         }
@@ -26,7 +28,10 @@ async fn elects_a_leader_submits_through_any_node_and_converges() {
     let client = c.client();
     let mut last = 0;
     for i in 0..20 {
-        let s = client.submit(set(&format!("k{i}"), &format!("v{i}"))).await.unwrap();
+        let s = client
+            .submit(set(&format!("k{i}"), &format!("v{i}")))
+            .await
+            .unwrap();
         assert!(s.index > last);
         last = s.index;
     }
@@ -59,7 +64,11 @@ async fn a_new_leader_takes_over_and_keeps_committed_entries() {
     let client = c.client();
     let mut last = 0;
     for i in 0..10 {
-        last = client.submit(set(&format!("a{i}"), "x")).await.unwrap().index;
+        last = client
+            .submit(set(&format!("a{i}"), "x"))
+            .await
+            .unwrap()
+            .index;
     }
     c.converged(last).await;
     let old = c.leader().await;
@@ -70,7 +79,11 @@ async fn a_new_leader_takes_over_and_keeps_committed_entries() {
     assert_ne!(new, old);
     assert!(c.node(new).status().term > old_term);
     for i in 10..20 {
-        last = client.submit(set(&format!("a{i}"), "y")).await.unwrap().index;
+        last = client
+            .submit(set(&format!("a{i}"), "y"))
+            .await
+            .unwrap()
+            .index;
     }
     let state = c.converged(last).await;
     assert_eq!(state.entries.len(), 20);
@@ -127,7 +140,11 @@ async fn a_restarted_node_catches_up_through_a_snapshot() {
     c.converged(last).await;
     c.stop(lagging).await;
     for i in 0..60 {
-        last = client.submit(set(&format!("s{i}"), &i.to_string())).await.unwrap().index;
+        last = client
+            .submit(set(&format!("s{i}"), &i.to_string()))
+            .await
+            .unwrap()
+            .index;
     }
     // The leader has compacted its log past what the stopped node holds.
     let purged = eventually("the leader purges its log", DEADLINE, || {
@@ -141,13 +158,21 @@ async fn a_restarted_node_catches_up_through_a_snapshot() {
         Fetched::SnapshotNeeded { log_start } => assert!(log_start > purged.min(20)),
         other => panic!("expected SnapshotNeeded, got {other:?}"),
     }
-    let snap = client.fetch_snapshot(leader).await.unwrap().expect("a snapshot");
+    let snap = client
+        .fetch_snapshot(leader)
+        .await
+        .unwrap()
+        .expect("a snapshot");
     let mut rebuilt = KvMap::default();
     rebuilt.restore(&snap.data).unwrap();
     let mut from = snap.index + 1;
     loop {
         match client.fetch(leader, from, 7).await.unwrap() {
-            Fetched::Records { records, next_index, .. } => {
+            Fetched::Records {
+                records,
+                next_index,
+                ..
+            } => {
                 for (i, r) in &records {
                     rebuilt.apply(*i, r);
                 }
@@ -165,7 +190,10 @@ async fn a_restarted_node_catches_up_through_a_snapshot() {
     assert_eq!(state.entries.len(), 61);
     assert_eq!(rebuilt.entries, state.entries);
     let st = c.node(lagging).status();
-    assert!(st.snapshot_index.is_some(), "caught up without a snapshot: {st:?}");
+    assert!(
+        st.snapshot_index.is_some(),
+        "caught up without a snapshot: {st:?}"
+    );
     // Its fetch from an old index also says so.
     match c.node(lagging).fetch(1, 10) {
         Fetched::SnapshotNeeded { .. } => {}
@@ -194,9 +222,17 @@ async fn start_up_errors_are_clear() {
     let voters: Voters = "1@127.0.0.1:1,2@127.0.0.1:2".parse().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cfg = ControllerConfig::new(3, voters.clone(), dir.path());
-    let err = controller::Controller::start(cfg, KvMap::default()).await.err().unwrap();
-    assert!(matches!(err, ControllerError::NotAVoter { node_id: 3, .. }), "{err}");
-    assert!(err.to_string().contains("not in the controller quorum voters"));
+    let err = controller::Controller::start(cfg, KvMap::default())
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, ControllerError::NotAVoter { node_id: 3, .. }),
+        "{err}"
+    );
+    assert!(err
+        .to_string()
+        .contains("not in the controller quorum voters"));
 
     // A data directory remembers its node and voters.
     let mut c = Cluster::start(3, fast).await;
@@ -204,13 +240,25 @@ async fn start_up_errors_are_clear() {
     c.stop(2).await;
     let mut cfg = c.config(2);
     cfg.voters = "1@127.0.0.1:1,2@127.0.0.1:2".parse().unwrap();
-    let err = controller::Controller::start(cfg, KvMap::default()).await.err().unwrap();
-    assert!(matches!(err, ControllerError::VotersMismatch { .. }), "{err}");
+    let err = controller::Controller::start(cfg, KvMap::default())
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, ControllerError::VotersMismatch { .. }),
+        "{err}"
+    );
     let mut cfg = c.config(2);
     cfg.node_id = 1;
     cfg.data_dir = c.dirs[1].path().to_path_buf();
-    let err = controller::Controller::start(cfg, KvMap::default()).await.err().unwrap();
-    assert!(matches!(err, ControllerError::NodeIdMismatch { .. }), "{err}");
+    let err = controller::Controller::start(cfg, KvMap::default())
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, ControllerError::NodeIdMismatch { .. }),
+        "{err}"
+    );
     // And starts fine with the right ones.
     c.start_node(2, None).await.unwrap();
     for id in 1..=3 {

@@ -10,7 +10,9 @@ struct Builder {
     io_mode: IoMode,
 }
 
-impl StoreBuilder<TypeConfig<KvMap>, LogStore<KvMap>, SmStore<KvMap>, tempfile::TempDir> for Builder {
+impl StoreBuilder<TypeConfig<KvMap>, LogStore<KvMap>, SmStore<KvMap>, tempfile::TempDir>
+    for Builder
+{
     async fn build(
         &self,
     ) -> Result<(tempfile::TempDir, LogStore<KvMap>, SmStore<KvMap>), StorageError> {

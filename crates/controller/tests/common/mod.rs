@@ -19,7 +19,10 @@ pub async fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() ->
         if let Some(v) = f() {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -76,7 +79,8 @@ impl Cluster {
     }
 
     pub fn config(&self, id: u64) -> ControllerConfig {
-        let mut cfg = ControllerConfig::new(id, self.voters.clone(), self.dirs[id as usize - 1].path());
+        let mut cfg =
+            ControllerConfig::new(id, self.voters.clone(), self.dirs[id as usize - 1].path());
         (self.tweak)(&mut cfg);
         cfg
     }
