@@ -34,15 +34,19 @@ impl StoreBuilder<TypeConfig<KvMap>, LogStore<KvMap>, SmStore<KvMap>, tempfile::
 }
 
 #[test]
-fn openraft_storage_suite_threaded() -> Result<(), StorageError> {
-    Suite::test_all(Builder {
+fn openraft_storage_suite_threaded() {
+    if let Err(e) = Suite::test_all(Builder {
         io_mode: IoMode::Threaded,
-    })
+    }) {
+        panic!("storage suite: {e}");
+    }
 }
 
 #[test]
-fn openraft_storage_suite_inline() -> Result<(), StorageError> {
-    Suite::test_all(Builder {
+fn openraft_storage_suite_inline() {
+    if let Err(e) = Suite::test_all(Builder {
         io_mode: IoMode::Inline,
-    })
+    }) {
+        panic!("storage suite: {e}");
+    }
 }

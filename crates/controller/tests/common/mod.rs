@@ -111,6 +111,31 @@ impl Cluster {
         }
     }
 
+    /// Polls `f` until it gives a value; on timeout, fails with every
+    /// running node's status.
+    pub async fn wait_for<T>(&self, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(v) = f() {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out after {DEADLINE:?} waiting for {what}:\n{}",
+                self.statuses()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Every running node's status, for failure messages.
+    pub fn statuses(&self) -> String {
+        self.running()
+            .map(|n| format!("{:?}", n.status()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     pub fn running(&self) -> impl Iterator<Item = &Controller<KvMap>> {
         self.nodes.iter().flatten()
     }
