@@ -1,0 +1,482 @@
+//! A controller node: storage, openraft, the server, and the local API.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::error::{ClientWriteError, InitializeError, RaftError};
+use openraft::{EntryPayload, ServerState};
+use tokio::sync::{watch, Semaphore};
+
+use crate::config::{Bootstrap, ControllerConfig, Voters};
+use crate::error::{ControllerError, Result};
+use crate::log_file::sync_dir;
+use crate::log_store::{LogReader, LogStore, ReadFrom};
+use crate::network::{NetOptions, NetworkFactory};
+use crate::rpc::{Fetched, Refused, SnapshotData, Submitted};
+use crate::sm_store::{Shared, SmStore};
+use crate::transport::{Listener, TcpTransport, Transport};
+use crate::types::{Node, NodeId, Raft};
+use crate::StateMachine;
+
+const IDENTITY_FILE: &str = "controller.id";
+
+/// A node's view of the quorum, from openraft's metrics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// This node.
+    pub id: NodeId,
+    /// The current term.
+    pub term: u64,
+    /// Leader, follower, candidate…
+    pub state: ServerState,
+    /// The leader this node knows of.
+    pub leader: Option<NodeId>,
+    /// The last index in the local log.
+    pub last_log_index: Option<u64>,
+    /// The last index applied to the local state machine.
+    pub applied_index: Option<u64>,
+    /// The last index in the local snapshot.
+    pub snapshot_index: Option<u64>,
+    /// The log is purged up to here.
+    pub purged_index: Option<u64>,
+}
+
+pub(crate) struct Inner<S: StateMachine> {
+    pub id: NodeId,
+    pub config: ControllerConfig,
+    pub raft: Raft<S>,
+    pub sm: Arc<Shared<S>>,
+    pub log: LogReader<S>,
+    submits: Semaphore,
+}
+
+/// A running controller node (see the crate docs).
+pub struct Controller<S: StateMachine> {
+    inner: Arc<Inner<S>>,
+    local_addr: String,
+    stop: watch::Sender<bool>,
+    server: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl From<ControllerError> for Refused {
+    fn from(e: ControllerError) -> Self {
+        match e {
+            ControllerError::NotLeader { leader } => Refused::NotLeader { leader },
+            ControllerError::Timeout { what, after } => Refused::Timeout {
+                what,
+                after_ms: after.as_millis() as u64,
+            },
+            ControllerError::Shutdown => Refused::Shutdown,
+            e => Refused::Failed(e.to_string()),
+        }
+    }
+}
+
+impl Refused {
+    pub(crate) fn into_error(self, addr: &str) -> ControllerError {
+        match self {
+            Refused::NotLeader { leader } => ControllerError::NotLeader { leader },
+            Refused::Timeout { what, after_ms } => ControllerError::Timeout {
+                what: format!("{what} (at {addr})"),
+                after: Duration::from_millis(after_ms),
+            },
+            Refused::Shutdown => ControllerError::Shutdown,
+            Refused::Failed(message) => ControllerError::Remote {
+                addr: addr.to_string(),
+                message,
+            },
+        }
+    }
+}
+
+/// Checks that `dir` was made for this node and voter set, or records them.
+fn check_identity(dir: &Path, node_id: NodeId, voters: &Voters) -> Result<()> {
+    fs::create_dir_all(dir).map_err(|e| ControllerError::io(dir, e))?;
+    let path = dir.join(IDENTITY_FILE);
+    let want = format!("node.id={node_id}\ncontroller.quorum.voters={voters}\n");
+    match fs::read_to_string(&path) {
+        Ok(text) => {
+            let field = |k: &str| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix('=')))
+                    .map(str::to_string)
+            };
+            let id = field("node.id").and_then(|v| v.parse::<NodeId>().ok());
+            let on_disk = field("controller.quorum.voters");
+            let (Some(id), Some(on_disk)) = (id, on_disk) else {
+                return Err(ControllerError::corrupt(&path, "unreadable identity file"));
+            };
+            if id != node_id {
+                return Err(ControllerError::NodeIdMismatch {
+                    configured: node_id,
+                    on_disk: id,
+                    dir: dir.to_path_buf(),
+                });
+            }
+            let same = on_disk.parse::<Voters>().is_ok_and(|v| &v == voters);
+            if !same {
+                return Err(ControllerError::VotersMismatch {
+                    configured: voters.to_string(),
+                    on_disk,
+                    dir: dir.to_path_buf(),
+                });
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let tmp = dir.join(format!("{IDENTITY_FILE}.tmp"));
+            let mut f = fs::File::create(&tmp).map_err(|e| ControllerError::io(&tmp, e))?;
+            f.write_all(want.as_bytes())
+                .and_then(|()| f.sync_all())
+                .map_err(|e| ControllerError::io(&tmp, e))?;
+            fs::rename(&tmp, &path).map_err(|e| ControllerError::io(&path, e))?;
+            sync_dir(dir)
+        }
+        Err(e) => Err(ControllerError::io(&path, e)),
+    }
+}
+
+impl<S: StateMachine> Controller<S> {
+    /// Starts a node over TCP, listening on its voter address (or
+    /// `config.listen_addr`). `sm` is the empty state; a snapshot on disk
+    /// replaces it.
+    pub async fn start(config: ControllerConfig, sm: S) -> Result<Self> {
+        Self::start_with(config, sm, Arc::new(TcpTransport), None).await
+    }
+
+    /// Starts a node over `transport`, on `listener` if given (e.g. bound
+    /// to port 0 beforehand), else on a listener bound to its address.
+    pub async fn start_with(
+        config: ControllerConfig,
+        sm: S,
+        transport: Arc<dyn Transport>,
+        listener: Option<Box<dyn Listener>>,
+    ) -> Result<Self> {
+        let raft_config = Arc::new(config.raft_config()?);
+        let id = config.node_id;
+        let dir = config.data_dir.clone();
+        check_identity(&dir, id, &config.voters)?;
+        let log = LogStore::<S>::open(&dir.join("log"), &config.log).await?;
+        let sm = SmStore::open(&dir.join("state"), sm, config.log.io_mode).await?;
+        let shared = sm.shared();
+        let pristine = log.is_pristine() && shared.state.read().last_applied.is_none();
+        let reader = log.reader();
+        let listener = match listener {
+            Some(l) => l,
+            None => {
+                let addr = config
+                    .listen_addr
+                    .clone()
+                    .or_else(|| config.voters.addr(id).map(str::to_string))
+                    .unwrap_or_default();
+                transport
+                    .bind(&addr)
+                    .await
+                    .map_err(|e| ControllerError::Network {
+                        addr: addr.clone(),
+                        reason: format!("cannot listen: {e}"),
+                    })?
+            }
+        };
+        let local_addr = listener.local_addr().unwrap_or_default();
+        let network = NetworkFactory {
+            id,
+            transport,
+            opts: NetOptions {
+                connect_timeout: config.connect_timeout,
+                snapshot_timeout: config.snapshot_timeout,
+                backoff_min: config.backoff_min,
+                backoff_max: config.backoff_max,
+                max_frame_bytes: config.max_frame_bytes,
+            },
+        };
+        let raft = Raft::<S>::new(id, raft_config, network, log, sm)
+            .await
+            .map_err(|e| ControllerError::Raft(e.to_string()))?;
+
+        // The membership the log holds must be the configured voter set.
+        let on_disk: BTreeMap<NodeId, String> = raft
+            .metrics()
+            .borrow()
+            .membership_config
+            .nodes()
+            .map(|(id, n)| (*id, n.addr.clone()))
+            .collect();
+        if !on_disk.is_empty() && &on_disk != config.voters.map() {
+            let _ = raft.shutdown().await;
+            let on_disk = Voters::new(on_disk).map_or_else(|e| e.to_string(), |v| v.to_string());
+            return Err(ControllerError::VotersMismatch {
+                configured: config.voters.to_string(),
+                on_disk,
+                dir,
+            });
+        }
+
+        let initialize = match config.bootstrap {
+            Bootstrap::Auto => pristine && id == config.voters.lowest(),
+            Bootstrap::Always => pristine,
+            Bootstrap::Never => false,
+        };
+        let members: BTreeMap<NodeId, Node> = config
+            .voters
+            .iter()
+            .map(|(id, addr)| (id, Node::new(addr)))
+            .collect();
+        let inner = Arc::new(Inner {
+            id,
+            submits: Semaphore::new(config.max_inflight_submits),
+            config,
+            raft,
+            sm: shared,
+            log: reader,
+        });
+        let (stop, stop_rx) = watch::channel(false);
+        let server = tokio::spawn(crate::server::serve(inner.clone(), listener, stop_rx));
+        let node = Controller {
+            inner,
+            local_addr,
+            stop,
+            server: Some(server),
+        };
+        if initialize {
+            match node.inner.raft.initialize(members).await {
+                Ok(()) => tracing::info!(node = id, "controller: cluster initialized"),
+                Err(RaftError::APIError(InitializeError::NotAllowed(_))) => {}
+                Err(e) => {
+                    node.shutdown().await;
+                    return Err(ControllerError::Raft(format!("initialize: {e}")));
+                }
+            }
+        }
+        Ok(node)
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.inner.id
+    }
+
+    /// The address the node listens on.
+    pub fn local_addr(&self) -> &str {
+        &self.local_addr
+    }
+
+    /// Appends `record` if this node is the leader and waits until it is
+    /// committed and applied here; otherwise [`ControllerError::NotLeader`]
+    /// names the leader. After a [`ControllerError::Timeout`] the record
+    /// may still commit later.
+    pub async fn submit(&self, record: S::Record) -> Result<Submitted<S::Response>> {
+        self.inner.submit(record).await
+    }
+
+    /// Committed records from `from` (at most `max` log entries scanned).
+    pub fn fetch(&self, from: u64, max: usize) -> Fetched<S::Record> {
+        self.inner.fetch(from, max)
+    }
+
+    /// The current snapshot, if one was taken or installed.
+    pub async fn fetch_snapshot(&self) -> Result<Option<SnapshotData>> {
+        self.inner.fetch_snapshot().await
+    }
+
+    /// Waits until `index` is applied here; returns the applied index.
+    pub async fn wait_applied(&self, index: u64, timeout: Duration) -> Result<u64> {
+        self.inner.wait_applied(index, timeout).await
+    }
+
+    /// The last applied index.
+    pub fn applied_index(&self) -> Option<u64> {
+        *self.inner.sm.applied.borrow()
+    }
+
+    /// Reads the state machine.
+    pub fn read<R>(&self, f: impl FnOnce(&S) -> R) -> R {
+        f(&self.inner.sm.state.read().sm)
+    }
+
+    /// The leader this node knows of, with its address.
+    pub fn leader(&self) -> Option<(NodeId, String)> {
+        self.inner.leader()
+    }
+
+    /// The node's Raft status.
+    pub fn status(&self) -> Status {
+        let m = self.inner.raft.metrics().borrow().clone();
+        Status {
+            id: m.id,
+            term: m.current_term,
+            state: m.state,
+            leader: m.current_leader,
+            last_log_index: m.last_log_index,
+            applied_index: m.last_applied.map(|l| l.index),
+            snapshot_index: m.snapshot.map(|l| l.index),
+            purged_index: m.purged.map(|l| l.index),
+        }
+    }
+
+    /// Status changes as they happen (for waiting on a condition).
+    pub fn status_changes(&self) -> watch::Receiver<openraft::RaftMetrics<NodeId, Node>> {
+        self.inner.raft.metrics()
+    }
+
+    /// Asks for a snapshot now (it is built in the background).
+    pub async fn trigger_snapshot(&self) -> Result<()> {
+        self.inner
+            .raft
+            .trigger()
+            .snapshot()
+            .await
+            .map_err(|e| ControllerError::Raft(e.to_string()))
+    }
+
+    /// The openraft handle, for what this API does not cover.
+    pub fn raft(&self) -> &Raft<S> {
+        &self.inner.raft
+    }
+
+    /// Stops serving and stops Raft. Everything acknowledged is on disk
+    /// already; nothing is handed over (the others elect a new leader).
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+        if let Err(e) = self.inner.raft.shutdown().await {
+            tracing::warn!(error = %e, "controller: raft shutdown");
+        }
+    }
+}
+
+impl<S: StateMachine> Drop for Controller<S> {
+    fn drop(&mut self) {
+        // Dropped without shutdown(): stop serving at once and stop Raft in
+        // the background, like a crash as far as the peers can tell.
+        if let Some(server) = self.server.take() {
+            server.abort();
+            let raft = self.inner.raft.clone();
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    let _ = raft.shutdown().await;
+                });
+            }
+        }
+    }
+}
+
+impl<S: StateMachine> Inner<S> {
+    fn leader(&self) -> Option<(NodeId, String)> {
+        let m = self.raft.metrics().borrow().clone();
+        let id = m.current_leader?;
+        let addr = self
+            .config
+            .voters
+            .addr(id)
+            .map(str::to_string)
+            .or_else(|| {
+                m.membership_config
+                    .membership()
+                    .get_node(&id)
+                    .map(|n| n.addr.clone())
+            })?;
+        Some((id, addr))
+    }
+
+    pub(crate) async fn submit(&self, record: S::Record) -> Result<Submitted<S::Response>> {
+        let after = self.config.submit_timeout;
+        let timeout = || ControllerError::Timeout {
+            what: "commit of the submitted record (is a quorum of controllers reachable?)".into(),
+            after,
+        };
+        let deadline = tokio::time::Instant::now() + after;
+        let _permit = tokio::time::timeout_at(deadline, self.submits.acquire())
+            .await
+            .map_err(|_| timeout())?
+            .map_err(|_| ControllerError::Shutdown)?;
+        match tokio::time::timeout_at(deadline, self.raft.client_write(record)).await {
+            Err(_) => Err(timeout()),
+            Ok(Ok(resp)) => match resp.data {
+                Some(response) => Ok(Submitted {
+                    index: resp.log_id.index,
+                    response,
+                }),
+                None => Err(ControllerError::Raft("no response for a record".into())),
+            },
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
+                let leader = f.leader_id.and_then(|id| {
+                    let addr = self.config.voters.addr(id).map(str::to_string);
+                    addr.or(f.leader_node.map(|n| n.addr)).map(|a| (id, a))
+                });
+                Err(ControllerError::NotLeader { leader })
+            }
+            Ok(Err(RaftError::Fatal(openraft::error::Fatal::Stopped))) => {
+                Err(ControllerError::Shutdown)
+            }
+            Ok(Err(e)) => Err(ControllerError::Raft(e.to_string())),
+        }
+    }
+
+    pub(crate) fn fetch(&self, from: u64, max: usize) -> Fetched<S::Record> {
+        let applied = *self.sm.applied.borrow();
+        let Some(upto) = applied else {
+            return Fetched::Records {
+                records: Vec::new(),
+                next_index: from,
+                applied_index: None,
+            };
+        };
+        // Keep the answer well inside one frame.
+        let budget = self.config.max_frame_bytes / 2;
+        match self.log.read_from(from, upto, max.clamp(1, 10_000)) {
+            ReadFrom::Purged(p) => Fetched::SnapshotNeeded { log_start: p + 1 },
+            ReadFrom::Entries(entries) => {
+                let mut next_index = from;
+                let mut size = 0usize;
+                let mut records = Vec::new();
+                for e in entries {
+                    if let EntryPayload::Normal(rec) = e.payload {
+                        size += postcard::experimental::serialized_size(&rec).unwrap_or(0) + 16;
+                        if size > budget && !records.is_empty() {
+                            break;
+                        }
+                        records.push((e.log_id.index, rec));
+                    }
+                    next_index = e.log_id.index + 1;
+                }
+                Fetched::Records {
+                    records,
+                    next_index,
+                    applied_index: applied,
+                }
+            }
+        }
+    }
+
+    pub(crate) async fn fetch_snapshot(&self) -> Result<Option<SnapshotData>> {
+        Ok(self.sm.snapshot().await?.and_then(|s| {
+            let last = s.meta.last_log_id?;
+            Some(SnapshotData {
+                index: last.index,
+                term: last.leader_id.term,
+                data: *s.snapshot,
+            })
+        }))
+    }
+
+    pub(crate) async fn wait_applied(&self, index: u64, timeout: Duration) -> Result<u64> {
+        let mut rx = self.sm.applied.subscribe();
+        let got =
+            tokio::time::timeout(timeout, rx.wait_for(|a| a.is_some_and(|a| a >= index))).await;
+        match got {
+            Err(_) => Err(ControllerError::Timeout {
+                what: format!("applying index {index}"),
+                after: timeout,
+            }),
+            Ok(Err(_)) => Err(ControllerError::Shutdown),
+            Ok(Ok(a)) => Ok(a.unwrap_or(index)),
+        }
+    }
+}

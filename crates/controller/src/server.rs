@@ -1,0 +1,113 @@
+//! The serving side: accepts connections (up to a limit) and answers one
+//! request at a time on each. A bad frame, an idle connection or a failed
+//! write closes the connection.
+
+use std::sync::Arc;
+
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::codec::{read_frame, write_frame};
+use crate::node::Inner;
+use crate::rpc::{Refused, Request, Response};
+use crate::transport::{BoxConn, Listener};
+use crate::StateMachine;
+
+/// Serves `listener` until `stop` turns true (or its sender is dropped).
+pub(crate) async fn serve<S: StateMachine>(
+    inner: Arc<Inner<S>>,
+    mut listener: Box<dyn Listener>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let permits = Arc::new(Semaphore::new(inner.config.max_connections));
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            changed = stop.changed() => {
+                if changed.is_err() || *stop.borrow() {
+                    break;
+                }
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((conn, peer)) => match permits.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        let inner = inner.clone();
+                        conns.spawn(async move {
+                            serve_conn(inner, conn, &peer).await;
+                            drop(permit);
+                        });
+                    }
+                    Err(_) => {
+                        tracing::warn!(%peer, "controller: connection limit reached, closing");
+                    }
+                },
+                Err(e) => {
+                    // E.g. out of descriptors: pause instead of spinning.
+                    tracing::warn!(error = %e, "controller: accept failed");
+                    tokio::time::sleep(inner.config.backoff_min).await;
+                }
+            },
+        }
+    }
+    conns.shutdown().await;
+}
+
+async fn serve_conn<S: StateMachine>(inner: Arc<Inner<S>>, mut conn: BoxConn, peer: &str) {
+    let cfg = &inner.config;
+    loop {
+        let req = match tokio::time::timeout(
+            cfg.idle_timeout,
+            read_frame::<_, Request<S>>(&mut conn, cfg.max_frame_bytes),
+        )
+        .await
+        {
+            Err(_) | Ok(Ok(None)) => return,
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, error = %e, "controller: closing connection");
+                return;
+            }
+            Ok(Ok(Some(req))) => req,
+        };
+        let resp = handle(&inner, req).await;
+        let written = tokio::time::timeout(
+            cfg.request_timeout,
+            write_frame(&mut conn, &resp, cfg.max_frame_bytes),
+        )
+        .await;
+        if !matches!(written, Ok(Ok(()))) {
+            return;
+        }
+    }
+}
+
+async fn handle<S: StateMachine>(inner: &Inner<S>, req: Request<S>) -> Response<S> {
+    match req {
+        Request::AppendEntries(r) => Response::AppendEntries(inner.raft.append_entries(r).await),
+        Request::Vote(r) => Response::Vote(inner.raft.vote(r).await),
+        Request::InstallSnapshot { vote, meta, data } => {
+            let snapshot = openraft::Snapshot {
+                meta,
+                snapshot: Box::new(data),
+            };
+            Response::InstallSnapshot(inner.raft.install_full_snapshot(vote, snapshot).await)
+        }
+        Request::Submit(record) => {
+            Response::Submit(inner.submit(record).await.map_err(Refused::from))
+        }
+        Request::Fetch { from, max } => Response::Fetch(Ok(inner.fetch(from, max as usize))),
+        Request::FetchSnapshot => {
+            Response::FetchSnapshot(inner.fetch_snapshot().await.map_err(Refused::from))
+        }
+        Request::WaitApplied { index, timeout_ms } => {
+            let timeout =
+                std::time::Duration::from_millis(timeout_ms).min(inner.config.request_timeout);
+            Response::WaitApplied(
+                inner
+                    .wait_applied(index, timeout)
+                    .await
+                    .map_err(Refused::from),
+            )
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! The byte streams controller nodes talk over: TCP in production, any
+//! `AsyncRead + AsyncWrite` (e.g. a simulated network) in tests.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// A boxed future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A bidirectional byte stream.
+pub trait Conn: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static> Conn for T {}
+
+/// A boxed stream.
+pub type BoxConn = Box<dyn Conn>;
+
+/// Accepts incoming streams.
+pub trait Listener: Send + 'static {
+    /// The next incoming stream and its peer's address.
+    fn accept(&mut self) -> BoxFuture<'_, io::Result<(BoxConn, String)>>;
+    /// The address it listens on.
+    fn local_addr(&self) -> io::Result<String>;
+}
+
+/// Opens streams and listeners by address (`host:port`).
+pub trait Transport: Send + Sync + 'static {
+    /// Connects to `addr`.
+    fn connect<'a>(&'a self, addr: &'a str) -> BoxFuture<'a, io::Result<BoxConn>>;
+    /// Listens on `addr`.
+    fn bind<'a>(&'a self, addr: &'a str) -> BoxFuture<'a, io::Result<Box<dyn Listener>>>;
+}
+
+/// TCP (with `TCP_NODELAY`: the RPCs are small request/response pairs).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpTransport;
+
+/// A bound TCP listener.
+pub struct TcpListener(pub tokio::net::TcpListener);
+
+impl TcpListener {
+    /// Binds a listener now (e.g. on port 0, to learn a free port before
+    /// the voter set is written).
+    pub async fn bind(addr: &str) -> io::Result<Self> {
+        tokio::net::TcpListener::bind(addr).await.map(TcpListener)
+    }
+}
+
+impl Listener for TcpListener {
+    fn accept(&mut self) -> BoxFuture<'_, io::Result<(BoxConn, String)>> {
+        Box::pin(async move {
+            let (s, peer) = self.0.accept().await?;
+            let _ = s.set_nodelay(true);
+            Ok((Box::new(s) as BoxConn, peer.to_string()))
+        })
+    }
+
+    fn local_addr(&self) -> io::Result<String> {
+        self.0.local_addr().map(|a| a.to_string())
+    }
+}
+
+impl Transport for TcpTransport {
+    fn connect<'a>(&'a self, addr: &'a str) -> BoxFuture<'a, io::Result<BoxConn>> {
+        Box::pin(async move {
+            let s = tokio::net::TcpStream::connect(addr).await?;
+            let _ = s.set_nodelay(true);
+            Ok(Box::new(s) as BoxConn)
+        })
+    }
+
+    fn bind<'a>(&'a self, addr: &'a str) -> BoxFuture<'a, io::Result<Box<dyn Listener>>> {
+        Box::pin(async move { Ok(Box::new(TcpListener::bind(addr).await?) as Box<dyn Listener>) })
+    }
+}
