@@ -93,6 +93,19 @@ pub enum Error {
         /// The type asked for.
         requested: crate::subscription::SubscriptionType,
     },
+    /// The partition exists but another broker holds it (clients must ask
+    /// its leader: Kafka's NOT_LEADER_OR_FOLLOWER).
+    #[error(
+        "partition {partition} of {topic} is not on this broker (its leader is node {leader})"
+    )]
+    PartitionNotHosted {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: model::PartitionId,
+        /// The node leading it, or -1 if none.
+        leader: i32,
+    },
     /// A metadata record does not fit the metadata it is applied to (a
     /// concurrent change got there first); nothing was changed.
     #[error("metadata conflict: {0}")]

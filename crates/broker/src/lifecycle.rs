@@ -67,7 +67,7 @@ impl Broker {
         };
         match self.create_topic_checked(req, false, namespace) {
             Ok(t) => {
-                info!(topic = %name, kind = kind.as_str(), partitions = t.partitions.len(), "auto-created topic");
+                info!(topic = %name, kind = kind.as_str(), partitions = t.partition_count(), "auto-created topic");
                 Ok(t)
             }
             // Lost a race with another creator: the topic exists now.
@@ -140,6 +140,7 @@ impl Broker {
                 id: TopicId::ZERO,
                 kind: req.kind,
                 config: req.config,
+                placements: Vec::new(),
                 partitions: Vec::new(),
             }));
         }
@@ -245,7 +246,7 @@ impl Broker {
             t.by_name.remove(name);
             t.by_id.remove(&topic.id);
         }
-        self.remove_logs(&topic.name, 0..topic.partitions.len() as i32);
+        self.remove_logs(&topic.name, 0..topic.partition_count() as i32);
         drop(store);
         if let Some(groups) = self.groups.get() {
             if let Err(e) = groups.forget_topic(name) {
@@ -290,7 +291,7 @@ impl Broker {
         let topic = self
             .topic(name)
             .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
-        let current = topic.partitions.len() as i32;
+        let current = topic.partition_count() as i32;
         if topic.kind == TopicKind::NonPartitioned {
             return Err(Error::InvalidPartitions(format!(
                 "topic {name} is non-partitioned"
@@ -337,6 +338,8 @@ impl Broker {
                 return Err(e);
             }
         }
+        let mut all = topic.placements.clone();
+        all.extend(new_states.iter().cloned());
         let added = MetadataRecord::PartitionsAdded {
             id: topic.id,
             name: topic.name.clone(),
@@ -351,6 +354,7 @@ impl Broker {
             id: topic.id,
             kind: topic.kind,
             config: topic.config.clone(),
+            placements: all,
             partitions: parts,
         });
         Ok(())
@@ -405,6 +409,7 @@ impl Broker {
             id: topic.id,
             kind: topic.kind,
             config,
+            placements: topic.placements.clone(),
             partitions: topic.partitions.clone(),
         });
         Ok(())
@@ -560,6 +565,7 @@ pub(crate) fn topic_from(rec: &TopicRecord, partitions: Vec<Arc<Partition>>) -> 
         id: rec.id,
         kind: rec.kind,
         config: rec.config.clone(),
+        placements: rec.placements.clone(),
         partitions,
     }
 }

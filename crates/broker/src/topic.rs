@@ -25,7 +25,11 @@ pub struct Topic {
     pub kind: TopicKind,
     /// Config overrides.
     pub config: TopicConfig,
-    /// Partitions in index order.
+    /// Every partition's replicas and leader, in index order (all of the
+    /// topic's partitions, wherever they are).
+    pub placements: Vec<PartitionState>,
+    /// The partitions this broker holds a replica of, in index order (on a
+    /// single node: all of them).
     pub partitions: Vec<Arc<Partition>>,
 }
 
@@ -39,15 +43,34 @@ impl Topic {
         Ok(())
     }
 
-    /// Partition `p`, if it exists.
+    /// How many partitions the topic has (on any broker).
+    pub fn partition_count(&self) -> usize {
+        self.placements.len()
+    }
+
+    /// Partition `p` of this broker: [`Error::UnknownPartition`] if the
+    /// topic has no such partition, [`Error::PartitionNotHosted`] if
+    /// another broker holds it.
     pub fn partition(&self, p: PartitionId) -> Result<&Arc<Partition>, Error> {
-        usize::try_from(p.0)
-            .ok()
-            .and_then(|i| self.partitions.get(i))
-            .ok_or_else(|| Error::UnknownPartition {
+        let index = usize::try_from(p.0).ok();
+        let Some(state) = index.and_then(|i| self.placements.get(i)) else {
+            return Err(Error::UnknownPartition {
                 topic: self.name.to_string(),
                 partition: p,
-            })
+            });
+        };
+        // Hosted partitions are in index order: a binary search by index.
+        match self
+            .partitions
+            .binary_search_by_key(&p.0, |x| x.tp.partition.0)
+        {
+            Ok(i) => Ok(&self.partitions[i]),
+            Err(_) => Err(Error::PartitionNotHosted {
+                topic: self.name.to_string(),
+                partition: p,
+                leader: state.leader,
+            }),
+        }
     }
 }
 

@@ -235,6 +235,7 @@ impl<S: StateMachine> Controller<S> {
             log: reader,
         });
         let (stop, stop_rx) = watch::channel(false);
+        tokio::spawn(snapshot_watchdog(inner.clone(), stop_rx.clone()));
         let server = tokio::spawn(crate::server::serve(inner.clone(), listener, stop_rx));
         let node = Controller {
             inner,
@@ -347,6 +348,45 @@ impl<S: StateMachine> Controller<S> {
         }
         if let Err(e) = self.inner.raft.shutdown().await {
             tracing::warn!(error = %e, "controller: raft shutdown");
+        }
+    }
+}
+
+/// Re-arms openraft's snapshot policy: `LogsSinceLast` drops a trigger
+/// that races a build in progress and does not check again until more
+/// entries arrive (openraft issue #1829), so a node that went quiet after a
+/// burst would keep its log (and its purge) behind indefinitely. This asks
+/// for a snapshot whenever the applied index is `snapshot_after_entries`
+/// past the last snapshot, at most twice a second, until one is built.
+async fn snapshot_watchdog<S: StateMachine>(inner: Arc<Inner<S>>, mut stop: watch::Receiver<bool>) {
+    let every = inner.config.snapshot_after_entries;
+    if every == 0 {
+        return;
+    }
+    let mut metrics = inner.raft.metrics();
+    let mut last_trigger: Option<std::time::Instant> = None;
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            changed = metrics.changed() => if changed.is_err() { return },
+            // A quiet node sees no metrics change: look again now and then.
+            _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
+        }
+        let (applied, snapshot) = {
+            let m = metrics.borrow();
+            (
+                m.last_applied.map_or(0, |l| l.index),
+                m.snapshot.map_or(0, |l| l.index),
+            )
+        };
+        let due = applied.saturating_sub(snapshot) >= every;
+        let rested =
+            last_trigger.is_none_or(|t| t.elapsed() >= std::time::Duration::from_millis(500));
+        if due && rested {
+            last_trigger = Some(std::time::Instant::now());
+            if let Err(e) = inner.raft.trigger().snapshot().await {
+                tracing::debug!(error = %e, "controller: snapshot trigger");
+            }
         }
     }
 }

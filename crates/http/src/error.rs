@@ -108,6 +108,11 @@ impl From<broker::Error> for ApiError {
             | E::InternalTopic(_)
             | E::NotAllowed(_)
             | E::InvalidReplicationFactor(_) => ApiError::bad_request(e.to_string()),
+            // Upstream redirects to the owning broker; there is no other
+            // HTTP service to name yet.
+            E::PartitionNotHosted { .. } => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+            }
             E::Storage { .. }
             | E::DataDir(_)
             | E::MetadataIo { .. }

@@ -458,7 +458,7 @@ pub async fn partitioned_stats(
         }
         Ok(PartitionedStats {
             total,
-            metadata: serde_json::json!({ "partitions": a.topic.partitions.len() }),
+            metadata: serde_json::json!({ "partitions": a.topic.partition_count() }),
             partitions,
         })
     })

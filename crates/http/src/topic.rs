@@ -57,7 +57,7 @@ impl Addressed {
             .topic(parsed.kafka_name().as_str())
             .ok_or_else(|| ApiError::not_found("Topic not found"))?;
         if let Some(n) = parsed.partition {
-            if topic.kind == TopicKind::NonPartitioned || n as usize >= topic.partitions.len() {
+            if topic.kind == TopicKind::NonPartitioned || n as usize >= topic.partition_count() {
                 return Err(ApiError::not_found("Topic not found"));
             }
         }
@@ -79,7 +79,7 @@ impl Addressed {
     pub fn partitions(&self) -> Vec<u32> {
         match self.partition {
             Some(n) => vec![n],
-            None => (0..self.topic.partitions.len() as u32).collect(),
+            None => (0..self.topic.partition_count() as u32).collect(),
         }
     }
 

@@ -129,7 +129,7 @@ fn create(broker: &Arc<Broker>, t: CreatableTopic, validate_only: bool) -> Resul
     let partitions = if validate_only {
         partitions.unwrap_or_else(|| broker.config().num_partitions())
     } else {
-        topic.partitions.len() as i32
+        topic.partition_count() as i32
     };
     Ok(Created {
         name: topic.name.clone(),

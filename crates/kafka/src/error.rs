@@ -14,6 +14,7 @@ pub fn response_error(e: &Error) -> ResponseError {
         Error::InvalidTopic(_) | Error::InternalTopic(_) => R::InvalidTopicException,
         Error::UnknownTopic(_) | Error::UnknownPartition { .. } => R::UnknownTopicOrPartition,
         Error::UnknownTopicId(_) => R::UnknownTopicId,
+        Error::PartitionNotHosted { .. } => R::NotLeaderOrFollower,
         Error::TopicExists(_) => R::TopicAlreadyExists,
         Error::InvalidPartitions(_) => R::InvalidPartitions,
         Error::InvalidReplicationFactor(_) => R::InvalidReplicationFactor,

@@ -127,13 +127,13 @@ fn describe(topic: &Topic, ops: i32) -> MetadataResponseTopic {
         .with_topic_authorized_operations(ops)
         .with_partitions(
             topic
-                .partitions
+                .placements
                 .iter()
-                .map(|p| {
-                    let state = p.state();
+                .enumerate()
+                .map(|(index, state)| {
                     let nodes = |ids: &[i32]| ids.iter().map(|&n| BrokerId(n)).collect();
                     MetadataResponsePartition::default()
-                        .with_partition_index(p.tp.partition.0)
+                        .with_partition_index(index as i32)
                         .with_leader_id(BrokerId(state.leader))
                         .with_leader_epoch(state.leader_epoch)
                         .with_replica_nodes(nodes(&state.replicas))

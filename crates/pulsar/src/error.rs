@@ -49,6 +49,8 @@ impl From<broker::Error> for PulsarError {
             // Deleted between the name check and the topic's creation.
             | E::NamespaceNotFound(_) => ServerError::TopicNotFound,
             E::InvalidTopic(_) => ServerError::InvalidTopicName,
+            // The client looks the topic up again and is sent to its owner.
+            E::PartitionNotHosted { .. } => ServerError::ServiceNotReady,
             E::InternalTopic(_) => ServerError::NotAllowedError,
             E::TopicExists(_) | E::InvalidPartitions(_) | E::InvalidRequest(_) => {
                 ServerError::NotAllowedError

@@ -46,7 +46,7 @@ pub fn pulsar_name(broker: &Broker, topic: &Topic) -> PulsarTopic {
 pub fn reported_partitions(topic: &Topic) -> u32 {
     match topic.kind {
         TopicKind::NonPartitioned => 0,
-        TopicKind::Partitioned => topic.partitions.len() as u32,
+        TopicKind::Partitioned => topic.partition_count() as u32,
     }
 }
 

@@ -20,7 +20,7 @@ pub fn topic_infos(broker: &Broker) -> Vec<consumer::TopicInfo> {
         .map(|t| consumer::TopicInfo {
             id: t.id,
             name: t.name.to_string(),
-            partitions: t.partitions.len() as i32,
+            partitions: t.partition_count() as i32,
         })
         .collect()
 }

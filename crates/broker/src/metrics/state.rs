@@ -91,10 +91,11 @@ impl StateSample {
     /// Samples `broker` now.
     pub fn collect(broker: &Broker) -> StateSample {
         let mut sample = StateSample::default();
-        let mut ends: HashMap<String, Vec<i64>> = HashMap::new();
+        // Topic → partition index → log end, of the partitions held here.
+        let mut ends: HashMap<String, HashMap<i32, i64>> = HashMap::new();
         let subscriptions = broker.subscriptions();
         for topic in broker.topics() {
-            let mut topic_ends = Vec::with_capacity(topic.partitions.len());
+            let mut topic_ends = HashMap::with_capacity(topic.partitions.len());
             for p in &topic.partitions {
                 let log = p.log();
                 let end = log.log_end_offset();
@@ -108,16 +109,12 @@ impl StateSample {
                     log_start_offset: log.log_start_offset().0,
                     log_end_offset: end.0,
                 });
-                topic_ends.push(end.0);
+                topic_ends.insert(partition, end.0);
             }
             ends.insert(topic.name.to_string(), topic_ends);
         }
         let end_of = |topic: &str, partition: i32| {
-            let ends = ends.get(topic)?;
-            usize::try_from(partition)
-                .ok()
-                .and_then(|i| ends.get(i))
-                .map(|&e| model::Offset(e))
+            ends.get(topic)?.get(&partition).map(|&e| model::Offset(e))
         };
         for (key, s) in subscriptions.list_all(end_of) {
             sample.subscriptions.push(SubscriptionSample {
@@ -134,9 +131,7 @@ impl StateSample {
         for listing in groups.list() {
             for (topic, partition, committed) in groups.fetch_offsets(&listing.group_id, None) {
                 let Some(committed) = committed else { continue };
-                let end = ends
-                    .get(topic.as_str())
-                    .and_then(|e| usize::try_from(partition).ok().and_then(|i| e.get(i)));
+                let end = ends.get(topic.as_str()).and_then(|e| e.get(&partition));
                 // Offsets of a partition that no longer exists are not lag.
                 let Some(&end) = end else { continue };
                 sample.group_offsets.push(GroupOffsetSample {

@@ -223,7 +223,7 @@ pub async fn grow_partitions(
             "Number of new partitions must be greater than existing number of partitions",
         )
     };
-    if partitions as usize <= existing.partitions.len() {
+    if partitions as usize <= existing.partition_count() {
         return Err(too_few());
     }
     let broker = state.broker.clone();
