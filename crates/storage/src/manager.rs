@@ -340,6 +340,12 @@ impl LogManager {
         Ok(())
     }
 
+    /// Removes the files of deleted segments whose `file.delete.delay.ms`
+    /// has passed, in every log.
+    pub fn delete_expired_files(&self) -> usize {
+        self.logs().iter().map(|l| l.delete_expired_files()).sum()
+    }
+
     /// Runs retention on every log; returns the segments deleted in all.
     pub fn run_retention(&self, now: Timestamp) -> Result<u64> {
         let mut deleted = 0;
