@@ -409,6 +409,7 @@ impl Broker {
                 )))
             }
         }
+        tenancy::validate_topic_config(&store.data.tenants, &config, &req.name, &req.config)?;
         if validate_only {
             return Ok(Arc::new(Topic {
                 name: req.name,
@@ -655,6 +656,8 @@ impl Broker {
             )));
         }
         let config = change(&topic.config)?;
+        let broker_config = self.config.read().clone();
+        tenancy::validate_topic_config(&store.data.tenants, &broker_config, &topic.name, &config)?;
         if validate_only {
             return Ok(());
         }
@@ -663,7 +666,6 @@ impl Broker {
                 r.config = config.clone();
             }
         })?;
-        let broker_config = self.config.read().clone();
         let log_config =
             tenancy::log_config(&store.data.tenants, &broker_config, &topic.name, &config);
         for p in &topic.partitions {

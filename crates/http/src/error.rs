@@ -105,12 +105,16 @@ impl From<broker::Error> for ApiError {
             | E::InvalidRequest(_)
             | E::InternalTopic(_)
             | E::NotAllowed(_)
-            | E::InvalidReplicationFactor(_) => ApiError::bad_request(e.to_string()),
+            | E::InvalidReplicationFactor(_)
+            | E::InvalidReplicaAssignment(_) => ApiError::bad_request(e.to_string()),
             E::Storage { .. }
             | E::DataDir(_)
             | E::MetadataIo { .. }
             | E::MetadataCorrupt { .. } => {
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+            }
+            E::NotEnoughReplicas { .. } => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
             }
         }
     }
