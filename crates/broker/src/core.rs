@@ -755,6 +755,8 @@ impl Broker {
         if let Err(e) = self.logs.flush_due(now) {
             warn!("periodic flush failed: {e}");
         }
+        // Files of deleted segments whose file.delete.delay.ms has passed.
+        self.logs.delete_expired_files();
         if retention {
             match self.logs.run_retention(now) {
                 Ok(0) => {}
