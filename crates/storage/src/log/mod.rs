@@ -712,6 +712,20 @@ impl Log {
         self.inner.read().producers.get(producer_id).cloned()
     }
 
+    /// Every idempotent producer the log knows (Kafka's DescribeProducers),
+    /// ordered by producer id.
+    pub fn producer_states(&self) -> Vec<(model::ProducerId, ProducerEntry)> {
+        let mut all: Vec<_> = self
+            .inner
+            .read()
+            .producers
+            .all()
+            .map(|(id, e)| (id, e.clone()))
+            .collect();
+        all.sort_by_key(|(id, _)| id.0);
+        all
+    }
+
     /// Replaces the log's configuration (takes effect at the next append,
     /// flush check or retention run).
     pub fn update_config(&self, config: LogConfig) {
