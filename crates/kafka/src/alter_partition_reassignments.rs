@@ -43,8 +43,13 @@ pub fn handle(
                     let out = ReassignablePartitionResponse::default()
                         .with_partition_index(p.partition_index)
                         .with_error_message(None);
-                    match reassign(broker, topic.as_deref(), t.name.as_str(), p, allow_rf_change)
-                    {
+                    match reassign(
+                        broker,
+                        topic.as_deref(),
+                        t.name.as_str(),
+                        p,
+                        allow_rf_change,
+                    ) {
                         Ok(()) => out,
                         Err((code, message)) => out
                             .with_error_code(code.code())

@@ -31,7 +31,10 @@ fn is_log_dir(path: &str, dir: &Path) -> bool {
 }
 
 /// Answers AlterReplicaLogDirs (on the blocking pool: paths are resolved).
-pub fn handle(broker: &Arc<Broker>, req: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse {
+pub fn handle(
+    broker: &Arc<Broker>,
+    req: AlterReplicaLogDirsRequest,
+) -> AlterReplicaLogDirsResponse {
     let dir = broker.log_dir();
     let mut results: Vec<AlterReplicaLogDirTopicResult> = Vec::new();
     for d in req.dirs {

@@ -59,7 +59,9 @@ pub fn handle(
             .collect(),
     };
     let mut dir = DescribeLogDirsResult::default()
-        .with_log_dir(StrBytes::from_string(broker.log_dir().display().to_string()))
+        .with_log_dir(StrBytes::from_string(
+            broker.log_dir().display().to_string(),
+        ))
         .with_topics(topics);
     if version >= 4 {
         match broker.log_dir_space() {

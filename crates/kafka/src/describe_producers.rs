@@ -12,9 +12,8 @@ use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersRespon
 use kafka_protocol::protocol::StrBytes;
 use model::PartitionId;
 
-use super::error::response_error;
 use super::Versions;
-use broker::Broker;
+use broker::{Broker, Error, Topic};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 0);
@@ -31,41 +30,7 @@ pub fn handle(broker: &Arc<Broker>, req: DescribeProducersRequest) -> DescribePr
             let partitions = t
                 .partition_indexes
                 .iter()
-                .map(|&p| {
-                    let out = PartitionResponse::default()
-                        .with_partition_index(p)
-                        .with_error_message(None);
-                    match topic.as_ref().map_err(|e| response_error(e)).and_then(|t| {
-                        t.partition(PartitionId(p))
-                            .map_err(|e| response_error(&e))
-                    }) {
-                        Ok(partition) => out.with_active_producers(
-                            partition
-                                .log()
-                                .producer_states()
-                                .into_iter()
-                                .map(|(id, e)| {
-                                    ProducerState::default()
-                                        .with_producer_id(ProducerId(id.0))
-                                        .with_producer_epoch(i32::from(e.epoch.0))
-                                        .with_last_sequence(e.last_sequence().unwrap_or(-1))
-                                        .with_last_timestamp(e.last_timestamp.0)
-                                        .with_coordinator_epoch(-1)
-                                        .with_current_txn_start_offset(-1)
-                                })
-                                .collect(),
-                        ),
-                        Err(code) => out.with_error_code(code.code()).with_error_message(Some(
-                            StrBytes::from_string(match code {
-                                ResponseError::UnknownTopicOrPartition => format!(
-                                    "{}-{p} does not exist",
-                                    t.name.as_str()
-                                ),
-                                other => other.to_string(),
-                            }),
-                        )),
-                    }
-                })
+                .map(|&p| partition(topic.as_deref(), p))
                 .collect();
             TopicResponse::default()
                 .with_name(t.name)
@@ -73,4 +38,39 @@ pub fn handle(broker: &Arc<Broker>, req: DescribeProducersRequest) -> DescribePr
         })
         .collect();
     DescribeProducersResponse::default().with_topics(topics)
+}
+
+fn partition(topic: Result<&Topic, &Error>, index: i32) -> PartitionResponse {
+    let out = PartitionResponse::default()
+        .with_partition_index(index)
+        .with_error_message(None);
+    let found = topic.map_err(|e| e.to_string()).and_then(|t| {
+        t.partition(PartitionId(index))
+            .map_err(|e| e.to_string())
+            .cloned()
+    });
+    let partition = match found {
+        Ok(p) => p,
+        // Any partition this broker does not have, as Kafka answers.
+        Err(message) => {
+            return out
+                .with_error_code(ResponseError::UnknownTopicOrPartition.code())
+                .with_error_message(Some(StrBytes::from_string(message)));
+        }
+    };
+    let producers = partition
+        .log()
+        .producer_states()
+        .into_iter()
+        .map(|(id, e)| {
+            ProducerState::default()
+                .with_producer_id(ProducerId(id.0))
+                .with_producer_epoch(i32::from(e.epoch.0))
+                .with_last_sequence(e.last_sequence().unwrap_or(-1))
+                .with_last_timestamp(e.last_timestamp.0)
+                .with_coordinator_epoch(-1)
+                .with_current_txn_start_offset(-1)
+        })
+        .collect();
+    out.with_active_producers(producers)
 }

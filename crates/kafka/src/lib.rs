@@ -125,7 +125,10 @@ pub const SUPPORTED_APIS: &[(ApiKey, Versions)] = &[
         ApiKey::ConsumerGroupDescribe,
         consumer_group_describe::VERSIONS,
     ),
-    (ApiKey::AlterReplicaLogDirs, alter_replica_log_dirs::VERSIONS),
+    (
+        ApiKey::AlterReplicaLogDirs,
+        alter_replica_log_dirs::VERSIONS,
+    ),
     (ApiKey::DescribeLogDirs, describe_log_dirs::VERSIONS),
     (ApiKey::ElectLeaders, elect_leaders::VERSIONS),
     (

@@ -4,7 +4,9 @@
 //! no topic, whatever is asked, as Kafka's controller answers for
 //! partitions with none in progress.
 
-use kafka_protocol::messages::{ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse};
+use kafka_protocol::messages::{
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+};
 
 use super::Versions;
 

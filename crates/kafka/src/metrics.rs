@@ -171,11 +171,13 @@ pub fn first_error(r: &ResponseKind) -> i16 {
             std::iter::once(t.error_code).chain(t.partitions.iter().map(|p| p.error_code))
         })),
         ResponseKind::ListConfigResources(r) => r.error_code,
-        ResponseKind::ElectLeaders(r) => first(std::iter::once(r.error_code).chain(
-            r.replica_election_results
-                .iter()
-                .flat_map(|t| t.partition_result.iter().map(|p| p.error_code)),
-        )),
+        ResponseKind::ElectLeaders(r) => first(
+            std::iter::once(r.error_code).chain(
+                r.replica_election_results
+                    .iter()
+                    .flat_map(|t| t.partition_result.iter().map(|p| p.error_code)),
+            ),
+        ),
         ResponseKind::AlterPartitionReassignments(r) => first(
             std::iter::once(r.error_code).chain(
                 r.responses

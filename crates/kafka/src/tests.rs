@@ -299,13 +299,15 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
             DescribeLogDirsRequest::default().with_topics(if version % 2 == 0 {
                 None
             } else {
-                Some(vec![describe_log_dirs_request::DescribableLogDirTopic::default()
-                    .with_topic(t())
-                    .with_partitions(vec![0, 7])])
+                Some(vec![
+                    describe_log_dirs_request::DescribableLogDirTopic::default()
+                        .with_topic(t())
+                        .with_partitions(vec![0, 7]),
+                ])
             }),
         ),
-        ApiKey::AlterReplicaLogDirs => RequestKind::AlterReplicaLogDirs(
-            AlterReplicaLogDirsRequest::default().with_dirs(vec![
+        ApiKey::AlterReplicaLogDirs => {
+            RequestKind::AlterReplicaLogDirs(AlterReplicaLogDirsRequest::default().with_dirs(vec![
                 alter_replica_log_dirs_request::AlterReplicaLogDir::default()
                     .with_path(StrBytes::from_static_str("/nowhere"))
                     .with_topics(vec![
@@ -313,8 +315,8 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
                             .with_name(t())
                             .with_partitions(vec![0]),
                     ]),
-            ]),
-        ),
+            ]))
+        }
         ApiKey::DescribeTopicPartitions => RequestKind::DescribeTopicPartitions(
             DescribeTopicPartitionsRequest::default()
                 .with_response_partition_limit(1)
@@ -325,8 +327,11 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
                 ]),
         ),
         ApiKey::ListConfigResources => RequestKind::ListConfigResources(
-            ListConfigResourcesRequest::default()
-                .with_resource_types(if version >= 1 { vec![2, 4] } else { Vec::new() }),
+            ListConfigResourcesRequest::default().with_resource_types(if version >= 1 {
+                vec![2, 4]
+            } else {
+                Vec::new()
+            }),
         ),
         ApiKey::ElectLeaders => RequestKind::ElectLeaders(
             ElectLeadersRequest::default().with_topic_partitions(Some(vec![
@@ -350,13 +355,13 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
         ApiKey::ListPartitionReassignments => RequestKind::ListPartitionReassignments(
             ListPartitionReassignmentsRequest::default().with_topics(None),
         ),
-        ApiKey::DescribeProducers => RequestKind::DescribeProducers(
-            DescribeProducersRequest::default().with_topics(vec![
+        ApiKey::DescribeProducers => {
+            RequestKind::DescribeProducers(DescribeProducersRequest::default().with_topics(vec![
                 describe_producers_request::TopicRequest::default()
                     .with_name(t())
                     .with_partition_indexes(vec![0, 5]),
-            ]),
-        ),
+            ]))
+        }
         other => panic!("no test request for {other:?}"),
     }
 }

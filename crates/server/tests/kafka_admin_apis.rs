@@ -111,7 +111,10 @@ async fn describe_topic_partitions_pages_with_a_cursor() {
     let r = describe_partitions(&mut conn, &topics, 2, None).await;
     assert_eq!(
         page(&r),
-        (vec![(s("missing"), vec![], 3), (s("pa"), vec![0, 1], 0)], Some((s("pa"), 2)))
+        (
+            vec![(s("missing"), vec![], 3), (s("pa"), vec![0, 1], 0)],
+            Some((s("pa"), 2))
+        )
     );
     let t = &r.topics[1];
     assert!(!t.topic_id.is_nil() && !t.is_internal);
@@ -123,7 +126,10 @@ async fn describe_topic_partitions_pages_with_a_cursor() {
     let r = describe_partitions(&mut conn, &topics, 2, Some(("pa", 2))).await;
     assert_eq!(
         page(&r),
-        (vec![(s("pa"), vec![2], 0), (s("pb"), vec![0], 0)], Some((s("pb"), 1)))
+        (
+            vec![(s("pa"), vec![2], 0), (s("pb"), vec![0], 0)],
+            Some((s("pb"), 1))
+        )
     );
     let r = describe_partitions(&mut conn, &topics, 2, Some(("pb", 1))).await;
     assert_eq!(
@@ -132,7 +138,10 @@ async fn describe_topic_partitions_pages_with_a_cursor() {
     );
     // The limit reached at a topic's end: the cursor points at the next one.
     let r = describe_partitions(&mut conn, &["pa", "pb"], 3, None).await;
-    assert_eq!(page(&r), (vec![(s("pa"), vec![0, 1, 2], 0)], Some((s("pb"), 0))));
+    assert_eq!(
+        page(&r),
+        (vec![(s("pa"), vec![0, 1, 2], 0)], Some((s("pb"), 0)))
+    );
     // Every topic (none named): unknown names never appear.
     let r = describe_partitions(&mut conn, &[], 2000, Some(("pb", 0))).await;
     assert_eq!(
@@ -141,7 +150,11 @@ async fn describe_topic_partitions_pages_with_a_cursor() {
     );
     // A cursor topic that is not in the list.
     let r = describe_partitions(&mut conn, &["pa", "pc"], 10, Some(("pb", 0))).await;
-    assert!(r.topics.iter().all(|t| t.error_code == 42), "{:?}", page(&r));
+    assert!(
+        r.topics.iter().all(|t| t.error_code == 42),
+        "{:?}",
+        page(&r)
+    );
 }
 
 /// Manual replica assignments naming a broker that does not exist, twice
@@ -177,13 +190,21 @@ async fn manual_assignments_are_checked_against_the_brokers() {
         (4, None, 0),
     ] {
         let ResponseKind::CreatePartitions(r) = conn
-            .call(ApiKey::CreatePartitions, 3, grow(count, assignments.clone()))
+            .call(
+                ApiKey::CreatePartitions,
+                3,
+                grow(count, assignments.clone()),
+            )
             .await
         else {
             panic!()
         };
         let res = &r.results[0];
-        assert_eq!(res.error_code, code, "{count} {assignments:?}: {:?}", res.error_message);
+        assert_eq!(
+            res.error_code, code,
+            "{count} {assignments:?}: {:?}",
+            res.error_message
+        );
     }
     let ResponseKind::CreatePartitions(r) = conn
         .call(ApiKey::CreatePartitions, 3, grow(5, Some(vec![vec![7]])))
@@ -195,8 +216,9 @@ async fn manual_assignments_are_checked_against_the_brokers() {
     assert!(msg.contains("broker 7"), "{msg}");
 
     let topic = |assignments: Vec<(i32, Vec<i32>)>| {
-        CreateTopicsRequest::default().with_timeout_ms(5000).with_topics(vec![
-            CreatableTopic::default()
+        CreateTopicsRequest::default()
+            .with_timeout_ms(5000)
+            .with_topics(vec![CreatableTopic::default()
                 .with_name(name("assigned"))
                 .with_num_partitions(-1)
                 .with_replication_factor(-1)
@@ -209,8 +231,7 @@ async fn manual_assignments_are_checked_against_the_brokers() {
                                 .with_broker_ids(ids.into_iter().map(BrokerId).collect())
                         })
                         .collect(),
-                ),
-        ])
+                )])
     };
     for (assignments, code) in [
         (vec![(0, vec![3])], 39),
@@ -244,7 +265,11 @@ async fn single_node_elections_reassignments_and_log_dirs() {
             .with_timeout_ms(5000)
             .with_topic_partitions(partitions.map(|tp| {
                 tp.into_iter()
-                    .map(|(t, p)| TopicPartitions::default().with_topic(name(t)).with_partitions(p))
+                    .map(|(t, p)| {
+                        TopicPartitions::default()
+                            .with_topic(name(t))
+                            .with_partitions(p)
+                    })
                     .collect()
             }))
     };
@@ -283,7 +308,9 @@ async fn single_node_elections_reassignments_and_log_dirs() {
                 .with_name(name(topic))
                 .with_partitions(vec![ReassignablePartition::default()
                     .with_partition_index(1)
-                    .with_replicas(replicas.map(|r| r.into_iter().map(BrokerId).collect()))])])
+                    .with_replicas(
+                        replicas.map(|r| r.into_iter().map(BrokerId).collect()),
+                    )])])
     };
     for (replicas, topic, code) in [
         (Some(vec![1]), "ops", 0),
@@ -293,7 +320,11 @@ async fn single_node_elections_reassignments_and_log_dirs() {
         (Some(vec![1]), "nope", 3),
     ] {
         let ResponseKind::AlterPartitionReassignments(r) = conn
-            .call(ApiKey::AlterPartitionReassignments, 0, reassign(replicas.clone(), topic))
+            .call(
+                ApiKey::AlterPartitionReassignments,
+                0,
+                reassign(replicas.clone(), topic),
+            )
             .await
         else {
             panic!()
@@ -349,7 +380,11 @@ async fn single_node_elections_reassignments_and_log_dirs() {
         data_dir
     );
     assert!(dir.total_bytes > 0 && dir.usable_bytes > 0 && dir.usable_bytes <= dir.total_bytes);
-    let ops = dir.topics.iter().find(|t| t.name.as_str() == "ops").unwrap();
+    let ops = dir
+        .topics
+        .iter()
+        .find(|t| t.name.as_str() == "ops")
+        .unwrap();
     let sizes: Vec<(i32, i64)> = ops
         .partitions
         .iter()
@@ -371,12 +406,20 @@ async fn single_node_elections_reassignments_and_log_dirs() {
         ("/tmp/not-a-log-dir".to_string(), vec![57, 57, 57]),
     ] {
         let ResponseKind::AlterReplicaLogDirs(r) = conn
-            .call(ApiKey::AlterReplicaLogDirs, 2, move_to(path.clone(), vec![0, 1, 4]))
+            .call(
+                ApiKey::AlterReplicaLogDirs,
+                2,
+                move_to(path.clone(), vec![0, 1, 4]),
+            )
             .await
         else {
             panic!()
         };
-        let got: Vec<i16> = r.results[0].partitions.iter().map(|p| p.error_code).collect();
+        let got: Vec<i16> = r.results[0]
+            .partitions
+            .iter()
+            .map(|p| p.error_code)
+            .collect();
         assert_eq!(got, codes, "{path}");
     }
 }
@@ -443,14 +486,23 @@ async fn describe_producers_reports_idempotent_producer_state() {
         panic!()
     };
     let parts = &r.topics[0].partitions;
-    assert_eq!((parts[0].error_code, parts[0].active_producers.len()), (0, 0));
+    assert_eq!(
+        (parts[0].error_code, parts[0].active_producers.len()),
+        (0, 0)
+    );
     assert_eq!(parts[1].error_code, 0);
     let p = &parts[1].active_producers;
     assert_eq!(p.len(), 1);
-    assert_eq!((p[0].producer_id.0, p[0].producer_epoch), (pid, i32::from(epoch)));
+    assert_eq!(
+        (p[0].producer_id.0, p[0].producer_epoch),
+        (pid, i32::from(epoch))
+    );
     assert_eq!(p[0].last_sequence, 5);
     assert!(p[0].last_timestamp > 0);
-    assert_eq!((p[0].coordinator_epoch, p[0].current_txn_start_offset), (-1, -1));
+    assert_eq!(
+        (p[0].coordinator_epoch, p[0].current_txn_start_offset),
+        (-1, -1)
+    );
     assert_eq!(parts[2].error_code, 3);
     assert_eq!(r.topics[1].partitions[0].error_code, 3);
 }
@@ -472,8 +524,9 @@ async fn config_resources_and_cluster_endpoint_types() {
             .filter(|(_, n)| !n.starts_with("__"))
             .collect()
     };
-    let ResponseKind::ListConfigResources(r) =
-        conn.call(ApiKey::ListConfigResources, 1, list(vec![])).await
+    let ResponseKind::ListConfigResources(r) = conn
+        .call(ApiKey::ListConfigResources, 1, list(vec![]))
+        .await
     else {
         panic!()
     };
@@ -482,20 +535,23 @@ async fn config_resources_and_cluster_endpoint_types() {
         names(&r),
         vec![(4, "1".into()), (2, "cfg-a".into()), (2, "cfg-b".into())]
     );
-    let ResponseKind::ListConfigResources(r) =
-        conn.call(ApiKey::ListConfigResources, 1, list(vec![2, 32])).await
+    let ResponseKind::ListConfigResources(r) = conn
+        .call(ApiKey::ListConfigResources, 1, list(vec![2, 32]))
+        .await
     else {
         panic!()
     };
     assert_eq!(names(&r), vec![(2, "cfg-a".into()), (2, "cfg-b".into())]);
-    let ResponseKind::ListConfigResources(r) =
-        conn.call(ApiKey::ListConfigResources, 1, list(vec![3])).await
+    let ResponseKind::ListConfigResources(r) = conn
+        .call(ApiKey::ListConfigResources, 1, list(vec![3]))
+        .await
     else {
         panic!()
     };
     assert_eq!(r.error_code, 35, "UNSUPPORTED_VERSION");
-    let ResponseKind::ListConfigResources(r) =
-        conn.call(ApiKey::ListConfigResources, 0, list(vec![])).await
+    let ResponseKind::ListConfigResources(r) = conn
+        .call(ApiKey::ListConfigResources, 0, list(vec![]))
+        .await
     else {
         panic!()
     };

@@ -76,7 +76,8 @@ fn producer(b: &BrokerProcess, codec: &str) -> FutureProducer {
 async fn consume(b: &BrokerProcess, topic: &str, n: usize) -> Vec<rdkafka::message::OwnedMessage> {
     let c: StreamConsumer = assign_config(&b.bootstrap()).create().unwrap();
     let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Beginning).unwrap();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)
+        .unwrap();
     c.assign(&tpl).unwrap();
     let mut out = Vec::new();
     let mut stream = c.stream();
@@ -245,9 +246,7 @@ async fn every_topic_config_is_created_described_with_types_sources_and_synonyms
         .unwrap();
     let configured = described[0].as_ref().unwrap();
     for (k, v) in configs {
-        let e = configured
-            .get(k)
-            .unwrap_or_else(|| panic!("{k} described"));
+        let e = configured.get(k).unwrap_or_else(|| panic!("{k} described"));
         assert_eq!(e.value.as_deref(), Some(v), "{k}");
         assert!(matches!(e.source, ConfigSource::DynamicTopic), "{k}");
         assert!(!e.is_read_only, "{k}");
@@ -349,20 +348,31 @@ async fn invalid_topic_configs_are_refused_naming_the_key() {
         ("gzip", &[("compression.gzip.level", "0")]),
         ("isr", &[("min.insync.replicas", "0")]),
         ("before", &[("message.timestamp.before.max.ms", "-1")]),
-        ("replicas", &[("leader.replication.throttled.replicas", "all")]),
+        (
+            "replicas",
+            &[("leader.replication.throttled.replicas", "all")],
+        ),
         ("removed", &[("message.format.version", "3.0")]),
-        ("removed2", &[("message.timestamp.difference.max.ms", "1000")]),
+        (
+            "removed2",
+            &[("message.timestamp.difference.max.ms", "1000")],
+        ),
         ("tiered", &[("remote.storage.enable", "true")]),
         (
             "lags",
-            &[("min.compaction.lag.ms", "100"), ("max.compaction.lag.ms", "10")],
+            &[
+                ("min.compaction.lag.ms", "100"),
+                ("max.compaction.lag.ms", "10"),
+            ],
         ),
     ];
-    let req = CreateTopicsRequest::default().with_timeout_ms(5000).with_topics(
-        bad.iter()
-            .map(|(topic, configs)| creatable(topic, configs))
-            .collect(),
-    );
+    let req = CreateTopicsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topics(
+            bad.iter()
+                .map(|(topic, configs)| creatable(topic, configs))
+                .collect(),
+        );
     let mut conn = RawConn::connect(broker.addr).await;
     let ResponseKind::CreateTopics(resp) = conn.call(ApiKey::CreateTopics, 7, req).await else {
         panic!()
@@ -375,7 +385,10 @@ async fn invalid_topic_configs_are_refused_naming_the_key() {
     }
     let c: BaseConsumer = client_config(&broker.bootstrap()).create().unwrap();
     let md = c.fetch_metadata(None, Duration::from_secs(10)).unwrap();
-    assert!(md.topics().iter().all(|t| bad.iter().all(|(n, _)| t.name() != *n)));
+    assert!(md
+        .topics()
+        .iter()
+        .all(|t| bad.iter().all(|(n, _)| t.name() != *n)));
 }
 
 /// IncrementalAlterConfigs SET/DELETE/APPEND/SUBTRACT on the new keys, a
@@ -419,7 +432,11 @@ async fn configs_are_altered_incrementally_and_wholesale() {
         AlterConfigsResource::default()
             .with_resource_type(4)
             .with_resource_name(StrBytes::from_static_str("1"))
-            .with_configs(vec![op("log.message.timestamp.type", 0, Some("LogAppendTime"))]),
+            .with_configs(vec![op(
+                "log.message.timestamp.type",
+                0,
+                Some("LogAppendTime"),
+            )]),
     ]);
     let mut conn = RawConn::connect(broker.addr).await;
     let ResponseKind::IncrementalAlterConfigs(resp) =
@@ -432,7 +449,10 @@ async fn configs_are_altered_incrementally_and_wholesale() {
     let a = admin(&broker);
     let get = |r: &rdkafka::admin::ConfigResource, k: &str| {
         let e = r.get(k).unwrap();
-        (e.value.clone().unwrap_or_default(), matches!(e.source, ConfigSource::DynamicTopic))
+        (
+            e.value.clone().unwrap_or_default(),
+            matches!(e.source, ConfigSource::DynamicTopic),
+        )
     };
     let r = a
         .describe_configs(&[ResourceSpecifier::Topic("alter")], &AdminOptions::new())
@@ -441,7 +461,10 @@ async fn configs_are_altered_incrementally_and_wholesale() {
     let r = r[0].as_ref().unwrap();
     assert_eq!(get(r, "cleanup.policy"), ("delete,compact".into(), true));
     assert_eq!(get(r, "compression.type"), ("zstd".into(), true));
-    assert_eq!(get(r, "leader.replication.throttled.replicas"), ("0:1".into(), true));
+    assert_eq!(
+        get(r, "leader.replication.throttled.replicas"),
+        ("0:1".into(), true)
+    );
     assert_eq!(get(r, "min.cleanable.dirty.ratio"), ("0.9".into(), true));
     // Deleted from the topic: the broker's new dynamic default shows.
     let ts = r.get("message.timestamp.type").unwrap();
@@ -553,8 +576,18 @@ async fn a_topic_codec_recompresses_what_the_producer_sent() {
 #[tokio::test(flavor = "multi_thread")]
 async fn log_append_time_gives_consumers_the_broker_time() {
     let broker = BrokerProcess::start(&[]);
-    create(&broker, "appended", &[("message.timestamp.type", "LogAppendTime")]).await;
-    create(&broker, "created", &[("message.timestamp.type", "CreateTime")]).await;
+    create(
+        &broker,
+        "appended",
+        &[("message.timestamp.type", "LogAppendTime")],
+    )
+    .await;
+    create(
+        &broker,
+        "created",
+        &[("message.timestamp.type", "CreateTime")],
+    )
+    .await;
     let p = producer(&broker, "lz4");
     let before = now_ms();
     for topic in ["appended", "created"] {
@@ -622,7 +655,9 @@ async fn timestamps_outside_the_window_are_invalid_timestamp() {
     let invalid = |r: Result<(), KafkaError>| {
         matches!(
             r,
-            Err(KafkaError::MessageProduction(RDKafkaErrorCode::InvalidTimestamp))
+            Err(KafkaError::MessageProduction(
+                RDKafkaErrorCode::InvalidTimestamp
+            ))
         )
     };
     assert!(send("window", now_ms()).await.is_ok());
@@ -643,7 +678,11 @@ async fn timestamps_outside_the_window_are_invalid_timestamp() {
         .call(
             ApiKey::Produce,
             9,
-            produce_request("window", -1, batch_with_timestamps(&[now, now - 120_000, now])),
+            produce_request(
+                "window",
+                -1,
+                batch_with_timestamps(&[now, now - 120_000, now]),
+            ),
         )
         .await
     else {
@@ -678,15 +717,25 @@ async fn min_insync_replicas_refuses_acks_all() {
         _ => panic!(),
     };
     let all = conn
-        .call(ApiKey::Produce, 9, produce_request("isr2", -1, batch_with_timestamps(&[now_ms()])))
+        .call(
+            ApiKey::Produce,
+            9,
+            produce_request("isr2", -1, batch_with_timestamps(&[now_ms()])),
+        )
         .await;
     assert_eq!(code(all), 19, "NOT_ENOUGH_REPLICAS");
     let one = conn
-        .call(ApiKey::Produce, 9, produce_request("isr2", 1, batch_with_timestamps(&[now_ms()])))
+        .call(
+            ApiKey::Produce,
+            9,
+            produce_request("isr2", 1, batch_with_timestamps(&[now_ms()])),
+        )
         .await;
     assert_eq!(code(one), 0);
     let c: BaseConsumer = client_config(&broker.bootstrap()).create().unwrap();
-    let (_, high) = c.fetch_watermarks("isr2", 0, Duration::from_secs(10)).unwrap();
+    let (_, high) = c
+        .fetch_watermarks("isr2", 0, Duration::from_secs(10))
+        .unwrap();
     assert_eq!(high, 1, "only the acks=1 batch was appended");
 }
 
@@ -720,7 +769,8 @@ async fn deleted_segment_files_wait_out_file_delete_delay_ms() {
             .unwrap();
         }
         let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(topic, 0, Offset::Offset(10)).unwrap();
+        tpl.add_partition_offset(topic, 0, Offset::Offset(10))
+            .unwrap();
         let r = admin(&broker).delete_records(&tpl, &opts()).await.unwrap();
         assert!(r.elements()[0].error().is_ok(), "{r:?}");
     }
@@ -752,8 +802,18 @@ async fn deleted_segment_files_wait_out_file_delete_delay_ms() {
 async fn compact_only_topics_are_spared_by_time_retention() {
     let broker = BrokerProcess::start(&["log.retention.check.interval.ms=100"]);
     let base = [("segment.bytes", "1024"), ("retention.ms", "1")];
-    create(&broker, "keep", &[base[0], base[1], ("cleanup.policy", "compact")]).await;
-    create(&broker, "drop", &[base[0], base[1], ("cleanup.policy", "delete")]).await;
+    create(
+        &broker,
+        "keep",
+        &[base[0], base[1], ("cleanup.policy", "compact")],
+    )
+    .await;
+    create(
+        &broker,
+        "drop",
+        &[base[0], base[1], ("cleanup.policy", "delete")],
+    )
+    .await;
     let p: FutureProducer = client_config(&broker.bootstrap())
         .set("linger.ms", "0")
         .create()
@@ -783,10 +843,14 @@ async fn compact_only_topics_are_spared_by_time_retention() {
             .0
     };
     fill(0).await;
-    eventually(Duration::from_secs(30), "retention on the delete topic", || {
-        let moved = low("drop") > 0;
-        async move { moved.then_some(()) }
-    })
+    eventually(
+        Duration::from_secs(30),
+        "retention on the delete topic",
+        || {
+            let moved = low("drop") > 0;
+            async move { moved.then_some(()) }
+        },
+    )
     .await;
     // A later retention pass (the first one over both logs has ended).
     let first = low("drop");

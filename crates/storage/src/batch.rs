@@ -364,7 +364,12 @@ impl TimestampRules {
     /// a record with a timestamp must lie in the window; a LogAppendTime
     /// batch from a producer is refused otherwise (on a LogAppendTime
     /// topic, or without a timestamp), exactly as Kafka decides.
-    pub fn check(&self, ts: i64, batch_type: TimestampType, offset: i32) -> Result<(), RecordError> {
+    pub fn check(
+        &self,
+        ts: i64,
+        batch_type: TimestampType,
+        offset: i32,
+    ) -> Result<(), RecordError> {
         if self.topic_type == TimestampType::CreateTime && ts != -1 {
             let diff = i128::from(self.now.0) - i128::from(ts);
             if diff > i128::from(self.before_max_ms) || -diff > i128::from(self.after_max_ms) {

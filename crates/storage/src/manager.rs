@@ -344,9 +344,10 @@ impl LogManager {
     /// to this process (`statvfs`), as Kafka's DescribeLogDirs reports them.
     pub fn disk_space(&self) -> Result<(u64, u64)> {
         use std::os::unix::ffi::OsStrExt;
-        let path = std::ffi::CString::new(self.data_dir().as_os_str().as_bytes()).map_err(|_| {
-            crate::error::corrupt(self.data_dir(), "the data directory path holds a NUL byte")
-        })?;
+        let path =
+            std::ffi::CString::new(self.data_dir().as_os_str().as_bytes()).map_err(|_| {
+                crate::error::corrupt(self.data_dir(), "the data directory path holds a NUL byte")
+            })?;
         // SAFETY: `path` is a NUL-terminated string and `stat` a plain
         // struct the call fills in.
         let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };

@@ -333,9 +333,14 @@ mod tests {
                 crate::config::ValueKind::Choice(c) => (c[0], "nope"),
                 crate::config::ValueKind::Int { min, max }
                 | crate::config::ValueKind::IntOrMinusOne { min, max }
-                | crate::config::ValueKind::Long { min, max } => {
-                    (if (min..=max).contains(&1) { "1" } else { "1024" }, "soon")
-                }
+                | crate::config::ValueKind::Long { min, max } => (
+                    if (min..=max).contains(&1) {
+                        "1"
+                    } else {
+                        "1024"
+                    },
+                    "soon",
+                ),
                 _ => ("1024", "soon"),
             };
             let t = TopicConfig::from_pairs([(k.name, Some(good))])
@@ -349,8 +354,14 @@ mod tests {
             );
         }
         // Removed in Kafka 4.0: unknown here as there.
-        for gone in ["message.format.version", "message.timestamp.difference.max.ms"] {
-            assert!(TopicConfig::from_pairs([(gone, Some("1"))]).is_err(), "{gone}");
+        for gone in [
+            "message.format.version",
+            "message.timestamp.difference.max.ms",
+        ] {
+            assert!(
+                TopicConfig::from_pairs([(gone, Some("1"))]).is_err(),
+                "{gone}"
+            );
         }
     }
 
@@ -379,9 +390,15 @@ mod tests {
         .unwrap();
         let c = t.log_config(&b);
         assert_eq!(c.compression, Some(storage::Compression::Zstd));
-        assert_eq!((c.compression_levels.zstd, c.compression_levels.gzip), (9, 4));
+        assert_eq!(
+            (c.compression_levels.zstd, c.compression_levels.gzip),
+            (9, 4)
+        );
         assert_eq!(c.timestamp_type, storage::TimestampType::LogAppendTime);
-        assert_eq!((c.timestamp_before_max_ms, c.timestamp_after_max_ms), (1000, 2000));
+        assert_eq!(
+            (c.timestamp_before_max_ms, c.timestamp_after_max_ms),
+            (1000, 2000)
+        );
         assert_eq!((c.index_interval_bytes, c.segment_index_bytes), (512, 4096));
         assert_eq!((c.segment_jitter_ms, c.file_delete_delay_ms), (77, 0));
         assert_eq!(
@@ -393,7 +410,11 @@ mod tests {
         );
         assert!(c.require_keys);
         assert_eq!(
-            (c.delete_retention_ms, c.min_compaction_lag_ms, c.max_compaction_lag_ms),
+            (
+                c.delete_retention_ms,
+                c.min_compaction_lag_ms,
+                c.max_compaction_lag_ms
+            ),
             (11, 12, 13)
         );
         assert_eq!(c.min_cleanable_dirty_ratio, 0.25);
@@ -410,7 +431,11 @@ mod tests {
         assert_eq!(d.segment_index_bytes, 10 * 1024 * 1024);
         assert!(d.cleanup_policy.delete && !d.cleanup_policy.compact);
         assert_eq!(d.max_compaction_lag_ms, i64::MAX as u64);
-        assert_eq!(d, storage::LogConfig::default(), "the storage defaults are Kafka's");
+        assert_eq!(
+            d,
+            storage::LogConfig::default(),
+            "the storage defaults are Kafka's"
+        );
     }
 
     #[test]
@@ -454,7 +479,11 @@ mod tests {
         ])
         .unwrap();
         let e = lag.validate_in(&none, &b).unwrap_err();
-        assert!(e.to_string().contains("min.compaction.lag.ms (100) > max.compaction.lag.ms (10)"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("min.compaction.lag.ms (100) > max.compaction.lag.ms (10)"),
+            "{e}"
+        );
         let remote = TopicConfig::from_pairs([("remote.storage.enable", Some("true"))]).unwrap();
         let e = remote.validate_in(&none, &b).unwrap_err();
         assert!(matches!(&e, Error::InvalidConfig { key, .. } if key == "remote.storage.enable"));

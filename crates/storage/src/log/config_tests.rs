@@ -13,10 +13,15 @@ use crate::batch::{BatchHeader, Compression, TimestampType};
 use crate::config::CleanupPolicy;
 use crate::error::{BatchError, RecordError};
 use crate::records::RecordIter;
-use crate::test_util::{batch, batch_with, producer_records, records_with_timestamps, simple_records};
+use crate::test_util::{
+    batch, batch_with, producer_records, records_with_timestamps, simple_records,
+};
 
-/// Every stored batch with its records as (offset, timestamp, key, value).
-fn stored(log: &Log) -> Vec<(BatchHeader, Vec<(i64, i64, Bytes, Bytes)>)> {
+/// A record as (offset, timestamp, key, value).
+type Rec = (i64, i64, Bytes, Bytes);
+
+/// Every stored batch with its records.
+fn stored(log: &Log) -> Vec<(BatchHeader, Vec<Rec>)> {
     let r = log.read(log.log_start_offset(), 1 << 20, true).unwrap();
     batch::headers(&r.records)
         .map(|(at, h)| {
@@ -91,7 +96,11 @@ fn create_time_and_producer_compression_keep_the_batch_as_sent() {
     let info = append(&log, b.clone());
     assert_eq!(info.log_append_time, None);
     let r = log.read(Offset(0), 1 << 20, true).unwrap();
-    assert_eq!(&r.records[12..16], &0i32.to_be_bytes(), "leader epoch stamped");
+    assert_eq!(
+        &r.records[12..16],
+        &0i32.to_be_bytes(),
+        "leader epoch stamped"
+    );
     assert_eq!(&r.records[16..], &b[16..]);
 }
 
@@ -260,9 +269,14 @@ fn roll_jitter_is_bounded_and_stable_per_segment() {
         c.roll_ms = Some(1000);
         c.segment_jitter_ms = 5000;
     });
-    let jitters: Vec<u64> = (0..50).map(|b| c.roll_jitter_ms(Offset(b * 7), 42)).collect();
+    let jitters: Vec<u64> = (0..50)
+        .map(|b| c.roll_jitter_ms(Offset(b * 7), 42))
+        .collect();
     assert!(jitters.iter().all(|j| *j < 1000), "bounded by segment.ms");
-    assert!(jitters.windows(2).any(|w| w[0] != w[1]), "varies per segment");
+    assert!(
+        jitters.windows(2).any(|w| w[0] != w[1]),
+        "varies per segment"
+    );
     assert_eq!(c.roll_jitter_ms(Offset(7), 42), jitters[1]);
     assert_eq!(small_config().roll_jitter_ms(Offset(7), 42), 0);
 
@@ -298,7 +312,10 @@ fn deleted_segment_files_wait_out_the_delay() {
         append(&log, batch(&simple_records(0, 3, 5)));
     }
     assert!(log.segment_count() > 2);
-    let first = f.dir.join(crate::segment::file_name(Offset(0), crate::segment::LOG_EXT));
+    let first = f.dir.join(crate::segment::file_name(
+        Offset(0),
+        crate::segment::LOG_EXT,
+    ));
     assert!(first.exists());
     log.delete_records_before(Offset(6)).unwrap();
     assert!(!first.exists());
@@ -312,7 +329,10 @@ fn deleted_segment_files_wait_out_the_delay() {
         c.segment_bytes = 300;
         c.file_delete_delay_ms = 0;
     }));
-    let second = f.dir.join(crate::segment::file_name(Offset(6), crate::segment::LOG_EXT));
+    let second = f.dir.join(crate::segment::file_name(
+        Offset(6),
+        crate::segment::LOG_EXT,
+    ));
     log.delete_records_before(Offset(12)).unwrap();
     assert!(!second.exists());
     assert!(!std::path::PathBuf::from(format!("{}.deleted", second.display())).exists());
@@ -356,9 +376,27 @@ fn expired_deletes_are_removed() {
 #[test]
 fn retention_applies_only_with_the_delete_policy() {
     for (policy, kept) in [
-        (CleanupPolicy { delete: true, compact: false }, false),
-        (CleanupPolicy { delete: false, compact: true }, true),
-        (CleanupPolicy { delete: true, compact: true }, false),
+        (
+            CleanupPolicy {
+                delete: true,
+                compact: false,
+            },
+            false,
+        ),
+        (
+            CleanupPolicy {
+                delete: false,
+                compact: true,
+            },
+            true,
+        ),
+        (
+            CleanupPolicy {
+                delete: true,
+                compact: true,
+            },
+            false,
+        ),
     ] {
         let f = Fixture::new();
         let log = f.open(

@@ -217,7 +217,9 @@ impl Log {
             match std::fs::remove_file(&path) {
                 Ok(()) => removed += 1,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => tracing::warn!(path = %path.display(), error = %e, "cannot delete segment file"),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "cannot delete segment file")
+                }
             }
         }
         removed

@@ -296,7 +296,14 @@ impl Log {
                     rules.max_decompressed_bytes,
                 )?;
                 check_sizes(&rewritten, rules.max_batch_bytes)?;
-                self.append_locked(&rewritten, &summary, leader_epoch, now, log_append, &mut work)?
+                self.append_locked(
+                    &rewritten,
+                    &summary,
+                    leader_epoch,
+                    now,
+                    log_append,
+                    &mut work,
+                )?
             }
             _ => self.append_locked(batches, &summary, leader_epoch, now, log_append, &mut work)?,
         };
@@ -340,7 +347,14 @@ impl Log {
 
         let next = base.plus(summary.record_count as i64);
         let max_timestamp = log_append_time.unwrap_or(summary.max_timestamp);
-        self.maybe_roll(&mut inner, summary.size_bytes, max_timestamp, next, now, after)?;
+        self.maybe_roll(
+            &mut inner,
+            summary.size_bytes,
+            max_timestamp,
+            next,
+            now,
+            after,
+        )?;
         let interval = inner.config.index_interval_bytes;
         inner.active_mut().append(
             batches,
@@ -391,7 +405,10 @@ impl Log {
         }
         let config = &inner.config;
         let too_big = active.size() + len > config.effective_segment_bytes();
-        let too_old = match (config.roll_ms, active.time_waited_for_roll(max_timestamp, now)) {
+        let too_old = match (
+            config.roll_ms,
+            active.time_waited_for_roll(max_timestamp, now),
+        ) {
             (Some(ms), Some(waited)) => {
                 let jitter = config.roll_jitter_ms(active.base_offset(), self.jitter_seed());
                 waited > ms.saturating_sub(jitter) as i64
