@@ -272,6 +272,17 @@ impl Broker {
         topic.partition(PartitionId(0)).cloned()
     }
 
+    /// The one log directory (the data directory), absolute.
+    pub fn log_dir(&self) -> std::path::PathBuf {
+        let dir = self.logs.data_dir();
+        std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())
+    }
+
+    /// The log directory's file system: total and usable bytes.
+    pub fn log_dir_space(&self) -> Result<(u64, u64), Error> {
+        self.logs.disk_space().map_err(Error::DataDir)
+    }
+
     /// A snapshot of the current configuration.
     pub fn config(&self) -> BrokerConfig {
         self.config.read().clone()
@@ -346,6 +357,8 @@ impl Broker {
         if let Err(e) = self.logs.flush_due(now) {
             warn!("periodic flush failed: {e}");
         }
+        // Files of deleted segments whose file.delete.delay.ms has passed.
+        self.logs.delete_expired_files();
         if retention {
             match self.logs.run_retention(now) {
                 Ok(0) => {}

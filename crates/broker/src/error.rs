@@ -53,6 +53,21 @@ pub enum Error {
     /// A replication factor this cluster cannot satisfy.
     #[error("invalid replication factor: {0}")]
     InvalidReplicationFactor(String),
+    /// A replica assignment this cluster cannot carry out (it names a
+    /// broker that does not exist, or repeats one).
+    #[error("invalid replica assignment: {0}")]
+    InvalidReplicaAssignment(String),
+    /// An `acks=all` write to a partition with fewer in-sync replicas than
+    /// its `min.insync.replicas`.
+    #[error("partition {partition} has {in_sync} in-sync replicas, fewer than its min.insync.replicas of {required}")]
+    NotEnoughReplicas {
+        /// The partition (`topic-N`).
+        partition: String,
+        /// In-sync replicas now.
+        in_sync: usize,
+        /// The partition's `min.insync.replicas`.
+        required: u32,
+    },
     /// A request that is well-formed but not acceptable.
     #[error("invalid request: {0}")]
     InvalidRequest(String),

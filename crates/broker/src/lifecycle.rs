@@ -134,6 +134,7 @@ impl Broker {
                 )))
             }
         }
+        tenancy::validate_topic_config(&store.data.tenants, &config, &req.name, &req.config)?;
         if validate_only {
             return Ok(Arc::new(Topic {
                 name: req.name,
@@ -390,6 +391,8 @@ impl Broker {
             )));
         }
         let config = change(&topic.config)?;
+        let broker_config = self.config.read().clone();
+        tenancy::validate_topic_config(&store.data.tenants, &broker_config, &topic.name, &config)?;
         if validate_only {
             return Ok(());
         }
@@ -398,7 +401,6 @@ impl Broker {
             name: topic.name.clone(),
             config: config.clone(),
         }])?;
-        let broker_config = self.config.read().clone();
         let log_config =
             tenancy::log_config(&store.data.tenants, &broker_config, &topic.name, &config);
         for p in &topic.partitions {

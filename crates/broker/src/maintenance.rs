@@ -9,7 +9,9 @@ use crate::{now_ms, Broker};
 
 /// Starts the maintenance loop: time-based flushes are checked every tick
 /// (at most a second apart, sooner if `log.flush.interval.ms` is shorter),
-/// retention every `log.retention.check.interval.ms`.
+/// and so are deleted segments' files due for removal
+/// (`file.delete.delay.ms`); retention runs every
+/// `log.retention.check.interval.ms`.
 pub fn spawn(broker: Arc<Broker>) -> JoinHandle<()> {
     let timers = crate::group::coordinator::spawn_timers(broker.clone());
     tokio::spawn(async move {

@@ -201,6 +201,20 @@ pub(crate) fn log_config(
     }
 }
 
+/// Checks a topic's overrides in combination with its namespace's policies
+/// and the broker's keys (see [`TopicConfig::validate_in`]).
+pub(crate) fn validate_topic_config(
+    tenants: &Tenants,
+    broker: &BrokerConfig,
+    name: &TopicName,
+    config: &TopicConfig,
+) -> Result<(), Error> {
+    match inherited(tenants, name) {
+        Some(ns) => config.validate_in(ns, broker),
+        None => config.validate_in(&TopicConfig::default(), broker),
+    }
+}
+
 /// Whether a topic named `name` would be in namespace `ns`: the namespace
 /// exists and the name is not read back as another namespace's topic.
 pub(crate) fn check_topic_namespace(

@@ -151,6 +151,28 @@ impl Partition {
         LeaderEpoch(self.state.read().leader_epoch)
     }
 
+    /// The replicas in sync with the leader, the leader included: this
+    /// node alone on a single-node broker.
+    pub fn in_sync_replicas(&self) -> usize {
+        1
+    }
+
+    /// [`Error::NotEnoughReplicas`] when an `acks=all` write would have
+    /// fewer in-sync replicas than the log's `min.insync.replicas`, as Kafka
+    /// refuses it (before appending).
+    pub fn check_min_insync(&self) -> Result<(), Error> {
+        let required = self.log.min_insync_replicas();
+        let in_sync = self.in_sync_replicas();
+        if (in_sync as u64) < u64::from(required) {
+            return Err(Error::NotEnoughReplicas {
+                partition: self.tp.to_string(),
+                in_sync,
+                required,
+            });
+        }
+        Ok(())
+    }
+
     /// Appends producer batches (validated, offsets assigned by the log) and
     /// wakes fetchers waiting for data.
     pub fn append(&self, batches: &[u8], now: Timestamp) -> Result<AppendOutcome, Error> {

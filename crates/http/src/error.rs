@@ -107,7 +107,8 @@ impl From<broker::Error> for ApiError {
             | E::InvalidRequest(_)
             | E::InternalTopic(_)
             | E::NotAllowed(_)
-            | E::InvalidReplicationFactor(_) => ApiError::bad_request(e.to_string()),
+            | E::InvalidReplicationFactor(_)
+            | E::InvalidReplicaAssignment(_) => ApiError::bad_request(e.to_string()),
             // Upstream redirects to the owning broker; there is no other
             // HTTP service to name yet.
             E::PartitionNotHosted { .. } => {
@@ -118,6 +119,9 @@ impl From<broker::Error> for ApiError {
             | E::MetadataIo { .. }
             | E::MetadataCorrupt { .. } => {
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+            }
+            E::NotEnoughReplicas { .. } => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
             }
         }
     }

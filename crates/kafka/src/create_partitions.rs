@@ -1,13 +1,15 @@
-//! CreatePartitions (key 37): grow a topic.
+//! CreatePartitions (key 37): grow a topic, with or without manual replica
+//! assignments (checked as Kafka's controller checks them).
 
 use std::sync::Arc;
 
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::error::response_error;
-use super::Versions;
+use super::{replica_assignment, Versions};
 use broker::{Broker, Error};
 
 /// Implemented versions.
@@ -15,32 +17,40 @@ pub const VERSIONS: Versions = Versions::new(0, 3);
 
 /// Answers CreatePartitions.
 pub fn handle(broker: &Arc<Broker>, req: CreatePartitionsRequest) -> CreatePartitionsResponse {
-    let node = broker.node_id();
-    let results =
-        req.topics
-            .into_iter()
-            .map(|t| {
-                let bad_assignment =
-                    t.assignments.iter().flatten().any(|a| {
-                        a.broker_ids.is_empty() || a.broker_ids.iter().any(|b| b.0 != node)
-                    });
-                let result = if bad_assignment {
-                    Err(Error::InvalidReplicationFactor(format!(
-                        "replica assignments must be [{node}] on this single-node broker"
-                    )))
-                } else {
-                    super::find_topic(broker, t.name.as_str()).and_then(|topic| {
-                        broker.create_partitions(topic.name.as_str(), t.count, req.validate_only)
-                    })
-                };
-                let out = CreatePartitionsTopicResult::default().with_name(t.name);
-                match result {
-                    Ok(()) => out,
-                    Err(e) => out
-                        .with_error_code(response_error(&e).code())
-                        .with_error_message(Some(StrBytes::from_string(e.to_string()))),
-                }
-            })
-            .collect();
+    let results = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            let result = grow(broker, &t, req.validate_only);
+            let out = CreatePartitionsTopicResult::default().with_name(t.name);
+            match result {
+                Ok(()) => out,
+                Err(e) => out
+                    .with_error_code(response_error(&e).code())
+                    .with_error_message(Some(StrBytes::from_string(e.to_string()))),
+            }
+        })
+        .collect();
     CreatePartitionsResponse::default().with_results(results)
+}
+
+/// Kafka's order of checks: the topic, the new count, then the assignments
+/// (one per new partition, each valid with the topic's replication factor).
+fn grow(broker: &Arc<Broker>, t: &CreatePartitionsTopic, validate_only: bool) -> Result<(), Error> {
+    let topic = super::find_topic(broker, t.name.as_str())?;
+    let current = topic.partitions.len() as i32;
+    if let Some(assignments) = t.assignments.as_ref().filter(|_| t.count > current) {
+        let additional = (t.count - current) as usize;
+        if assignments.len() != additional {
+            return Err(Error::InvalidReplicaAssignment(format!(
+                "Attempted to add {additional} additional partition(s), but only {} assignment(s) were specified.",
+                assignments.len()
+            )));
+        }
+        for a in assignments {
+            // Every partition of a topic here has one replica.
+            replica_assignment::validate(broker, &a.broker_ids, Some(1))?;
+        }
+    }
+    broker.create_partitions(topic.name.as_str(), t.count, validate_only)
 }

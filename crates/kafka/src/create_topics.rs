@@ -14,7 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::describe_configs::source_code;
 use super::error::response_error;
-use super::Versions;
+use super::{replica_assignment, Versions};
 use broker::config::{TopicConfig, TopicKind};
 use broker::{Broker, Error, NewTopic};
 
@@ -91,22 +91,35 @@ fn create(broker: &Arc<Broker>, t: CreatableTopic, validate_only: bool) -> Resul
     let mut partitions = (t.num_partitions != -1).then_some(t.num_partitions);
     let mut replication = (t.replication_factor != -1).then_some(t.replication_factor);
     if !t.assignments.is_empty() {
-        if partitions.is_some() || replication.is_some() {
+        // Kafka's controller checks, in its order and words.
+        if replication.is_some() {
             return Err(Error::InvalidRequest(
-                "give either replica assignments or partitions and replication factor".into(),
+                "A manual partition assignment was specified, but replication factor was not set to -1."
+                    .into(),
             ));
         }
-        let node = broker.node_id();
-        for (i, a) in t.assignments.iter().enumerate() {
-            if a.partition_index != i as i32
-                || a.broker_ids.iter().any(|b| b.0 != node)
-                || a.broker_ids.is_empty()
-            {
-                return Err(Error::InvalidReplicationFactor(format!(
-                    "replica assignment for partition {} must be [{node}] on this single-node broker",
+        if partitions.is_some() {
+            return Err(Error::InvalidRequest(
+                "A manual partition assignment was specified, but numPartitions was not set to -1."
+                    .into(),
+            ));
+        }
+        let mut seen = HashSet::new();
+        let mut replication_factor = None;
+        for a in &t.assignments {
+            if !seen.insert(a.partition_index) {
+                return Err(Error::InvalidReplicaAssignment(format!(
+                    "Found multiple manual partition assignments for partition {}",
                     a.partition_index
                 )));
             }
+            replica_assignment::validate(broker, &a.broker_ids, replication_factor)?;
+            replication_factor = Some(a.broker_ids.len());
+        }
+        if (0..t.assignments.len() as i32).any(|i| !seen.contains(&i)) {
+            return Err(Error::InvalidReplicaAssignment(
+                "partitions should be a consecutive 0-based integer sequence".into(),
+            ));
         }
         partitions = Some(t.assignments.len() as i32);
         replication = Some(t.assignments[0].broker_ids.len() as i16);

@@ -12,7 +12,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::error::response_error;
 use super::Versions;
-use broker::config::{ConfigKey, ConfigSource, ValueKind, BROKER_KEYS, TOPIC_KEYS};
+use broker::config::{ConfigKey, ConfigSource, BROKER_KEYS, TOPIC_KEYS};
 use broker::Broker;
 
 /// Implemented versions.
@@ -190,15 +190,8 @@ fn synonym(name: &str, value: &str, source: ConfigSource) -> DescribeConfigsSyno
         .with_source(source_code(source))
 }
 
-/// Kafka's DescribeConfigs type code for a declared key: BOOLEAN 1,
-/// STRING 2, INT 3, LONG 5, LIST 7.
+/// Kafka's DescribeConfigs type code for a declared key (BOOLEAN 1,
+/// STRING 2, INT 3, LONG 5, DOUBLE 6, LIST 7), from its declared kind.
 fn config_type(spec: &ConfigKey) -> i8 {
-    match spec.kind {
-        ValueKind::Bool => 1,
-        ValueKind::Int { max, .. } if max <= i64::from(i32::MAX) => 3,
-        ValueKind::Int { .. } | ValueKind::Limit { .. } => 5,
-        ValueKind::Choice(_) if spec.name == "cleanup.policy" => 7,
-        ValueKind::Choice(_) => 2,
-        ValueKind::Listener => 7,
-    }
+    spec.kind.kafka_type() as i8
 }

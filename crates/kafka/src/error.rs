@@ -18,6 +18,8 @@ pub fn response_error(e: &Error) -> ResponseError {
         Error::TopicExists(_) => R::TopicAlreadyExists,
         Error::InvalidPartitions(_) => R::InvalidPartitions,
         Error::InvalidReplicationFactor(_) => R::InvalidReplicationFactor,
+        Error::InvalidReplicaAssignment(_) => R::InvalidReplicaAssignment,
+        Error::NotEnoughReplicas { .. } => R::NotEnoughReplicas,
         Error::InvalidRequest(_) | Error::MetadataConflict(_) => R::InvalidRequest,
         // Subscriptions are not reachable from Kafka requests.
         Error::ConsumerBusy(_)
@@ -52,6 +54,11 @@ pub fn storage_error(e: &storage::Error) -> ResponseError {
         // Kafka's split: a batch whose records break a rule is an invalid
         // record (not retried by clients); a malformed header or a bad CRC
         // is a corrupt message.
+        S::Batch(storage::BatchError::InvalidRecords { error, .. })
+            if error.is_invalid_timestamp() =>
+        {
+            R::InvalidTimestamp
+        }
         S::Batch(storage::BatchError::InvalidRecords { .. }) => R::InvalidRecord,
         S::Batch(_) => R::CorruptMessage,
         S::RecordBatchTooLarge { .. } => R::MessageTooLarge,

@@ -11,7 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::describe_configs::{resource, Resource};
 use super::error::code_and_message;
 use super::Versions;
-use broker::config::TopicConfig;
+use broker::config::{KafkaType, TopicConfig, TOPIC_KEYS};
 use broker::{Broker, Error};
 
 /// Implemented versions.
@@ -21,9 +21,6 @@ const SET: i8 = 0;
 const DELETE: i8 = 1;
 const APPEND: i8 = 2;
 const SUBTRACT: i8 = 3;
-
-/// Keys whose values are comma-separated lists (APPEND/SUBTRACT apply).
-const LIST_KEYS: &[&str] = &["cleanup.policy"];
 
 /// Answers IncrementalAlterConfigs.
 pub fn handle(
@@ -79,7 +76,10 @@ fn apply_ops(
             SET => config.set(key, value.ok_or_else(|| missing_value(key))?)?,
             DELETE => config.remove(key)?,
             APPEND | SUBTRACT => {
-                if !LIST_KEYS.contains(&key) {
+                let is_list = TOPIC_KEYS
+                    .iter()
+                    .any(|k| k.name == key && k.kind.kafka_type() == KafkaType::List);
+                if !is_list {
                     return Err(Error::InvalidConfig {
                         key: key.to_string(),
                         reason: "APPEND and SUBTRACT apply only to list-valued keys".into(),
@@ -93,6 +93,7 @@ fn apply_ops(
                     .unwrap_or_default();
                 let mut items: Vec<String> = current
                     .split(',')
+                    .map(str::trim)
                     .filter(|s| !s.is_empty())
                     .map(str::to_string)
                     .collect();

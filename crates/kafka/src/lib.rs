@@ -14,6 +14,8 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use broker::Broker;
 
 mod alter_configs;
+mod alter_partition_reassignments;
+mod alter_replica_log_dirs;
 mod api_versions;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
@@ -25,6 +27,10 @@ mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
+mod describe_log_dirs;
+mod describe_producers;
+mod describe_topic_partitions;
+mod elect_leaders;
 pub mod error;
 mod fetch;
 mod fetch_response;
@@ -35,8 +41,10 @@ mod incremental_alter_configs;
 mod init_producer_id;
 mod join_group;
 mod leave_group;
+mod list_config_resources;
 mod list_groups;
 mod list_offsets;
+mod list_partition_reassignments;
 mod metadata;
 mod metrics;
 mod offset_commit;
@@ -44,6 +52,7 @@ mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
+mod replica_assignment;
 pub mod response;
 pub mod server;
 mod sync_group;
@@ -115,6 +124,26 @@ pub const SUPPORTED_APIS: &[(ApiKey, Versions)] = &[
     (
         ApiKey::ConsumerGroupDescribe,
         consumer_group_describe::VERSIONS,
+    ),
+    (
+        ApiKey::AlterReplicaLogDirs,
+        alter_replica_log_dirs::VERSIONS,
+    ),
+    (ApiKey::DescribeLogDirs, describe_log_dirs::VERSIONS),
+    (ApiKey::ElectLeaders, elect_leaders::VERSIONS),
+    (
+        ApiKey::AlterPartitionReassignments,
+        alter_partition_reassignments::VERSIONS,
+    ),
+    (
+        ApiKey::ListPartitionReassignments,
+        list_partition_reassignments::VERSIONS,
+    ),
+    (ApiKey::DescribeProducers, describe_producers::VERSIONS),
+    (ApiKey::ListConfigResources, list_config_resources::VERSIONS),
+    (
+        ApiKey::DescribeTopicPartitions,
+        describe_topic_partitions::VERSIONS,
     ),
 ];
 
@@ -196,6 +225,24 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: Request
         RequestKind::DescribeCluster(r) => {
             ResponseKind::DescribeCluster(describe_cluster::handle(broker, v, r))
         }
+        RequestKind::DescribeTopicPartitions(r) => {
+            ResponseKind::DescribeTopicPartitions(describe_topic_partitions::handle(broker, r))
+        }
+        RequestKind::ListConfigResources(r) => {
+            ResponseKind::ListConfigResources(list_config_resources::handle(broker, v, r))
+        }
+        RequestKind::ElectLeaders(r) => {
+            ResponseKind::ElectLeaders(elect_leaders::handle(broker, v, r))
+        }
+        RequestKind::AlterPartitionReassignments(r) => ResponseKind::AlterPartitionReassignments(
+            alter_partition_reassignments::handle(broker, v, r),
+        ),
+        RequestKind::ListPartitionReassignments(r) => {
+            ResponseKind::ListPartitionReassignments(list_partition_reassignments::handle(r))
+        }
+        RequestKind::DescribeProducers(r) => {
+            ResponseKind::DescribeProducers(describe_producers::handle(broker, r))
+        }
         other => {
             let broker = broker.clone();
             let ctx = ctx.clone();
@@ -255,6 +302,12 @@ fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestK
         }
         RequestKind::IncrementalAlterConfigs(r) => {
             ResponseKind::IncrementalAlterConfigs(incremental_alter_configs::handle(broker, r))
+        }
+        RequestKind::DescribeLogDirs(r) => {
+            ResponseKind::DescribeLogDirs(describe_log_dirs::handle(broker, v, r))
+        }
+        RequestKind::AlterReplicaLogDirs(r) => {
+            ResponseKind::AlterReplicaLogDirs(alter_replica_log_dirs::handle(broker, r))
         }
         // The frame layer only decodes APIs listed in SUPPORTED_APIS, so
         // anything else is a table/dispatch mismatch: close rather than

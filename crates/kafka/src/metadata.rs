@@ -23,8 +23,9 @@ use broker::{Broker, Error, Topic};
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 13);
 
-/// Authorized-operations bitfields (no ACLs: everything is allowed).
-const TOPIC_OPERATIONS: i32 =
+/// Authorized-operations bitfields (no ACLs: everything is allowed); the
+/// topic one is shared with DescribeTopicPartitions.
+pub(crate) const TOPIC_OPERATIONS: i32 =
     (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
 const CLUSTER_OPERATIONS: i32 =
     (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);

@@ -159,6 +159,38 @@ pub fn first_error(r: &ResponseKind) -> i16 {
         ResponseKind::DescribeCluster(r) => r.error_code,
         ResponseKind::ConsumerGroupHeartbeat(r) => r.error_code,
         ResponseKind::ConsumerGroupDescribe(r) => first(r.groups.iter().map(|g| g.error_code)),
+        ResponseKind::DescribeLogDirs(r) => {
+            first(std::iter::once(r.error_code).chain(r.results.iter().map(|d| d.error_code)))
+        }
+        ResponseKind::AlterReplicaLogDirs(r) => first(
+            r.results
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+        ),
+        ResponseKind::DescribeTopicPartitions(r) => first(r.topics.iter().flat_map(|t| {
+            std::iter::once(t.error_code).chain(t.partitions.iter().map(|p| p.error_code))
+        })),
+        ResponseKind::ListConfigResources(r) => r.error_code,
+        ResponseKind::ElectLeaders(r) => first(
+            std::iter::once(r.error_code).chain(
+                r.replica_election_results
+                    .iter()
+                    .flat_map(|t| t.partition_result.iter().map(|p| p.error_code)),
+            ),
+        ),
+        ResponseKind::AlterPartitionReassignments(r) => first(
+            std::iter::once(r.error_code).chain(
+                r.responses
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            ),
+        ),
+        ResponseKind::ListPartitionReassignments(r) => r.error_code,
+        ResponseKind::DescribeProducers(r) => first(
+            r.topics
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+        ),
         // Not answered by this broker (SUPPORTED_APIS); nothing to find.
         _ => 0,
     }

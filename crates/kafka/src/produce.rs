@@ -1,4 +1,6 @@
-//! Produce (key 0): append producer batches, stored exactly as sent.
+//! Produce (key 0): append producer batches, stored as sent unless the
+//! topic's `compression.type` or `message.timestamp.type` asks otherwise
+//! (see [`storage::Log::append`]).
 //!
 //! Produce never creates a topic. Each partition is appended on its own, so
 //! one bad partition (corrupt batch, disk error) fails only itself.
@@ -55,7 +57,7 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> 
                 let result = match (request_error, &topic) {
                     (Some(e), _) => Err((e, None, Vec::new())),
                     (None, Err(e)) => Err((response_error(e), Some(e.to_string()), Vec::new())),
-                    (None, Ok(t)) => append(t, pd, &mut disk_work)
+                    (None, Ok(t)) => append(t, pd, acks, &mut disk_work)
                         .map_err(|e| (response_error(&e), Some(e.to_string()), record_errors(&e))),
                 };
                 match result {
@@ -104,10 +106,14 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> 
 fn append(
     topic: &Topic,
     pd: PartitionProduceData,
+    acks: i16,
     disk_work: &mut Vec<(Arc<Partition>, SyncWork)>,
 ) -> Result<PartitionProduceResponse, Error> {
     topic.ensure_client_writable()?;
     let partition = topic.partition(PartitionId(pd.index))?;
+    if acks == -1 {
+        partition.check_min_insync()?;
+    }
     let records = pd
         .records
         .ok_or_else(|| Error::InvalidRequest("produce request without records".into()))?;
@@ -135,6 +141,6 @@ fn append(
     };
     Ok(PartitionProduceResponse::default()
         .with_base_offset(info.base_offset.0)
-        .with_log_append_time_ms(-1)
+        .with_log_append_time_ms(info.log_append_time.map_or(-1, |t| t.0))
         .with_log_start_offset(info.log_start_offset.0))
 }

@@ -295,6 +295,73 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
                 GroupId(StrBytes::from_static_str("join-0")),
             ]),
         ),
+        ApiKey::DescribeLogDirs => RequestKind::DescribeLogDirs(
+            DescribeLogDirsRequest::default().with_topics(if version % 2 == 0 {
+                None
+            } else {
+                Some(vec![
+                    describe_log_dirs_request::DescribableLogDirTopic::default()
+                        .with_topic(t())
+                        .with_partitions(vec![0, 7]),
+                ])
+            }),
+        ),
+        ApiKey::AlterReplicaLogDirs => {
+            RequestKind::AlterReplicaLogDirs(AlterReplicaLogDirsRequest::default().with_dirs(vec![
+                alter_replica_log_dirs_request::AlterReplicaLogDir::default()
+                    .with_path(StrBytes::from_static_str("/nowhere"))
+                    .with_topics(vec![
+                        alter_replica_log_dirs_request::AlterReplicaLogDirTopic::default()
+                            .with_name(t())
+                            .with_partitions(vec![0]),
+                    ]),
+            ]))
+        }
+        ApiKey::DescribeTopicPartitions => RequestKind::DescribeTopicPartitions(
+            DescribeTopicPartitionsRequest::default()
+                .with_response_partition_limit(1)
+                .with_topics(vec![
+                    describe_topic_partitions_request::TopicRequest::default().with_name(t()),
+                    describe_topic_partitions_request::TopicRequest::default()
+                        .with_name(name("missing")),
+                ]),
+        ),
+        ApiKey::ListConfigResources => RequestKind::ListConfigResources(
+            ListConfigResourcesRequest::default().with_resource_types(if version >= 1 {
+                vec![2, 4]
+            } else {
+                Vec::new()
+            }),
+        ),
+        ApiKey::ElectLeaders => RequestKind::ElectLeaders(
+            ElectLeadersRequest::default().with_topic_partitions(Some(vec![
+                elect_leaders_request::TopicPartitions::default()
+                    .with_topic(t())
+                    .with_partitions(vec![0, 9]),
+            ])),
+        ),
+        ApiKey::AlterPartitionReassignments => RequestKind::AlterPartitionReassignments(
+            AlterPartitionReassignmentsRequest::default().with_topics(vec![
+                alter_partition_reassignments_request::ReassignableTopic::default()
+                    .with_name(t())
+                    .with_partitions(vec![
+                        alter_partition_reassignments_request::ReassignablePartition::default()
+                            .with_replicas(Some(vec![BrokerId(1)])),
+                        alter_partition_reassignments_request::ReassignablePartition::default()
+                            .with_replicas(None),
+                    ]),
+            ]),
+        ),
+        ApiKey::ListPartitionReassignments => RequestKind::ListPartitionReassignments(
+            ListPartitionReassignmentsRequest::default().with_topics(None),
+        ),
+        ApiKey::DescribeProducers => {
+            RequestKind::DescribeProducers(DescribeProducersRequest::default().with_topics(vec![
+                describe_producers_request::TopicRequest::default()
+                    .with_name(t())
+                    .with_partition_indexes(vec![0, 5]),
+            ]))
+        }
         other => panic!("no test request for {other:?}"),
     }
 }

@@ -35,3 +35,14 @@ fn kafka_python_produces_with_idempotence_consumes_and_lists() {
     let broker = BrokerProcess::start(&[]);
     run_python("kafka_python_smoke.py", &broker.bootstrap());
 }
+
+/// kafka-python's admin client: Kafka 4 topic configs (created, described
+/// with types and synonyms, altered incrementally), recompression read
+/// back, and the single-node admin APIs (DescribeProducers,
+/// DescribeLogDirs, DescribeTopicPartitions paging, ListConfigResources,
+/// ElectLeaders, reassignments, an assignment to an unknown broker).
+#[test]
+fn kafka_python_admin_configs_and_cluster_apis() {
+    let broker = BrokerProcess::start(&[]);
+    run_python("kafka_python_admin.py", &broker.bootstrap());
+}

@@ -282,6 +282,15 @@ pub(crate) fn set_header_max_timestamp(head: &mut [u8; HEADER_LEN], body: &[u8],
     head[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// Marks a copy of a batch's header (`head`, the first [`HEADER_LEN`]
+/// bytes) whose records are `body` as LogAppendTime with `maxTimestamp`
+/// `ts`, the CRC recomputed over both (Kafka's `setMaxTimestamp(LOG_APPEND_TIME, now)`).
+pub(crate) fn set_header_log_append_time(head: &mut [u8; HEADER_LEN], body: &[u8], ts: Timestamp) {
+    let attributes = i16_at(head, ATTRIBUTES_OFFSET) | TIMESTAMP_TYPE_FLAG;
+    head[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
+    set_header_max_timestamp(head, body, ts);
+}
+
 /// Overwrites the `baseOffset` of the batch starting at `batch[0]`.
 pub fn set_base_offset(batch: &mut [u8], offset: Offset) {
     batch[..8].copy_from_slice(&offset.0.to_be_bytes());
@@ -312,6 +321,71 @@ pub struct BatchesSummary {
     /// largest timestamp: `(position in the buffer, the right value)`. The
     /// log writes them corrected (see [`apply_fixes`]).
     pub max_timestamp_fixes: Vec<(usize, Timestamp)>,
+    /// The codecs the batches use: bit `1 << id` for each codec id present.
+    pub codecs: u8,
+}
+
+impl BatchesSummary {
+    /// Whether every batch is in `codec`.
+    pub fn only_codec(&self, codec: Compression) -> bool {
+        self.codecs & !(1 << codec.id()) == 0
+    }
+}
+
+/// The timestamp rules of Kafka's log validator: the topic's
+/// `message.timestamp.type` and the window `message.timestamp.before.max.ms`
+/// and `message.timestamp.after.max.ms` allow around the append time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimestampRules {
+    /// The topic's `message.timestamp.type`.
+    pub topic_type: TimestampType,
+    /// The append time the window is measured from.
+    pub now: Timestamp,
+    /// How much older than `now` a CreateTime record may be.
+    pub before_max_ms: u64,
+    /// How much newer than `now` a CreateTime record may be.
+    pub after_max_ms: u64,
+}
+
+impl TimestampRules {
+    /// The rules a log with `config` applies at `now`.
+    pub fn for_log(config: &LogConfig, now: Timestamp) -> TimestampRules {
+        TimestampRules {
+            topic_type: config.timestamp_type,
+            now,
+            before_max_ms: config.timestamp_before_max_ms,
+            after_max_ms: config.timestamp_after_max_ms,
+        }
+    }
+
+    /// Kafka's `validateTimestamp` for one record whose timestamp (the
+    /// batch's `maxTimestamp` in a LogAppendTime batch) is `ts`, in a batch
+    /// of type `batch_type`, at offset delta `offset`. On a CreateTime topic
+    /// a record with a timestamp must lie in the window; a LogAppendTime
+    /// batch from a producer is refused otherwise (on a LogAppendTime
+    /// topic, or without a timestamp), exactly as Kafka decides.
+    pub fn check(
+        &self,
+        ts: i64,
+        batch_type: TimestampType,
+        offset: i32,
+    ) -> Result<(), RecordError> {
+        if self.topic_type == TimestampType::CreateTime && ts != -1 {
+            let diff = i128::from(self.now.0) - i128::from(ts);
+            if diff > i128::from(self.before_max_ms) || -diff > i128::from(self.after_max_ms) {
+                let clamp = |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+                return Err(RecordError::TimestampOutOfRange {
+                    timestamp: ts,
+                    offset,
+                    min: clamp(i128::from(self.now.0) - i128::from(self.before_max_ms)),
+                    max: clamp(i128::from(self.now.0) + i128::from(self.after_max_ms)),
+                });
+            }
+        } else if batch_type == TimestampType::LogAppendTime {
+            return Err(RecordError::LogAppendTimeFromProducer);
+        }
+        Ok(())
+    }
 }
 
 /// What [`validate`] enforces beyond the v2 format itself; see
@@ -324,15 +398,18 @@ pub struct ValidationConfig {
     pub max_decompressed_bytes: u64,
     /// Whether every record needs a key (compacted topics).
     pub require_keys: bool,
+    /// The timestamp rules, if timestamps are checked.
+    pub timestamps: Option<TimestampRules>,
 }
 
 impl ValidationConfig {
-    /// The rules a log with `config` applies to appends.
-    pub fn for_log(config: &LogConfig) -> ValidationConfig {
+    /// The rules a log with `config` applies to appends at `now`.
+    pub fn for_log(config: &LogConfig, now: Timestamp) -> ValidationConfig {
         ValidationConfig {
             max_batch_bytes: config.max_message_bytes,
             max_decompressed_bytes: config.max_decompressed_bytes(),
             require_keys: config.require_keys,
+            timestamps: Some(TimestampRules::for_log(config, now)),
         }
     }
 }
@@ -375,8 +452,10 @@ pub(crate) fn check_batch(
 /// - the records ([`BatchError::InvalidRecords`]: INVALID_RECORD): not a
 ///   control batch; exactly `recordCount` records, each well-formed (every
 ///   length within the record, the record's length consumed exactly), offset
-///   deltas `0..n` in order, timestamps that do not overflow, keys when
-///   `require_keys`, nothing after the last record, and compressed records
+///   deltas `0..n` in order, timestamps that do not overflow (and, with
+///   [`TimestampRules`], that Kafka's timestamp rules accept: INVALID_TIMESTAMP
+///   otherwise), keys when `require_keys`, nothing after the last record,
+///   and compressed records
 ///   decompressing to at most `max_decompressed_bytes` (streamed through one
 ///   64 KiB buffer, never decompressed whole).
 ///
@@ -398,6 +477,7 @@ pub fn validate(buf: &[u8], config: &ValidationConfig) -> Result<BatchesSummary,
         has_transactional: false,
         has_producer_id: false,
         max_timestamp_fixes: Vec::new(),
+        codecs: 0,
     };
     // Reused by every compressed batch of the buffer.
     let mut chunk = None;
@@ -442,6 +522,7 @@ pub fn validate(buf: &[u8], config: &ValidationConfig) -> Result<BatchesSummary,
             &header,
             config.max_decompressed_bytes,
             config.require_keys,
+            config.timestamps.as_ref(),
             &mut chunk,
         )
         .map_err(|(index, error)| invalid(index, error))?;
@@ -453,6 +534,7 @@ pub fn validate(buf: &[u8], config: &ValidationConfig) -> Result<BatchesSummary,
         summary.max_timestamp = summary.max_timestamp.max(max_timestamp);
         summary.has_transactional |= header.is_transactional();
         summary.has_producer_id |= header.has_producer_id();
+        summary.codecs |= 1 << header.compression().id();
         position += size;
     }
     Ok(summary)
@@ -493,6 +575,7 @@ mod tests {
                 max_batch_bytes,
                 max_decompressed_bytes: 1 << 30,
                 require_keys: false,
+                timestamps: None,
             },
         )
     }

@@ -7,8 +7,10 @@ use std::io::Write;
 use bytes::BytesMut;
 use model::{ProducerEpoch, ProducerId, Timestamp};
 
-use crate::batch::{update_crc, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2};
+use crate::batch::{update_crc, BatchesSummary, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2};
+use crate::config::CompressionLevels;
 use crate::error::BatchError;
+use crate::records::RecordIter;
 use crate::records::{put_varint, put_varlong, varint_len, varlong_len, XERIAL_MAGIC};
 
 /// Uncompressed bytes per xerial snappy block, as the Java client writes.
@@ -22,6 +24,7 @@ pub type HeaderRef<'a> = (&'a [u8], Option<&'a [u8]>);
 #[derive(Debug, Clone)]
 pub struct BatchBuilder {
     compression: Compression,
+    levels: CompressionLevels,
     producer_id: ProducerId,
     producer_epoch: ProducerEpoch,
     base_sequence: i32,
@@ -37,6 +40,7 @@ impl BatchBuilder {
     pub fn new(compression: Compression) -> BatchBuilder {
         BatchBuilder {
             compression,
+            levels: CompressionLevels::default(),
             producer_id: ProducerId(-1),
             producer_epoch: ProducerEpoch(-1),
             base_sequence: -1,
@@ -54,6 +58,18 @@ impl BatchBuilder {
         self.producer_epoch = epoch;
         self.base_sequence = base_sequence;
         self
+    }
+
+    /// Compresses with these levels (Kafka's `compression.*.level`)
+    /// instead of the codecs' defaults.
+    pub fn levels(mut self, levels: CompressionLevels) -> Self {
+        self.levels = levels;
+        self
+    }
+
+    /// The largest record timestamp appended (-1 if none).
+    pub fn max_timestamp(&self) -> Timestamp {
+        Timestamp(self.max_timestamp)
     }
 
     /// Number of records appended.
@@ -75,6 +91,16 @@ impl BatchBuilder {
         value: Option<&[u8]>,
         headers: &[HeaderRef<'_>],
     ) -> Result<(), BatchError> {
+        self.append_record(timestamp, key, value, Fields::List(headers))
+    }
+
+    fn append_record(
+        &mut self,
+        timestamp: Timestamp,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: Fields<'_, '_>,
+    ) -> Result<(), BatchError> {
         let too_big = |reason| BatchError::Unencodable { reason };
         if self.count == i32::MAX {
             return Err(too_big("more than 2^31-1 records"));
@@ -93,18 +119,24 @@ impl BatchBuilder {
         };
         let field_size = |l: i32| varint_len(l) as u64 + l.max(0) as u64;
         let (key_len, value_len) = (len(key)?, len(value)?);
-        let header_count =
-            i32::try_from(headers.len()).map_err(|_| too_big("more than 2^31-1 headers"))?;
+        let (header_count, header_lens) = match headers {
+            Fields::List(list) => {
+                let mut lens = 0u64;
+                for (k, v) in list {
+                    lens += field_size(len(Some(k))?) + field_size(len(*v)?);
+                }
+                let count =
+                    i32::try_from(list.len()).map_err(|_| too_big("more than 2^31-1 headers"))?;
+                (count, lens)
+            }
+            Fields::Encoded { count, bytes } => (count, bytes.len() as u64),
+        };
         let mut body = 1
             + varlong_len(delta) as u64
             + varint_len(self.count) as u64
             + field_size(key_len)
             + field_size(value_len)
             + varint_len(header_count) as u64;
-        let mut header_lens = 0u64;
-        for (k, v) in headers {
-            header_lens += field_size(len(Some(k))?) + field_size(len(*v)?);
-        }
         body += header_lens;
         let body = i32::try_from(body).map_err(|_| too_big("a record over 2^31-1 bytes"))?;
 
@@ -119,11 +151,16 @@ impl BatchBuilder {
             out.extend_from_slice(b.unwrap_or_default());
         }
         put_varint(out, header_count);
-        for (k, v) in headers {
-            put_varint(out, k.len() as i32);
-            out.extend_from_slice(k);
-            put_varint(out, len(*v)?);
-            out.extend_from_slice(v.unwrap_or_default());
+        match headers {
+            Fields::List(list) => {
+                for (k, v) in list {
+                    put_varint(out, k.len() as i32);
+                    out.extend_from_slice(k);
+                    put_varint(out, len(*v)?);
+                    out.extend_from_slice(v.unwrap_or_default());
+                }
+            }
+            Fields::Encoded { bytes, .. } => out.extend_from_slice(bytes),
         }
         self.count += 1;
         self.max_timestamp = self.max_timestamp.max(timestamp.0);
@@ -138,7 +175,7 @@ impl BatchBuilder {
         }
         let mut out = Vec::with_capacity(HEADER_LEN + self.records.len() / 2);
         out.resize(HEADER_LEN, 0);
-        compress(self.compression, &self.records, &mut out).map_err(|_| {
+        compress(self.compression, self.levels, &self.records, &mut out).map_err(|_| {
             BatchError::Unencodable {
                 reason: "compression failed",
             }
@@ -171,16 +208,75 @@ impl BatchBuilder {
     }
 }
 
-/// Appends `records` compressed with `compression` to `out`.
+/// A record's headers as [`BatchBuilder`] takes them.
+#[derive(Clone, Copy)]
+enum Fields<'a, 'b> {
+    /// Key and value of each.
+    List(&'a [HeaderRef<'b>]),
+    /// Already encoded as a record holds them (after the count).
+    Encoded { count: i32, bytes: &'a [u8] },
+}
+
+/// Re-encodes validated batches in `target`, one batch out per batch in,
+/// with the same records (keys, values, headers, timestamps, order) and
+/// the same producer id, epoch and base sequence, as Kafka's log validator
+/// does when `compression.type` names another codec than the producer's.
+/// Returns the new batches and their summary (`size_bytes` and the codec
+/// updated; offsets are assigned by the log as for any append).
+pub(crate) fn recompress(
+    batches: &[u8],
+    summary: &BatchesSummary,
+    target: Compression,
+    levels: CompressionLevels,
+    max_decompressed_bytes: u64,
+) -> Result<(Vec<u8>, BatchesSummary), BatchError> {
+    let mut out = Vec::with_capacity(batches.len());
+    let mut max_timestamp = model::Timestamp(-1);
+    for (at, h) in crate::batch::headers(batches) {
+        let one = bytes::Bytes::copy_from_slice(&batches[at..at + h.total_size()]);
+        let mut builder = BatchBuilder::new(target).levels(levels).producer(
+            h.producer_id,
+            h.producer_epoch,
+            h.base_sequence,
+        );
+        for record in RecordIter::new(one, max_decompressed_bytes)? {
+            let r = record?;
+            let (count, bytes) = r.headers.encoded();
+            builder.append_record(
+                r.timestamp,
+                r.key.as_deref(),
+                r.value.as_deref(),
+                Fields::Encoded { count, bytes },
+            )?;
+        }
+        max_timestamp = max_timestamp.max(builder.max_timestamp());
+        out.extend_from_slice(&builder.build()?);
+    }
+    let summary = BatchesSummary {
+        size_bytes: out.len(),
+        max_timestamp,
+        max_timestamp_fixes: Vec::new(),
+        codecs: 1 << target.id(),
+        ..summary.clone()
+    };
+    Ok((out, summary))
+}
+
+/// Appends `records` compressed with `compression` (at `levels`) to `out`.
 pub(crate) fn compress(
     compression: Compression,
+    levels: CompressionLevels,
     records: &[u8],
     out: &mut Vec<u8>,
 ) -> std::io::Result<()> {
     match compression {
         Compression::None => out.extend_from_slice(records),
         Compression::Gzip => {
-            let mut e = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+            let level = match u32::try_from(levels.gzip) {
+                Ok(l) if (1..=9).contains(&l) => flate2::Compression::new(l),
+                _ => flate2::Compression::default(),
+            };
+            let mut e = flate2::write::GzEncoder::new(out, level);
             e.write_all(records)?;
             e.finish()?;
         }
@@ -205,7 +301,7 @@ pub(crate) fn compress(
             e.finish().map_err(std::io::Error::other)?;
         }
         Compression::Zstd => {
-            let mut e = zstd::stream::write::Encoder::new(out, 0)?;
+            let mut e = zstd::stream::write::Encoder::new(out, levels.zstd)?;
             e.write_all(records)?;
             e.finish()?;
         }

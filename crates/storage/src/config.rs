@@ -1,10 +1,12 @@
 //! Per-log configuration, mirroring the Kafka topic configs of the same names.
 
+use crate::batch::{Compression, TimestampType};
+
 /// How a log is segmented, retained and flushed.
 ///
 /// Every field mirrors the Kafka topic config noted beside it; `None` stands
 /// for Kafka's `-1` ("unlimited" / "never").
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LogConfig {
     /// `segment.bytes`: the active segment is rolled before an append would
     /// take it past this size.
@@ -35,6 +37,86 @@ pub struct LogConfig {
     /// `cleanup.policy=compact` topics, where a keyless record could never
     /// be compacted (Kafka refuses it with INVALID_RECORD).
     pub require_keys: bool,
+    /// `compression.type`: the codec batches are stored in. `None` is
+    /// `producer` (batches are kept as sent); a codec recompresses batches
+    /// sent in any other codec on append, as Kafka's log validator does.
+    pub compression: Option<Compression>,
+    /// `compression.gzip.level`, `compression.lz4.level`,
+    /// `compression.zstd.level`: the levels a recompression uses.
+    pub compression_levels: CompressionLevels,
+    /// `message.timestamp.type`: with `LogAppendTime` every appended batch
+    /// is stamped with the append time (its `maxTimestamp`, attribute bit 3).
+    pub timestamp_type: TimestampType,
+    /// `message.timestamp.before.max.ms`: CreateTime records older than
+    /// this (relative to the append time) are refused.
+    pub timestamp_before_max_ms: u64,
+    /// `message.timestamp.after.max.ms`: CreateTime records newer than
+    /// this (relative to the append time) are refused.
+    pub timestamp_after_max_ms: u64,
+    /// `segment.jitter.ms`: the most a segment's time-based roll is brought
+    /// forward, a per-segment amount so partitions do not roll together.
+    pub segment_jitter_ms: u64,
+    /// `segment.index.bytes`: the most bytes a segment's offset or time
+    /// index may take; the segment rolls when either is full.
+    pub segment_index_bytes: u32,
+    /// `file.delete.delay.ms`: files of a deleted segment are renamed
+    /// `*.deleted` and removed this long afterwards.
+    pub file_delete_delay_ms: u64,
+    /// `cleanup.policy`.
+    pub cleanup_policy: CleanupPolicy,
+    /// `delete.retention.ms`: how long tombstones are kept in a compacted log.
+    pub delete_retention_ms: u64,
+    /// `min.compaction.lag.ms`: records younger than this are never compacted.
+    pub min_compaction_lag_ms: u64,
+    /// `max.compaction.lag.ms`: records older than this are due for
+    /// compaction whatever the dirty ratio.
+    pub max_compaction_lag_ms: u64,
+    /// `min.cleanable.dirty.ratio`: the share of the log not yet compacted
+    /// from which a compacted log is cleaned.
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.insync.replicas`: kept with the log as Kafka's `LogConfig` does;
+    /// storage does not use it (the broker checks it on `acks=all` appends).
+    pub min_insync_replicas: u32,
+}
+
+/// `cleanup.policy`: what happens to old segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CleanupPolicy {
+    /// `delete`: time and size retention delete old segments.
+    pub delete: bool,
+    /// `compact`: the log keeps (at least) the latest record of every key.
+    pub compact: bool,
+}
+
+impl Default for CleanupPolicy {
+    fn default() -> Self {
+        CleanupPolicy {
+            delete: true,
+            compact: false,
+        }
+    }
+}
+
+/// The compression levels of the codecs that have levels (Kafka's
+/// `compression.*.level` configs); used when a batch is recompressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressionLevels {
+    /// 1–9, or -1 for the codec's default (6).
+    pub gzip: i32,
+    /// 1–17. The LZ4 encoder has one level; accepted, not applied.
+    pub lz4: i32,
+    /// -131072–22.
+    pub zstd: i32,
+}
+
+impl Default for CompressionLevels {
+    fn default() -> Self {
+        CompressionLevels {
+            gzip: -1,
+            lz4: 9,
+            zstd: 3,
+        }
+    }
 }
 
 /// Default `segment.bytes`: 1 GiB.
@@ -43,10 +125,19 @@ pub const DEFAULT_SEGMENT_BYTES: u64 = 1024 * 1024 * 1024;
 pub const DEFAULT_ROLL_AND_RETENTION_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 /// Default `producer.id.expiration.ms`: 1 day.
 pub const DEFAULT_PRODUCER_ID_EXPIRATION_MS: u64 = 24 * 60 * 60 * 1000;
+/// Default `message.timestamp.after.max.ms`: 1 hour (Kafka 4.0, KIP-1030).
+pub const DEFAULT_TIMESTAMP_AFTER_MAX_MS: u64 = 60 * 60 * 1000;
+/// Default `segment.index.bytes`: 10 MiB.
+pub const DEFAULT_SEGMENT_INDEX_BYTES: u32 = 10 * 1024 * 1024;
+/// Default `file.delete.delay.ms`: 1 minute.
+pub const DEFAULT_FILE_DELETE_DELAY_MS: u64 = 60 * 1000;
+/// Default `delete.retention.ms`: 1 day.
+pub const DEFAULT_DELETE_RETENTION_MS: u64 = 24 * 60 * 60 * 1000;
 /// Default `index.interval.bytes`.
 pub const DEFAULT_INDEX_INTERVAL_BYTES: u32 = 4096;
-/// Default `max.message.bytes`: 1 MiB.
-pub const DEFAULT_MAX_MESSAGE_BYTES: u32 = 1024 * 1024;
+/// Default `max.message.bytes`: 1 MiB plus the 12-byte log overhead, as
+/// Kafka's.
+pub const DEFAULT_MAX_MESSAGE_BYTES: u32 = 1024 * 1024 + 12;
 /// How many times `max.message.bytes` the records of one batch may
 /// decompress to; see [`LogConfig::max_decompressed_bytes`].
 pub const DECOMPRESSION_RATIO_LIMIT: u64 = 32;
@@ -67,6 +158,20 @@ impl Default for LogConfig {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             producer_id_expiration_ms: Some(DEFAULT_PRODUCER_ID_EXPIRATION_MS),
             require_keys: false,
+            compression: None,
+            compression_levels: CompressionLevels::default(),
+            timestamp_type: TimestampType::CreateTime,
+            timestamp_before_max_ms: i64::MAX as u64,
+            timestamp_after_max_ms: DEFAULT_TIMESTAMP_AFTER_MAX_MS,
+            segment_jitter_ms: 0,
+            segment_index_bytes: DEFAULT_SEGMENT_INDEX_BYTES,
+            file_delete_delay_ms: DEFAULT_FILE_DELETE_DELAY_MS,
+            cleanup_policy: CleanupPolicy::default(),
+            delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX as u64,
+            min_cleanable_dirty_ratio: 0.5,
+            min_insync_replicas: 1,
         }
     }
 }
@@ -90,5 +195,30 @@ impl LogConfig {
     /// positions always fit the index's 32-bit position field.
     pub(crate) fn effective_segment_bytes(&self) -> u64 {
         self.segment_bytes.clamp(1, i32::MAX as u64)
+    }
+
+    /// The codec a batch sent in `codec` is stored in: `codec` itself for
+    /// `compression.type=producer`.
+    pub fn target_compression(&self, codec: Compression) -> Compression {
+        self.compression.unwrap_or(codec)
+    }
+
+    /// How far before the roll time the segment at `base` rolls: a stable
+    /// per-segment amount below `min(segment_jitter_ms, roll_ms)`, as
+    /// Kafka's random `rollJitterMs` (derived from the base offset here, so
+    /// a reopened segment keeps its jitter).
+    pub(crate) fn roll_jitter_ms(&self, base: model::Offset, seed: u64) -> u64 {
+        let bound = match self.roll_ms {
+            Some(ms) => self.segment_jitter_ms.min(ms),
+            None => self.segment_jitter_ms,
+        };
+        if bound == 0 {
+            return 0;
+        }
+        // splitmix64 of the base offset and the log's seed.
+        let mut z = (base.0 as u64) ^ seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % bound
     }
 }

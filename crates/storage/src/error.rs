@@ -251,6 +251,35 @@ pub enum RecordError {
     /// Clients may not write control batches (transaction markers).
     #[error("clients may not write control batches")]
     ControlBatch,
+    /// A CreateTime record's timestamp is outside the window
+    /// `message.timestamp.before.max.ms` / `after.max.ms` allow around the
+    /// append time (Kafka's INVALID_TIMESTAMP, worded as Kafka words it).
+    #[error("Timestamp {timestamp} of message with offset {offset} is out of range. The timestamp should be within [{min}, {max}]")]
+    TimestampOutOfRange {
+        /// The record's timestamp.
+        timestamp: i64,
+        /// The record's offset within its batch (its offset delta).
+        offset: i32,
+        /// The earliest accepted timestamp.
+        min: i64,
+        /// The latest accepted timestamp.
+        max: i64,
+    },
+    /// The producer sent a LogAppendTime batch; only the broker sets that
+    /// type (Kafka's INVALID_TIMESTAMP).
+    #[error("Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime.")]
+    LogAppendTimeFromProducer,
+}
+
+impl RecordError {
+    /// Whether this is a timestamp refusal (Kafka's INVALID_TIMESTAMP rather
+    /// than INVALID_RECORD).
+    pub fn is_invalid_timestamp(&self) -> bool {
+        matches!(
+            self,
+            RecordError::TimestampOutOfRange { .. } | RecordError::LogAppendTimeFromProducer
+        )
+    }
 }
 
 /// Everything that can go wrong in the storage layer.

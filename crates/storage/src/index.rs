@@ -153,6 +153,11 @@ impl<E: Entry> Index<E> {
         &self.entries
     }
 
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     /// The last entry, if any.
     pub fn last(&self) -> Option<&E> {
         self.entries.last()

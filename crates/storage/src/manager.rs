@@ -410,6 +410,33 @@ impl LogManager {
         Ok(())
     }
 
+    /// The data directory's file system: total bytes and bytes available
+    /// to this process (`statvfs`), as Kafka's DescribeLogDirs reports them.
+    pub fn disk_space(&self) -> Result<(u64, u64)> {
+        use std::os::unix::ffi::OsStrExt;
+        let path =
+            std::ffi::CString::new(self.data_dir().as_os_str().as_bytes()).map_err(|_| {
+                crate::error::corrupt(self.data_dir(), "the data directory path holds a NUL byte")
+            })?;
+        // SAFETY: `path` is a NUL-terminated string and `stat` a plain
+        // struct the call fills in.
+        let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+            return Err(std::io::Error::last_os_error()).at(self.data_dir());
+        }
+        let block = stat.f_frsize as u64;
+        Ok((
+            (stat.f_blocks as u64).saturating_mul(block),
+            (stat.f_bavail as u64).saturating_mul(block),
+        ))
+    }
+
+    /// Removes the files of deleted segments whose `file.delete.delay.ms`
+    /// has passed, in every log.
+    pub fn delete_expired_files(&self) -> usize {
+        self.logs().iter().map(|l| l.delete_expired_files()).sum()
+    }
+
     /// Runs retention on every log; returns the segments deleted in all.
     pub fn run_retention(&self, now: Timestamp) -> Result<u64> {
         let mut deleted = 0;

@@ -45,6 +45,11 @@ pub struct ProducerEntry {
 }
 
 impl ProducerEntry {
+    /// The sequence of its last record, if it has appended in this epoch.
+    pub fn last_sequence(&self) -> Option<i32> {
+        self.last_seq()
+    }
+
     fn last_seq(&self) -> Option<i32> {
         self.batches.back().map(|b| b.last_seq)
     }
@@ -118,6 +123,11 @@ impl ProducerStateManager {
     /// The entry of one producer.
     pub fn get(&self, pid: ProducerId) -> Option<&ProducerEntry> {
         self.producers.get(&pid)
+    }
+
+    /// Every producer known, by id (unordered).
+    pub fn all(&self) -> impl Iterator<Item = (ProducerId, &ProducerEntry)> {
+        self.producers.iter().map(|(id, e)| (*id, e))
     }
 
     /// Checks a batch (with its offsets already assigned) against the state

@@ -14,7 +14,7 @@ use crate::batch::{self, BatchHeader, HEADER_LEN};
 
 use crate::error::{IoContext, Result};
 use crate::files::CachedFile;
-use crate::index::{Index, OffsetEntry, TimeEntry};
+use crate::index::{Entry, Index, OffsetEntry, TimeEntry};
 
 mod view;
 
@@ -27,6 +27,9 @@ pub(crate) const LOG_EXT: &str = "log";
 pub(crate) const INDEX_EXT: &str = "index";
 /// Extension of time index files.
 pub(crate) const TIME_INDEX_EXT: &str = "timeindex";
+/// Suffix of a deleted segment's files waiting out `file.delete.delay.ms`
+/// (Kafka's).
+pub(crate) const DELETED_SUFFIX: &str = ".deleted";
 
 /// `{base_offset:020}.{ext}`.
 pub(crate) fn file_name(base: Offset, ext: &str) -> String {
@@ -56,6 +59,17 @@ impl SyncHandle {
         }
         Ok(())
     }
+}
+
+/// What [`Segment::append`] changes in the headers it writes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stamps<'a> {
+    /// CreateTime batches whose `maxTimestamp` is to be corrected:
+    /// `(position in the buffer, the right value)`.
+    pub fixes: &'a [(usize, Timestamp)],
+    /// For a LogAppendTime log: the append time every batch is stamped
+    /// with (timestamp type and `maxTimestamp`; `fixes` do not apply).
+    pub log_append_time: Option<Timestamp>,
 }
 
 /// A segment: base offset, data file and indexes, and what is known about
@@ -338,18 +352,17 @@ impl Segment {
     }
 
     /// Appends validated batches with one vectored write, giving them
-    /// offsets from `base` on and the leader epoch `epoch`, and correcting
-    /// the `maxTimestamp`s listed in `fixes` (buffer position, value; their
-    /// CRC is recomputed). Each batch's header is written from a stamped
-    /// copy, its records straight from `batches`, which is never copied or
-    /// changed. On failure the file is cut back to its previous size, so no
-    /// torn batch remains.
+    /// offsets from `base` on and the leader epoch `epoch`, and applying
+    /// `stamps` (their CRC is recomputed). Each batch's header is written
+    /// from a stamped copy, its records straight from `batches`, which is
+    /// never copied or changed. On failure the file is cut back to its
+    /// previous size, so no torn batch remains.
     pub fn append(
         &mut self,
         batches: &[u8],
         base: Offset,
         epoch: LeaderEpoch,
-        fixes: &[(usize, Timestamp)],
+        stamps: Stamps<'_>,
         interval: u32,
         now: Timestamp,
     ) -> Result<()> {
@@ -362,7 +375,10 @@ impl Segment {
             head.copy_from_slice(&batches[at..at + HEADER_LEN]);
             batch::set_base_offset(&mut head, next);
             batch::set_partition_leader_epoch(&mut head, epoch);
-            if let Some(&(_, ts)) = fixes.iter().find(|(p, _)| *p == at) {
+            if let Some(ts) = stamps.log_append_time {
+                batch::set_header_log_append_time(&mut head, body, ts);
+                h = BatchHeader::parse(&head).unwrap_or(h);
+            } else if let Some(&(_, ts)) = stamps.fixes.iter().find(|(p, _)| *p == at) {
                 batch::set_header_max_timestamp(&mut head, body, ts);
                 h.max_timestamp = ts;
             }
@@ -499,6 +515,27 @@ impl Segment {
         Ok(())
     }
 
+    /// Renames the segment's files `*.deleted`, for deletion later; returns
+    /// the new paths. Handles open on them keep reading.
+    pub fn rename_deleted(&self) -> Result<Vec<PathBuf>> {
+        let mut renamed = Vec::with_capacity(3);
+        for path in [
+            self.log_path.as_path(),
+            self.offset_index.path(),
+            self.time_index.path(),
+        ] {
+            let mut to = path.as_os_str().to_owned();
+            to.push(DELETED_SUFFIX);
+            let to = PathBuf::from(to);
+            match std::fs::rename(path, &to) {
+                Ok(()) => renamed.push(to),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).at(path),
+            }
+        }
+        Ok(renamed)
+    }
+
     /// Offset of the first record (the file name).
     pub fn base_offset(&self) -> Offset {
         self.base_offset
@@ -542,6 +579,15 @@ impl Segment {
             Some(first) => Some(incoming_max_timestamp.0.saturating_sub(first.0)),
             None => self.first_append_at.map(|at| now.0.saturating_sub(at.0)),
         }
+    }
+
+    /// Whether the offset or the time index holds as many entries as
+    /// `max_index_bytes` allows (Kafka's `segment.index.bytes`: a full index
+    /// rolls the segment).
+    pub fn index_full(&self, max_index_bytes: u32) -> bool {
+        let max = max_index_bytes as usize;
+        self.offset_index.len() >= max / OffsetEntry::SIZE
+            || self.time_index.len() >= max / TimeEntry::SIZE
     }
 
     /// The first batch's max timestamp, if it has one.

@@ -208,7 +208,13 @@ impl RawBatch {
     /// codec, with a valid CRC.
     pub fn assemble(&self, records: &[u8]) -> Vec<u8> {
         let mut compressed = Vec::new();
-        crate::builder::compress(self.compression, records, &mut compressed).unwrap();
+        crate::builder::compress(
+            self.compression,
+            Default::default(),
+            records,
+            &mut compressed,
+        )
+        .unwrap();
         self.assemble_compressed(&compressed)
     }
 

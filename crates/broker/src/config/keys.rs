@@ -1,64 +1,185 @@
 //! The declared configuration keys: one row per key, with its default,
-//! value type and documentation.
+//! value type (Kafka's, as DescribeConfigs reports it) and documentation.
+//! The rows live in `broker_keys.rs` and `topic_keys.rs`.
+
+pub use super::broker_keys::BROKER_KEYS;
+pub use super::topic_keys::TOPIC_KEYS;
 
 /// The type of a configuration value, used to validate and normalize it.
+/// Each maps to one of Kafka's config types (see [`ValueKind::kafka_type`]).
 #[derive(Debug, Clone, Copy)]
 pub enum ValueKind {
-    /// `true` or `false`.
+    /// `true` or `false` (BOOLEAN).
     Bool,
-    /// An integer in `min..=max`.
+    /// A 32-bit integer in `min..=max` (INT).
     Int {
         /// Smallest accepted value.
         min: i64,
         /// Largest accepted value.
         max: i64,
     },
-    /// `-1` (unlimited / unset) or an integer `>= min`.
+    /// A 32-bit integer: `-1` (the codec's default) or one in `min..=max`
+    /// (INT; `compression.gzip.level`).
+    IntOrMinusOne {
+        /// Smallest accepted value other than -1.
+        min: i64,
+        /// Largest accepted value.
+        max: i64,
+    },
+    /// A 64-bit integer in `min..=max` (LONG).
+    Long {
+        /// Smallest accepted value.
+        min: i64,
+        /// Largest accepted value.
+        max: i64,
+    },
+    /// `-1` (unlimited / unset) or a 64-bit integer `>= min` (LONG).
     Limit {
         /// Smallest accepted value other than -1.
         min: i64,
     },
-    /// One of a fixed set of strings.
+    /// A floating-point number in `min..=max` (DOUBLE).
+    Double {
+        /// Smallest accepted value.
+        min: f64,
+        /// Largest accepted value.
+        max: f64,
+    },
+    /// One of a fixed set of strings, matched without regard to case and
+    /// stored as declared (STRING).
     Choice(&'static [&'static str]),
-    /// A Kafka listener, `PLAINTEXT://host:port` or `host:port`; empty = unset.
+    /// A non-empty comma-separated list of values from a fixed set, in the
+    /// order given, without repeats (LIST).
+    List(&'static [&'static str]),
+    /// Kafka's throttled-replica list: empty, `*`, or comma-separated
+    /// `partition:broker` pairs (LIST).
+    ReplicaList,
+    /// A Kafka listener, `PLAINTEXT://host:port` or `host:port`; empty = unset
+    /// (STRING).
     Listener,
 }
 
+/// Kafka's DescribeConfigs type codes (`ConfigEntry.ConfigType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i8)]
+pub enum KafkaType {
+    /// BOOLEAN.
+    Boolean = 1,
+    /// STRING.
+    String = 2,
+    /// INT.
+    Int = 3,
+    /// SHORT.
+    Short = 4,
+    /// LONG.
+    Long = 5,
+    /// DOUBLE.
+    Double = 6,
+    /// LIST.
+    List = 7,
+    /// CLASS.
+    Class = 8,
+    /// PASSWORD.
+    Password = 9,
+}
+
 impl ValueKind {
+    /// The Kafka config type values of this kind have.
+    pub fn kafka_type(&self) -> KafkaType {
+        match self {
+            ValueKind::Bool => KafkaType::Boolean,
+            ValueKind::Int { .. } | ValueKind::IntOrMinusOne { .. } => KafkaType::Int,
+            ValueKind::Long { .. } | ValueKind::Limit { .. } => KafkaType::Long,
+            ValueKind::Double { .. } => KafkaType::Double,
+            ValueKind::Choice(_) | ValueKind::Listener => KafkaType::String,
+            ValueKind::List(_) | ValueKind::ReplicaList => KafkaType::List,
+        }
+    }
+
     /// Checks `v` and returns its normalized form, or why it is invalid.
     pub fn validate(&self, v: &str) -> Result<String, String> {
         let v = v.trim();
+        let int = |v: &str| -> Result<i64, String> {
+            v.parse()
+                .map_err(|_| format!("expected an integer, got {v:?}"))
+        };
         match *self {
             ValueKind::Bool => match v.to_ascii_lowercase().as_str() {
                 "true" => Ok("true".into()),
                 "false" => Ok("false".into()),
                 _ => Err(format!("expected true or false, got {v:?}")),
             },
-            ValueKind::Int { min, max } => {
-                let n: i64 = v
-                    .parse()
-                    .map_err(|_| format!("expected an integer, got {v:?}"))?;
+            ValueKind::Int { min, max } | ValueKind::Long { min, max } => {
+                let n = int(v)?;
                 if n < min || n > max {
                     return Err(format!("{n} is outside {min}..={max}"));
                 }
                 Ok(n.to_string())
             }
+            ValueKind::IntOrMinusOne { min, max } => {
+                let n = int(v)?;
+                if n != -1 && (n < min || n > max) {
+                    return Err(format!("expected -1 or a value in {min}..={max}, got {n}"));
+                }
+                Ok(n.to_string())
+            }
             ValueKind::Limit { min } => {
-                let n: i64 = v
-                    .parse()
-                    .map_err(|_| format!("expected an integer, got {v:?}"))?;
+                let n = int(v)?;
                 if n != -1 && n < min {
                     return Err(format!("expected -1 or a value >= {min}, got {n}"));
                 }
                 Ok(n.to_string())
             }
-            ValueKind::Choice(options) => {
-                let lower = v.to_ascii_lowercase();
-                options
-                    .iter()
-                    .find(|o| **o == lower)
-                    .map(|o| o.to_string())
-                    .ok_or_else(|| format!("expected one of {}, got {v:?}", options.join(" | ")))
+            ValueKind::Double { min, max } => {
+                let n: f64 = v
+                    .parse()
+                    .map_err(|_| format!("expected a number, got {v:?}"))?;
+                if !(min..=max).contains(&n) {
+                    return Err(format!("{n} is outside {min}..={max}"));
+                }
+                Ok(n.to_string())
+            }
+            ValueKind::Choice(options) => options
+                .iter()
+                .find(|o| o.eq_ignore_ascii_case(v))
+                .map(|o| o.to_string())
+                .ok_or_else(|| format!("expected one of {}, got {v:?}", options.join(" | "))),
+            ValueKind::List(options) => {
+                let mut items: Vec<&str> = Vec::new();
+                for item in v.split(',').map(str::trim) {
+                    let found = options
+                        .iter()
+                        .find(|o| o.eq_ignore_ascii_case(item))
+                        .ok_or_else(|| {
+                            format!(
+                                "expected a comma-separated list of {}, got {v:?}",
+                                options.join(", ")
+                            )
+                        })?;
+                    if !items.contains(found) {
+                        items.push(found);
+                    }
+                }
+                Ok(items.join(","))
+            }
+            ValueKind::ReplicaList => {
+                if v.is_empty() || v == "*" {
+                    return Ok(v.to_string());
+                }
+                let pair = |item: &str| {
+                    let (p, b) = item.split_once(':')?;
+                    let p: u32 = p.trim().parse().ok()?;
+                    let b: u32 = b.trim().parse().ok()?;
+                    Some(format!("{p}:{b}"))
+                };
+                v.split(',')
+                    .map(|item| {
+                        pair(item.trim()).ok_or_else(|| {
+                            format!("expected * or partition:broker pairs separated by commas, got {v:?}")
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(|items| items.join(","))
             }
             ValueKind::Listener => {
                 if v.is_empty() {
@@ -109,359 +230,57 @@ pub struct ConfigKey {
     pub broker_default: Option<&'static str>,
     /// One-line documentation (README and DescribeConfigs).
     pub doc: &'static str,
+    /// Why Magnetar accepts and reports this key but does not act on it;
+    /// `None` when it is enforced. The README lists every such key.
+    pub not_enforced: Option<&'static str>,
 }
 
-const DAY_MS: &str = "604800000";
+impl ConfigKey {
+    /// A broker key.
+    pub const fn broker(
+        name: &'static str,
+        default: &'static str,
+        kind: ValueKind,
+        dynamic: bool,
+        doc: &'static str,
+    ) -> ConfigKey {
+        ConfigKey {
+            name,
+            default,
+            kind,
+            dynamic,
+            broker_default: None,
+            doc,
+            not_enforced: None,
+        }
+    }
 
-/// Every broker-level key.
-pub const BROKER_KEYS: &[ConfigKey] = &[
-    ConfigKey {
-        name: "node.id",
-        default: "1",
-        kind: ValueKind::Int { min: 0, max: i32::MAX as i64 },
-        dynamic: false,
-        broker_default: None,
-        doc: "This broker's node id, reported in Metadata.",
-    },
-    ConfigKey {
-        name: "advertised.listeners",
-        default: "",
-        kind: ValueKind::Listener,
-        dynamic: false,
-        broker_default: None,
-        doc: "Address given to clients (PLAINTEXT://host:port); defaults to the listen address.",
-    },
-    ConfigKey {
-        name: "auto.create.topics.enable",
-        default: "true",
-        kind: ValueKind::Bool,
-        dynamic: true,
-        broker_default: None,
-        doc: "Create a missing topic when a Metadata request asks for it (allow_auto_topic_creation).",
-    },
-    ConfigKey {
-        name: "auto.create.topics.type",
-        default: "partitioned",
-        kind: ValueKind::Choice(&["partitioned", "non-partitioned"]),
-        dynamic: true,
-        broker_default: None,
-        doc: "Auto-created topics get num.partitions partitions (partitioned) or one partition recorded as non-partitioned.",
-    },
-    ConfigKey {
-        name: "num.partitions",
-        default: "1",
-        kind: ValueKind::Int { min: 1, max: 10_000 },
-        dynamic: true,
-        broker_default: None,
-        doc: "Partition count of auto-created partitioned topics and of CreateTopics requests that leave it at -1.",
-    },
-    ConfigKey {
-        name: "log.retention.ms",
-        default: DAY_MS,
-        kind: ValueKind::Limit { min: 1 },
-        dynamic: true,
-        broker_default: None,
-        doc: "Delete closed segments whose newest record is older than this; -1 keeps them forever.",
-    },
-    ConfigKey {
-        name: "log.retention.bytes",
-        default: "-1",
-        kind: ValueKind::Limit { min: 0 },
-        dynamic: true,
-        broker_default: None,
-        doc: "Delete the oldest closed segments while a partition is larger than this; -1 = no limit.",
-    },
-    ConfigKey {
-        name: "log.segment.bytes",
-        default: "1073741824",
-        kind: ValueKind::Int { min: 1024, max: i32::MAX as i64 },
-        dynamic: true,
-        broker_default: None,
-        doc: "Roll to a new segment file when the active one reaches this size.",
-    },
-    ConfigKey {
-        name: "log.roll.ms",
-        default: DAY_MS,
-        kind: ValueKind::Limit { min: 1 },
-        dynamic: true,
-        broker_default: None,
-        doc: "Roll to a new segment when the active one is older than this; -1 = never by time.",
-    },
-    ConfigKey {
-        name: "message.max.bytes",
-        default: "1048588",
-        kind: ValueKind::Int { min: 0, max: i32::MAX as i64 },
-        dynamic: true,
-        broker_default: None,
-        doc: "Largest record batch a producer may send (MESSAGE_TOO_LARGE above it).",
-    },
-    ConfigKey {
-        name: "fetch.max.bytes",
-        default: "57671680",
-        kind: ValueKind::Int { min: 1024, max: i32::MAX as i64 },
-        dynamic: true,
-        broker_default: None,
-        doc: "Most bytes one Fetch response carries, whatever the request asks (at least one batch is returned).",
-    },
-    ConfigKey {
-        name: "socket.request.max.bytes",
-        default: "104857600",
-        kind: ValueKind::Int { min: 1024, max: i32::MAX as i64 },
-        dynamic: false,
-        broker_default: None,
-        doc: "Largest request frame accepted; a larger length prefix closes the connection.",
-    },
-    ConfigKey {
-        name: "queued.max.request.bytes",
-        default: "536870912",
-        kind: ValueKind::Limit { min: 1024 },
-        dynamic: false,
-        broker_default: None,
-        doc: "Most bytes of requests being read or handled at once over all connections; reading waits while it is reached; -1 = no limit.",
-    },
-    ConfigKey {
-        name: "socket.request.read.timeout.ms",
-        default: "30000",
-        kind: ValueKind::Limit { min: 1 },
-        dynamic: false,
-        broker_default: None,
-        doc: "A request must arrive whole within this long of its size prefix, or the connection is closed; -1 = no limit.",
-    },
-    ConfigKey {
-        name: "connections.max.idle.ms",
-        default: "600000",
-        kind: ValueKind::Limit { min: 1 },
-        dynamic: false,
-        broker_default: None,
-        doc: "Close connections that sent no request for this long; -1 = never.",
-    },
-    ConfigKey {
-        name: "max.connections",
-        default: "-1",
-        kind: ValueKind::Limit { min: 1 },
-        dynamic: false,
-        broker_default: None,
-        doc: "Most client connections at once; more are closed on accept. -1 = half the process's open-file limit.",
-    },
-    ConfigKey {
-        name: "max.connections.per.ip",
-        default: "2147483647",
-        kind: ValueKind::Int { min: 1, max: i32::MAX as i64 },
-        dynamic: false,
-        broker_default: None,
-        doc: "Most client connections at once from one IP address; more are closed on accept.",
-    },
-    ConfigKey {
-        name: "log.flush.interval.messages",
-        default: "-1",
-        kind: ValueKind::Limit { min: 1 },
-        dynamic: true,
-        broker_default: None,
-        doc: "fsync a partition after this many unflushed records; -1 leaves flushing to the OS.",
-    },
-    ConfigKey {
-        name: "log.flush.interval.ms",
-        default: "-1",
-        kind: ValueKind::Limit { min: 1 },
-        dynamic: true,
-        broker_default: None,
-        doc: "fsync a partition whose oldest unflushed record is older than this; -1 leaves flushing to the OS.",
-    },
-    ConfigKey {
-        name: "log.retention.check.interval.ms",
-        default: "300000",
-        kind: ValueKind::Int { min: 1, max: i64::MAX },
-        dynamic: false,
-        broker_default: None,
-        doc: "How often retention runs over all partitions.",
-    },
-    ConfigKey {
-        name: "log.dir.delete.delay.ms",
-        default: "60000",
-        kind: ValueKind::Int { min: 0, max: i64::MAX },
-        dynamic: false,
-        broker_default: None,
-        doc: "A stale partition directory (of a deleted topic, or of an older topic with the same name, KIP-516) is kept under deleting/ this long before it is removed.",
-    },
-    ConfigKey {
-        name: "group.min.session.timeout.ms",
-        default: "6000",
-        kind: ValueKind::Int { min: 1, max: i32::MAX as i64 },
-        dynamic: false,
-        broker_default: None,
-        doc: "Shortest session timeout a classic group member may ask for.",
-    },
-    ConfigKey {
-        name: "group.max.session.timeout.ms",
-        default: "1800000",
-        kind: ValueKind::Int { min: 1, max: i32::MAX as i64 },
-        dynamic: false,
-        broker_default: None,
-        doc: "Longest session timeout a classic group member may ask for.",
-    },
-    ConfigKey {
-        name: "group.initial.rebalance.delay.ms",
-        default: "3000",
-        kind: ValueKind::Int { min: 0, max: i32::MAX as i64 },
-        dynamic: false,
-        broker_default: None,
-        doc: "How long the first rebalance of an empty classic group waits for more members.",
-    },
-    ConfigKey {
-        name: "group.max.size",
-        default: "2147483647",
-        kind: ValueKind::Int { min: 1, max: i32::MAX as i64 },
-        dynamic: false,
-        broker_default: None,
-        doc: "Most members a group may have.",
-    },
-    ConfigKey {
-        name: "group.consumer.session.timeout.ms",
-        default: "45000",
-        kind: ValueKind::Int { min: 1, max: i32::MAX as i64 },
-        dynamic: false,
-        broker_default: None,
-        doc: "Session timeout of consumer-protocol (KIP-848) group members.",
-    },
-    ConfigKey {
-        name: "group.consumer.heartbeat.interval.ms",
-        default: "5000",
-        kind: ValueKind::Int { min: 1, max: i32::MAX as i64 },
-        dynamic: false,
-        broker_default: None,
-        doc: "Heartbeat interval given to consumer-protocol (KIP-848) group members.",
-    },
-    ConfigKey {
-        name: "group.consumer.assignors",
-        default: "uniform,range",
-        kind: ValueKind::Choice(&["uniform,range", "range,uniform", "uniform", "range"]),
-        dynamic: false,
-        broker_default: None,
-        doc: "Server-side assignors of consumer-protocol groups; the first is the default.",
-    },
-    ConfigKey {
-        name: "offsets.retention.minutes",
-        default: "10080",
-        kind: ValueKind::Int { min: 1, max: i32::MAX as i64 },
-        dynamic: false,
-        broker_default: None,
-        doc: "Committed offsets of a group with no members expire this long after their last commit.",
-    },
-    ConfigKey {
-        name: "offsets.retention.check.interval.ms",
-        default: "600000",
-        kind: ValueKind::Int { min: 1, max: i64::MAX },
-        dynamic: false,
-        broker_default: None,
-        doc: "How often expired offsets are removed.",
-    },
-    ConfigKey {
-        name: "pulsar.advertised.address",
-        default: "",
-        kind: ValueKind::Listener,
-        dynamic: false,
-        broker_default: None,
-        doc: "Address Pulsar Lookup answers give clients (host:port or pulsar://host:port); defaults to the Pulsar listen address.",
-    },
-    ConfigKey {
-        name: "pulsar.max.message.size",
-        default: "5242880",
-        kind: ValueKind::Int { min: 1024, max: i32::MAX as i64 - 10240 },
-        dynamic: false,
-        broker_default: None,
-        doc: "Largest Pulsar message (metadata and payload) accepted, announced in Connected; frames may be 10 KiB larger (upstream maxMessageSize).",
-    },
-    ConfigKey {
-        name: "pulsar.keep.alive.interval.seconds",
-        default: "30",
-        kind: ValueKind::Int { min: 1, max: 3600 },
-        dynamic: false,
-        broker_default: None,
-        doc: "Pulsar connections are pinged this often and closed after two intervals without traffic (upstream keepAliveIntervalSeconds).",
-    },
-    ConfigKey {
-        name: "pulsar.deduplication.producer.inactivity.timeout.minutes",
-        default: "360",
-        kind: ValueKind::Int { min: 1, max: 1 << 40 },
-        dynamic: false,
-        broker_default: None,
-        doc: "A producer name's deduplication state (its last sequence id per partition) is forgotten once no producer of that name has been attached for this long (upstream brokerDeduplicationProducerInactivityTimeoutMinutes).",
-    },
-];
+    /// A topic key (always alterable) whose default is broker key
+    /// `broker_default`, if any.
+    pub const fn topic(
+        name: &'static str,
+        default: &'static str,
+        kind: ValueKind,
+        broker_default: Option<&'static str>,
+        doc: &'static str,
+    ) -> ConfigKey {
+        ConfigKey {
+            name,
+            default,
+            kind,
+            dynamic: true,
+            broker_default,
+            doc,
+            not_enforced: None,
+        }
+    }
 
-/// Every topic-level key (set by CreateTopics or IncrementalAlterConfigs).
-pub const TOPIC_KEYS: &[ConfigKey] = &[
-    ConfigKey {
-        name: "retention.ms",
-        default: DAY_MS,
-        kind: ValueKind::Limit { min: 1 },
-        dynamic: true,
-        broker_default: Some("log.retention.ms"),
-        doc: "Topic override of log.retention.ms.",
-    },
-    ConfigKey {
-        name: "retention.bytes",
-        default: "-1",
-        kind: ValueKind::Limit { min: 0 },
-        dynamic: true,
-        broker_default: Some("log.retention.bytes"),
-        doc: "Topic override of log.retention.bytes (per partition).",
-    },
-    ConfigKey {
-        name: "segment.bytes",
-        default: "1073741824",
-        kind: ValueKind::Int {
-            min: 1024,
-            max: i32::MAX as i64,
-        },
-        dynamic: true,
-        broker_default: Some("log.segment.bytes"),
-        doc: "Topic override of log.segment.bytes.",
-    },
-    ConfigKey {
-        name: "segment.ms",
-        default: DAY_MS,
-        kind: ValueKind::Limit { min: 1 },
-        dynamic: true,
-        broker_default: Some("log.roll.ms"),
-        doc: "Topic override of log.roll.ms.",
-    },
-    ConfigKey {
-        name: "max.message.bytes",
-        default: "1048588",
-        kind: ValueKind::Int {
-            min: 0,
-            max: i32::MAX as i64,
-        },
-        dynamic: true,
-        broker_default: Some("message.max.bytes"),
-        doc: "Topic override of message.max.bytes.",
-    },
-    ConfigKey {
-        name: "flush.messages",
-        default: "-1",
-        kind: ValueKind::Limit { min: 1 },
-        dynamic: true,
-        broker_default: Some("log.flush.interval.messages"),
-        doc: "Topic override of log.flush.interval.messages.",
-    },
-    ConfigKey {
-        name: "flush.ms",
-        default: "-1",
-        kind: ValueKind::Limit { min: 1 },
-        dynamic: true,
-        broker_default: Some("log.flush.interval.ms"),
-        doc: "Topic override of log.flush.interval.ms.",
-    },
-    ConfigKey {
-        name: "cleanup.policy",
-        default: "delete",
-        kind: ValueKind::Choice(&["delete", "compact", "compact,delete", "delete,compact"]),
-        dynamic: true,
-        broker_default: None,
-        doc: "Stored and reported; only delete is enforced (compaction is not implemented yet).",
-    },
-];
+    /// Marks the key as accepted and reported but not acted on, and why.
+    pub const fn not_enforced(mut self, why: &'static str) -> ConfigKey {
+        self.not_enforced = Some(why);
+        self
+    }
+}
 
 /// Looks up a broker key.
 pub fn broker_key(name: &str) -> Option<&'static ConfigKey> {
@@ -476,6 +295,54 @@ pub fn topic_key(name: &str) -> Option<&'static ConfigKey> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn int_keys_fit_32_bits_and_names_are_unique() {
+        for table in [BROKER_KEYS, TOPIC_KEYS] {
+            let mut names = std::collections::HashSet::new();
+            for k in table {
+                if let ValueKind::Int { min, max } | ValueKind::IntOrMinusOne { min, max } = k.kind
+                {
+                    assert!(
+                        min >= i64::from(i32::MIN) && max <= i64::from(i32::MAX),
+                        "{}",
+                        k.name
+                    );
+                }
+                assert!(names.insert(k.name), "{} twice", k.name);
+            }
+        }
+        // Every topic key's broker default has the topic key's type.
+        for k in TOPIC_KEYS {
+            if let Some(b) = k.broker_default {
+                let bk = broker_key(b).unwrap_or_else(|| panic!("{b} is declared"));
+                assert_eq!(bk.kind.kafka_type(), k.kind.kafka_type(), "{}", k.name);
+            }
+        }
+    }
+
+    #[test]
+    fn kinds_validate_as_kafka_does() {
+        let list = ValueKind::List(&["delete", "compact"]);
+        assert_eq!(list.validate("compact, Delete").unwrap(), "compact,delete");
+        assert_eq!(list.validate("delete,delete").unwrap(), "delete");
+        assert!(list.validate("").is_err());
+        assert!(list.validate("compact,forever").is_err());
+        let choice = ValueKind::Choice(&["CreateTime", "LogAppendTime"]);
+        assert_eq!(choice.validate("logappendtime").unwrap(), "LogAppendTime");
+        assert!(choice.validate("Now").is_err());
+        let level = ValueKind::IntOrMinusOne { min: 1, max: 9 };
+        assert!(level.validate("-1").is_ok() && level.validate("9").is_ok());
+        assert!(level.validate("0").is_err() && level.validate("10").is_err());
+        let ratio = ValueKind::Double { min: 0.0, max: 1.0 };
+        assert_eq!(ratio.validate("0.25").unwrap(), "0.25");
+        assert!(ratio.validate("1.5").is_err() && ratio.validate("half").is_err());
+        let replicas = ValueKind::ReplicaList;
+        assert_eq!(replicas.validate("0:1, 1:1").unwrap(), "0:1,1:1");
+        assert_eq!(replicas.validate("*").unwrap(), "*");
+        assert_eq!(replicas.validate("").unwrap(), "");
+        assert!(replicas.validate("0-1").is_err());
+    }
 
     #[test]
     fn every_default_is_valid_for_its_kind() {
@@ -514,10 +381,16 @@ mod readme {
         );
         for k in BROKER_KEYS {
             let value = match k.kind {
-                ValueKind::Bool | ValueKind::Int { .. } | ValueKind::Limit { .. } => {
-                    k.default.to_string()
-                }
-                ValueKind::Choice(_) | ValueKind::Listener => format!("{:?}", k.default),
+                ValueKind::Bool
+                | ValueKind::Int { .. }
+                | ValueKind::IntOrMinusOne { .. }
+                | ValueKind::Long { .. }
+                | ValueKind::Limit { .. }
+                | ValueKind::Double { .. } => k.default.to_string(),
+                ValueKind::Choice(_)
+                | ValueKind::List(_)
+                | ValueKind::ReplicaList
+                | ValueKind::Listener => format!("{:?}", k.default),
             };
             let dynamic = if k.dynamic {
                 " (dynamic: can be changed at runtime)"
@@ -559,6 +432,35 @@ mod readme {
                 k.name
             );
         }
+    }
+
+    /// The README's "accepted but not enforced" list names exactly the
+    /// topic keys declared `not_enforced`.
+    #[test]
+    fn the_readme_lists_the_keys_not_enforced() {
+        let readme = include_str!("../../../../README.md");
+        let start = readme
+            .find("**Accepted but not enforced**")
+            .expect("README has the list");
+        let section = &readme[start..];
+        // The intro paragraph and the list: up to the second blank line.
+        let end = section
+            .match_indices("\n\n")
+            .nth(1)
+            .map_or(section.len(), |(i, _)| i);
+        let section = &section[..end];
+        let listed: std::collections::BTreeSet<&str> = section
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|w| topic_key(w).is_some())
+            .collect();
+        let declared: std::collections::BTreeSet<&str> = TOPIC_KEYS
+            .iter()
+            .filter(|k| k.not_enforced.is_some())
+            .map(|k| k.name)
+            .collect();
+        assert_eq!(listed, declared);
     }
 
     /// The README's configuration reference is a contract: every key must

@@ -5,14 +5,16 @@
 //! once in [`BROKER_KEYS`] / [`TOPIC_KEYS`], which drive parsing, validation,
 //! DescribeConfigs answers and the README's reference table.
 
+mod broker_keys;
 mod keys;
 mod topic;
+mod topic_keys;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-pub use keys::{ConfigKey, ValueKind, BROKER_KEYS, TOPIC_KEYS};
+pub use keys::{ConfigKey, KafkaType, ValueKind, BROKER_KEYS, TOPIC_KEYS};
 pub use topic::{EffectiveValue, TopicConfig, TopicKind};
 
 use crate::Error;
@@ -56,6 +58,7 @@ pub const KEY_ALIASES: &[(&str, &str, i64)] = &[
     ("log.retention.minutes", "log.retention.ms", 60_000),
     ("log.retention.hours", "log.retention.ms", 3_600_000),
     ("log.roll.hours", "log.roll.ms", 3_600_000),
+    ("log.roll.jitter.hours", "log.roll.jitter.ms", 3_600_000),
 ];
 
 /// Where a configuration value came from, as DescribeConfigs reports it.
@@ -357,16 +360,7 @@ impl BrokerConfig {
 
     /// The log settings every topic inherits unless it overrides them.
     pub fn log_defaults(&self) -> storage::LogConfig {
-        storage::LogConfig {
-            segment_bytes: self.int("log.segment.bytes") as u64,
-            roll_ms: self.opt_positive("log.roll.ms"),
-            retention_ms: self.opt_positive("log.retention.ms"),
-            retention_bytes: self.opt_positive("log.retention.bytes"),
-            flush_interval_messages: self.opt_positive("log.flush.interval.messages"),
-            flush_interval_ms: self.opt_positive("log.flush.interval.ms"),
-            max_message_bytes: self.message_max_bytes(),
-            ..storage::LogConfig::default()
-        }
+        TopicConfig::default().log_config(self)
     }
 }
 
@@ -454,6 +448,10 @@ fn flatten_toml(
         }
         toml::Value::Boolean(b) => {
             out.push((prefix.to_string(), b.to_string()));
+            Ok(())
+        }
+        toml::Value::Float(f) => {
+            out.push((prefix.to_string(), f.to_string()));
             Ok(())
         }
         other => Err(Error::Config {

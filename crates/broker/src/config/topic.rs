@@ -142,37 +142,106 @@ impl TopicConfig {
         inherited: &TopicConfig,
         broker: &BrokerConfig,
     ) -> storage::LogConfig {
-        let mut c = broker.log_defaults();
-        let get = |k: &str| self.0.get(k).or_else(|| inherited.0.get(k));
-        let int = |k: &str| get(k).and_then(|v| v.parse::<i64>().ok());
-        let limit = |v: i64| (v >= 0).then_some(v as u64);
-        if let Some(v) = int("retention.ms") {
-            c.retention_ms = limit(v);
+        let value = |k: &'static str| -> String {
+            self.0
+                .get(k)
+                .or_else(|| inherited.0.get(k))
+                .cloned()
+                .unwrap_or_else(|| effective_default(k, broker))
+        };
+        let int = |k| value(k).parse::<i64>().unwrap_or(-1);
+        let limit = |k| u64::try_from(int(k)).ok();
+        let unsigned = |k| u64::try_from(int(k)).unwrap_or(0);
+        let policy = value("cleanup.policy");
+        let cleanup_policy = storage::CleanupPolicy {
+            delete: policy.split(',').any(|p| p == "delete"),
+            compact: policy.split(',').any(|p| p == "compact"),
+        };
+        storage::LogConfig {
+            segment_bytes: unsigned("segment.bytes"),
+            roll_ms: limit("segment.ms"),
+            retention_ms: limit("retention.ms"),
+            retention_bytes: limit("retention.bytes"),
+            flush_interval_messages: limit("flush.messages"),
+            flush_interval_ms: limit("flush.ms"),
+            index_interval_bytes: unsigned("index.interval.bytes") as u32,
+            max_message_bytes: unsigned("max.message.bytes") as u32,
+            // A compacted topic keeps the latest record per key: every
+            // record needs one.
+            require_keys: cleanup_policy.compact,
+            compression: compression(&value("compression.type")),
+            compression_levels: storage::CompressionLevels {
+                gzip: int("compression.gzip.level") as i32,
+                lz4: int("compression.lz4.level") as i32,
+                zstd: int("compression.zstd.level") as i32,
+            },
+            timestamp_type: if value("message.timestamp.type") == "LogAppendTime" {
+                storage::TimestampType::LogAppendTime
+            } else {
+                storage::TimestampType::CreateTime
+            },
+            timestamp_before_max_ms: unsigned("message.timestamp.before.max.ms"),
+            timestamp_after_max_ms: unsigned("message.timestamp.after.max.ms"),
+            segment_jitter_ms: unsigned("segment.jitter.ms"),
+            segment_index_bytes: unsigned("segment.index.bytes") as u32,
+            file_delete_delay_ms: unsigned("file.delete.delay.ms"),
+            cleanup_policy,
+            delete_retention_ms: unsigned("delete.retention.ms"),
+            min_compaction_lag_ms: unsigned("min.compaction.lag.ms"),
+            max_compaction_lag_ms: unsigned("max.compaction.lag.ms"),
+            min_cleanable_dirty_ratio: value("min.cleanable.dirty.ratio").parse().unwrap_or(0.5),
+            min_insync_replicas: unsigned("min.insync.replicas") as u32,
+            ..storage::LogConfig::default()
         }
-        if let Some(v) = int("retention.bytes") {
-            c.retention_bytes = limit(v);
-        }
-        if let Some(v) = int("segment.bytes") {
-            c.segment_bytes = v as u64;
-        }
-        if let Some(v) = int("segment.ms") {
-            c.roll_ms = limit(v);
-        }
-        if let Some(v) = int("max.message.bytes") {
-            c.max_message_bytes = v as u32;
-        }
-        if let Some(v) = int("flush.messages") {
-            c.flush_interval_messages = limit(v);
-        }
-        if let Some(v) = int("flush.ms") {
-            c.flush_interval_ms = limit(v);
-        }
-        // A compacted topic keeps the latest record per key: every record
-        // needs one (compaction itself is not implemented yet).
-        c.require_keys =
-            get("cleanup.policy").is_some_and(|p| p.split(',').any(|p| p.trim() == "compact"));
-        c
     }
+
+    /// Checks what no single key's validation can: the combination of these
+    /// overrides with `inherited` and the broker's defaults, as Kafka's
+    /// `LogConfig.validate` does. [`Error::InvalidConfig`] names the key.
+    pub fn validate_in(&self, inherited: &TopicConfig, broker: &BrokerConfig) -> Result<(), Error> {
+        let c = self.log_config_in(inherited, broker);
+        if c.min_compaction_lag_ms > c.max_compaction_lag_ms {
+            return Err(Error::InvalidConfig {
+                key: "min.compaction.lag.ms".into(),
+                reason: format!(
+                    "conflict topic config setting min.compaction.lag.ms ({}) > max.compaction.lag.ms ({})",
+                    c.min_compaction_lag_ms, c.max_compaction_lag_ms
+                ),
+            });
+        }
+        if self.0.get("remote.storage.enable").map(String::as_str) == Some("true") {
+            return Err(Error::InvalidConfig {
+                key: "remote.storage.enable".into(),
+                reason: "Tiered Storage functionality is disabled in the broker. \
+                         Topic cannot be configured with remote log storage."
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A topic key's value when neither the topic nor its namespace sets it:
+/// its broker key's value, else the key's own default.
+fn effective_default(key: &str, broker: &BrokerConfig) -> String {
+    let spec = topic_key(key);
+    spec.and_then(|k| k.broker_default)
+        .and_then(|b| broker.get(b))
+        .map(|(v, _)| v.to_string())
+        .or_else(|| spec.map(|k| k.default.to_string()))
+        .unwrap_or_default()
+}
+
+/// The codec `compression.type` asks for; `None` for `producer`.
+fn compression(v: &str) -> Option<storage::Compression> {
+    Some(match v {
+        "uncompressed" => storage::Compression::None,
+        "gzip" => storage::Compression::Gzip,
+        "snappy" => storage::Compression::Snappy,
+        "lz4" => storage::Compression::Lz4,
+        "zstd" => storage::Compression::Zstd,
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -249,6 +318,177 @@ mod tests {
             let t = TopicConfig::from_pairs([("cleanup.policy", policy)]).unwrap();
             assert_eq!(t.log_config(&b).require_keys, keys, "{policy:?}");
         }
+    }
+
+    /// Every declared topic key takes a valid value other than its default
+    /// and refuses a wrong one with INVALID_CONFIG naming the key.
+    #[test]
+    fn every_topic_key_is_accepted_and_validated() {
+        for k in TOPIC_KEYS {
+            let (good, bad) = match k.kind {
+                crate::config::ValueKind::Bool => ("true", "yes"),
+                crate::config::ValueKind::Double { .. } => ("0.75", "2"),
+                crate::config::ValueKind::List(_) => ("compact,delete", "forever"),
+                crate::config::ValueKind::ReplicaList => ("0:1,1:1", "all"),
+                crate::config::ValueKind::Choice(c) => (c[0], "nope"),
+                crate::config::ValueKind::Int { min, max }
+                | crate::config::ValueKind::IntOrMinusOne { min, max }
+                | crate::config::ValueKind::Long { min, max } => (
+                    if (min..=max).contains(&1) {
+                        "1"
+                    } else {
+                        "1024"
+                    },
+                    "soon",
+                ),
+                _ => ("1024", "soon"),
+            };
+            let t = TopicConfig::from_pairs([(k.name, Some(good))])
+                .unwrap_or_else(|e| panic!("{}={good}: {e}", k.name));
+            assert!(t.overrides().contains_key(k.name));
+            let e = TopicConfig::from_pairs([(k.name, Some(bad))]).unwrap_err();
+            assert!(
+                matches!(&e, Error::InvalidConfig { key, .. } if key == k.name),
+                "{}: {e}",
+                k.name
+            );
+        }
+        // Removed in Kafka 4.0: unknown here as there.
+        for gone in [
+            "message.format.version",
+            "message.timestamp.difference.max.ms",
+        ] {
+            assert!(
+                TopicConfig::from_pairs([(gone, Some("1"))]).is_err(),
+                "{gone}"
+            );
+        }
+    }
+
+    #[test]
+    fn topic_keys_reach_the_log_config() {
+        let b = BrokerConfig::new("/tmp/x", "127.0.0.1:9092".parse().unwrap());
+        let t = TopicConfig::from_pairs([
+            ("compression.type", Some("zstd")),
+            ("compression.zstd.level", Some("9")),
+            ("compression.gzip.level", Some("4")),
+            ("message.timestamp.type", Some("LogAppendTime")),
+            ("message.timestamp.before.max.ms", Some("1000")),
+            ("message.timestamp.after.max.ms", Some("2000")),
+            ("index.interval.bytes", Some("512")),
+            ("segment.index.bytes", Some("4096")),
+            ("segment.jitter.ms", Some("77")),
+            ("file.delete.delay.ms", Some("0")),
+            ("cleanup.policy", Some("compact")),
+            ("delete.retention.ms", Some("11")),
+            ("min.compaction.lag.ms", Some("12")),
+            ("max.compaction.lag.ms", Some("13")),
+            ("min.cleanable.dirty.ratio", Some("0.25")),
+            ("min.insync.replicas", Some("2")),
+            ("retention.bytes", Some("-5")),
+        ])
+        .unwrap();
+        let c = t.log_config(&b);
+        assert_eq!(c.compression, Some(storage::Compression::Zstd));
+        assert_eq!(
+            (c.compression_levels.zstd, c.compression_levels.gzip),
+            (9, 4)
+        );
+        assert_eq!(c.timestamp_type, storage::TimestampType::LogAppendTime);
+        assert_eq!(
+            (c.timestamp_before_max_ms, c.timestamp_after_max_ms),
+            (1000, 2000)
+        );
+        assert_eq!((c.index_interval_bytes, c.segment_index_bytes), (512, 4096));
+        assert_eq!((c.segment_jitter_ms, c.file_delete_delay_ms), (77, 0));
+        assert_eq!(
+            c.cleanup_policy,
+            storage::CleanupPolicy {
+                delete: false,
+                compact: true
+            }
+        );
+        assert!(c.require_keys);
+        assert_eq!(
+            (
+                c.delete_retention_ms,
+                c.min_compaction_lag_ms,
+                c.max_compaction_lag_ms
+            ),
+            (11, 12, 13)
+        );
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.25);
+        assert_eq!(c.min_insync_replicas, 2);
+        assert_eq!(c.retention_bytes, None, "negative is no limit, as in Kafka");
+
+        // Kafka's defaults, and `producer` keeps batches as sent.
+        let d = TopicConfig::default().log_config(&b);
+        assert_eq!(d.compression, None);
+        assert_eq!(d.timestamp_type, storage::TimestampType::CreateTime);
+        assert_eq!(d.timestamp_before_max_ms, i64::MAX as u64);
+        assert_eq!(d.timestamp_after_max_ms, 3_600_000);
+        assert_eq!(d.file_delete_delay_ms, 60_000);
+        assert_eq!(d.segment_index_bytes, 10 * 1024 * 1024);
+        assert!(d.cleanup_policy.delete && !d.cleanup_policy.compact);
+        assert_eq!(d.max_compaction_lag_ms, i64::MAX as u64);
+        assert_eq!(
+            d,
+            storage::LogConfig::default(),
+            "the storage defaults are Kafka's"
+        );
+    }
+
+    #[test]
+    fn broker_keys_are_the_topic_defaults() {
+        let mut b = BrokerConfig::new("/tmp/x", "127.0.0.1:9092".parse().unwrap());
+        for a in [
+            "compression.type=lz4",
+            "log.message.timestamp.type=LogAppendTime",
+            "log.cleanup.policy=compact,delete",
+            "log.cleaner.min.cleanable.ratio=0.9",
+            "log.roll.jitter.hours=1",
+            "min.insync.replicas=3",
+        ] {
+            b.apply_assignment(a).unwrap();
+        }
+        let c = TopicConfig::default().log_config(&b);
+        assert_eq!(c.compression, Some(storage::Compression::Lz4));
+        assert_eq!(c.timestamp_type, storage::TimestampType::LogAppendTime);
+        assert!(c.cleanup_policy.delete && c.cleanup_policy.compact);
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.9);
+        assert_eq!(c.segment_jitter_ms, 3_600_000);
+        assert_eq!(c.min_insync_replicas, 3);
+        let eff = TopicConfig::default().effective(&b);
+        let get = |n: &str| eff.iter().find(|e| e.name == n).unwrap().clone();
+        assert_eq!(get("compression.type").value, "lz4");
+        assert_eq!(get("compression.type").source, ConfigSource::Static);
+        // A topic override wins.
+        let t = TopicConfig::from_pairs([("compression.type", Some("producer"))]).unwrap();
+        assert_eq!(t.log_config(&b).compression, None);
+    }
+
+    /// Kafka's `LogConfig.validate`: settings that conflict, and tiered
+    /// storage on a broker without it.
+    #[test]
+    fn combinations_are_validated() {
+        let b = BrokerConfig::new("/tmp/x", "127.0.0.1:9092".parse().unwrap());
+        let none = TopicConfig::default();
+        let lag = TopicConfig::from_pairs([
+            ("min.compaction.lag.ms", Some("100")),
+            ("max.compaction.lag.ms", Some("10")),
+        ])
+        .unwrap();
+        let e = lag.validate_in(&none, &b).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("min.compaction.lag.ms (100) > max.compaction.lag.ms (10)"),
+            "{e}"
+        );
+        let remote = TopicConfig::from_pairs([("remote.storage.enable", Some("true"))]).unwrap();
+        let e = remote.validate_in(&none, &b).unwrap_err();
+        assert!(matches!(&e, Error::InvalidConfig { key, .. } if key == "remote.storage.enable"));
+        let off = TopicConfig::from_pairs([("remote.storage.enable", Some("false"))]).unwrap();
+        assert!(off.validate_in(&none, &b).is_ok());
     }
 
     #[test]

@@ -101,7 +101,10 @@ impl Log {
             }
             let closed = inner.segments.len() - 1;
             let mut n = 0;
-            if let Some(ms) = inner.config.retention_ms {
+            // Time and size retention belong to the `delete` policy; a
+            // compact-only log loses segments only below its start offset.
+            let delete = inner.config.cleanup_policy.delete;
+            if let Some(ms) = inner.config.retention_ms.filter(|_| delete) {
                 while n < closed
                     && now
                         .0
@@ -111,7 +114,7 @@ impl Log {
                     n += 1;
                 }
             }
-            if let Some(limit) = inner.config.retention_bytes {
+            if let Some(limit) = inner.config.retention_bytes.filter(|_| delete) {
                 let remaining: u64 = inner.segments[n..].iter().map(Segment::size).sum();
                 let mut excess = remaining as i128 - limit as i128;
                 while n < closed && excess - inner.segments[n].size() as i128 >= 0 {
@@ -162,13 +165,69 @@ impl Log {
         Ok(())
     }
 
+    /// Deletes the files of segments taken out of the log: at once with
+    /// `file.delete.delay.ms = 0`, else renamed `*.deleted` now and removed
+    /// once the delay has passed ([`Log::delete_expired_files`]), as Kafka
+    /// does.
     fn delete_segment_files(&self, removed: Vec<Segment>) {
+        if removed.is_empty() {
+            return;
+        }
+        let delay = self.inner.read().config.file_delete_delay_ms;
+        let due = std::time::Instant::now() + std::time::Duration::from_millis(delay);
         for segment in removed {
-            tracing::info!(log = %self.topic_partition, segment = %segment.log_path().display(), "deleting segment");
-            if let Err(e) = segment.delete_files() {
-                tracing::warn!(error = %e, "cannot delete segment files");
+            tracing::info!(log = %self.topic_partition, segment = %segment.log_path().display(), delay_ms = delay, "deleting segment");
+            let staged = if delay == 0 {
+                Err(None)
+            } else {
+                segment.rename_deleted().map_err(Some)
+            };
+            match staged {
+                Ok(paths) => self
+                    .pending_deletes
+                    .lock()
+                    .extend(paths.into_iter().map(|p| (due, p))),
+                Err(e) => {
+                    if let Some(e) = e {
+                        tracing::warn!(error = %e, "cannot rename deleted segment files; deleting them now");
+                    }
+                    if let Err(e) = segment.delete_files() {
+                        tracing::warn!(error = %e, "cannot delete segment files");
+                    }
+                }
             }
         }
+    }
+
+    /// Removes the files of deleted segments whose `file.delete.delay.ms`
+    /// has passed. Returns how many files were removed.
+    pub fn delete_expired_files(&self) -> usize {
+        let now = std::time::Instant::now();
+        let due: Vec<std::path::PathBuf> = {
+            let mut pending = self.pending_deletes.lock();
+            if pending.is_empty() {
+                return 0;
+            }
+            let (due, wait): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(at, _)| *at <= now);
+            *pending = wait;
+            due.into_iter().map(|(_, p)| p).collect()
+        };
+        let mut removed = 0;
+        for path in due {
+            match std::fs::remove_file(&path) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "cannot delete segment file")
+                }
+            }
+        }
+        removed
+    }
+
+    /// How many files of deleted segments wait for `file.delete.delay.ms`.
+    pub fn pending_file_deletes(&self) -> usize {
+        self.pending_deletes.lock().len()
     }
 
     /// Kafka's DeleteRecords: moves the log start offset up to `offset`

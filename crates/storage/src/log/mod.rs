@@ -19,6 +19,8 @@ mod maintenance;
 mod open;
 
 #[cfg(test)]
+mod config_tests;
+#[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod record_proptests;
@@ -55,6 +57,10 @@ pub struct AppendInfo {
     pub record_count: u64,
     /// The log start offset after the append.
     pub log_start_offset: Offset,
+    /// The time the batches were stamped with, for a log whose
+    /// `message.timestamp.type` is LogAppendTime (Produce's
+    /// `log_append_time_ms`); `None` for CreateTime.
+    pub log_append_time: Option<Timestamp>,
 }
 
 /// The result of [`Log::read`].
@@ -222,17 +228,23 @@ pub struct Log {
     checkpointed_recovery_point: Mutex<Offset>,
     /// Serializes leader epoch checkpoint writes (see `persist_epochs`).
     epoch_checkpoint: Mutex<()>,
+    /// Files of deleted segments, renamed `*.deleted`, and when they are
+    /// to be removed (`file.delete.delay.ms`).
+    pending_deletes: Mutex<Vec<(std::time::Instant, PathBuf)>>,
     stats: RecoveryStats,
 }
 
 impl Log {
     /// Validates `batches` (concatenated v2 batches: headers, CRCs and every
-    /// record, see [`batch::validate`]; nothing is written if any batch is
-    /// refused), checks idempotent producer state, assigns offsets from the
-    /// log end offset and writes the batches with them and `leader_epoch`
-    /// stamped (and a wrong `maxTimestamp` corrected), with one vectored
-    /// write to the active segment (rolling it first if due). `batches`
-    /// itself is not copied or changed.
+    /// record, see [`batch::validate`], with the log's timestamp rules;
+    /// nothing is written if any batch is refused), checks idempotent
+    /// producer state, assigns offsets from the log end offset and writes
+    /// the batches with them and `leader_epoch` stamped (a wrong
+    /// `maxTimestamp` corrected; with `message.timestamp.type=LogAppendTime`
+    /// the type and `maxTimestamp = now`), with one vectored write to the
+    /// active segment (rolling it first if due). `batches` itself is not
+    /// copied or changed, unless `compression.type` names a codec the
+    /// batches are not in: then they are recompressed first, as Kafka does.
     ///
     /// Nothing is written for a duplicate of one of a producer's last five
     /// batches. If the write fails part-way the segment is cut back and
@@ -258,13 +270,43 @@ impl Log {
         leader_epoch: LeaderEpoch,
         now: Timestamp,
     ) -> Result<(AppendOutcome, SyncWork)> {
-        let rules = batch::ValidationConfig::for_log(&self.inner.read().config);
+        let (rules, target, levels, log_append) = {
+            let inner = self.inner.read();
+            let c = &inner.config;
+            let log_append = c.timestamp_type == batch::TimestampType::LogAppendTime;
+            (
+                batch::ValidationConfig::for_log(c, now),
+                c.compression,
+                c.compression_levels,
+                log_append.then_some(now),
+            )
+        };
         let summary = batch::validate(batches, &rules)?;
         if summary.has_transactional {
             return Err(Error::TransactionsNotSupported);
         }
         let mut work = SyncWork::default();
-        let outcome = self.append_locked(batches, &summary, leader_epoch, now, &mut work)?;
+        let outcome = match target {
+            Some(codec) if !summary.only_codec(codec) => {
+                let (rewritten, summary) = crate::builder::recompress(
+                    batches,
+                    &summary,
+                    codec,
+                    levels,
+                    rules.max_decompressed_bytes,
+                )?;
+                check_sizes(&rewritten, rules.max_batch_bytes)?;
+                self.append_locked(
+                    &rewritten,
+                    &summary,
+                    leader_epoch,
+                    now,
+                    log_append,
+                    &mut work,
+                )?
+            }
+            _ => self.append_locked(batches, &summary, leader_epoch, now, log_append, &mut work)?,
+        };
         Ok((outcome, work))
     }
 
@@ -274,6 +316,7 @@ impl Log {
         summary: &BatchesSummary,
         leader_epoch: LeaderEpoch,
         now: Timestamp,
+        log_append_time: Option<Timestamp>,
         after: &mut SyncWork,
     ) -> Result<AppendOutcome> {
         let mut inner = self.inner.write();
@@ -285,12 +328,17 @@ impl Log {
             let mut next = base;
             for (_, mut h) in batch::headers(batches) {
                 h.base_offset = next;
+                if let Some(ts) = log_append_time {
+                    h.max_timestamp = ts;
+                }
                 if let Verdict::Duplicate(dup) = inner.producers.check(&mut staged, &h, now)? {
                     return Ok(AppendOutcome::Duplicate(AppendInfo {
                         base_offset: dup.first_offset,
                         last_offset: dup.last_offset,
                         record_count: (dup.last_offset.0 - dup.first_offset.0 + 1) as u64,
                         log_start_offset: inner.log_start_offset,
+                        // The original append time is not kept per batch.
+                        log_append_time: None,
                     }));
                 }
                 next = h.next_offset();
@@ -298,13 +346,24 @@ impl Log {
         }
 
         let next = base.plus(summary.record_count as i64);
-        self.maybe_roll(&mut inner, summary, next, now, after)?;
+        let max_timestamp = log_append_time.unwrap_or(summary.max_timestamp);
+        self.maybe_roll(
+            &mut inner,
+            summary.size_bytes,
+            max_timestamp,
+            next,
+            now,
+            after,
+        )?;
         let interval = inner.config.index_interval_bytes;
         inner.active_mut().append(
             batches,
             base,
             leader_epoch,
-            &summary.max_timestamp_fixes,
+            crate::segment::Stamps {
+                fixes: &summary.max_timestamp_fixes,
+                log_append_time,
+            },
             interval,
             now,
         )?;
@@ -321,35 +380,44 @@ impl Log {
             last_offset: next.plus(-1),
             record_count: summary.record_count,
             log_start_offset: inner.log_start_offset,
+            log_append_time,
         }))
     }
 
     /// Rolls the active segment if the append would overfill it, it has been
-    /// open longer than `roll_ms` (see [`Segment::time_waited_for_roll`]), or the new offsets would not fit its relative offsets.
+    /// open longer than `roll_ms` less its jitter (see
+    /// [`Segment::time_waited_for_roll`], `segment.jitter.ms`), one of its
+    /// indexes is full (`segment.index.bytes`), or the new offsets would not
+    /// fit its relative offsets.
     fn maybe_roll(
         &self,
         inner: &mut Inner,
-        summary: &BatchesSummary,
+        len: usize,
+        max_timestamp: Timestamp,
         next: Offset,
         now: Timestamp,
         after: &mut SyncWork,
     ) -> Result<()> {
-        let len = summary.size_bytes as u64;
-        let max_timestamp = summary.max_timestamp;
+        let len = len as u64;
         let active = inner.active();
         if active.is_empty() {
             return Ok(());
         }
-        let too_big = active.size() + len > inner.config.effective_segment_bytes();
+        let config = &inner.config;
+        let too_big = active.size() + len > config.effective_segment_bytes();
         let too_old = match (
-            inner.config.roll_ms,
+            config.roll_ms,
             active.time_waited_for_roll(max_timestamp, now),
         ) {
-            (Some(ms), Some(waited)) => waited > ms as i64,
+            (Some(ms), Some(waited)) => {
+                let jitter = config.roll_jitter_ms(active.base_offset(), self.jitter_seed());
+                waited > ms.saturating_sub(jitter) as i64
+            }
             _ => false,
         };
+        let index_full = active.index_full(config.segment_index_bytes);
         let offsets_overflow = next.0 - 1 - active.base_offset().0 > i64::from(u32::MAX);
-        if !(too_big || too_old || offsets_overflow) {
+        if !(too_big || too_old || index_full || offsets_overflow) {
             return Ok(());
         }
         self.roll(inner, after)
@@ -661,6 +729,20 @@ impl Log {
         self.inner.read().producers.get(producer_id).cloned()
     }
 
+    /// Every idempotent producer the log knows (Kafka's DescribeProducers),
+    /// ordered by producer id.
+    pub fn producer_states(&self) -> Vec<(model::ProducerId, ProducerEntry)> {
+        let mut all: Vec<_> = self
+            .inner
+            .read()
+            .producers
+            .all()
+            .map(|(id, e)| (id, e.clone()))
+            .collect();
+        all.sort_by_key(|(id, _)| id.0);
+        all
+    }
+
     /// Replaces the log's configuration (takes effect at the next append,
     /// flush check or retention run).
     pub fn update_config(&self, config: LogConfig) {
@@ -671,4 +753,30 @@ impl Log {
     pub fn config(&self) -> LogConfig {
         self.inner.read().config.clone()
     }
+
+    /// `min.insync.replicas` of the log's configuration.
+    pub fn min_insync_replicas(&self) -> u32 {
+        self.inner.read().config.min_insync_replicas
+    }
+
+    /// A number that differs between partitions, for per-segment roll
+    /// jitter.
+    fn jitter_seed(&self) -> u64 {
+        let (hi, lo) = self.topic_id.0.as_u64_pair();
+        hi ^ lo ^ (self.topic_partition.partition.0 as u64).rotate_left(32)
+    }
+}
+
+/// Refuses a recompressed batch larger than `max.message.bytes`, as Kafka
+/// does after its log validator changed a batch's size.
+fn check_sizes(batches: &[u8], max: u32) -> Result<()> {
+    for (_, h) in batch::headers(batches) {
+        if h.total_size() > max as usize {
+            return Err(Error::RecordBatchTooLarge {
+                size: h.total_size(),
+                max,
+            });
+        }
+    }
+    Ok(())
 }

@@ -14,7 +14,7 @@ use crate::epoch::LeaderEpochCache;
 use crate::error::{Error, IoContext, Result};
 use crate::producer_state::{self, ProducerStateManager};
 use crate::segment::{
-    file_name, parse_file_name, scan, Segment, INDEX_EXT, LOG_EXT, TIME_INDEX_EXT,
+    file_name, parse_file_name, scan, Segment, DELETED_SUFFIX, INDEX_EXT, LOG_EXT, TIME_INDEX_EXT,
 };
 
 /// What was found in a partition directory.
@@ -30,8 +30,10 @@ fn list_dir(dir: &Path) -> Result<DirListing> {
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
-        if name.ends_with(TMP_SUFFIX) {
-            // A metadata write interrupted by a crash; the old file is intact.
+        if name.ends_with(TMP_SUFFIX) || name.ends_with(DELETED_SUFFIX) {
+            // A metadata write interrupted by a crash (the old file is
+            // intact), or a deleted segment's file still waiting out
+            // `file.delete.delay.ms` when the broker stopped.
             let path = entry.path();
             fs::remove_file(&path).at(&path)?;
         } else if let Some(base) = parse_file_name(&name, LOG_EXT) {
@@ -232,6 +234,7 @@ impl Log {
             }),
             checkpointed_recovery_point: Mutex::new(recovery_point),
             epoch_checkpoint: Mutex::new(()),
+            pending_deletes: Mutex::new(Vec::new()),
             stats,
         })
     }

@@ -221,7 +221,7 @@ proptest! {
         let codec = CODECS[codec];
         let n = records.len();
         let good = build(&records, codec, producer);
-        let rules = ValidationConfig::for_log(&small_config());
+        let rules = ValidationConfig::for_log(&small_config(), super::tests::NOW);
         let copy = good.clone();
         batch::validate(&copy, &rules).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&copy, &good, "a valid batch is stored as built");
@@ -267,7 +267,7 @@ proptest! {
         let bad = match &brk {
             Break::CompressedCut { keep } => {
                 let mut compressed = Vec::new();
-                crate::builder::compress(codec, &plain, &mut compressed).unwrap();
+                crate::builder::compress(codec, Default::default(), &plain, &mut compressed).unwrap();
                 let keep = ((compressed.len() as f64 * keep) as usize).min(compressed.len() - 1);
                 header.assemble_compressed(&compressed[..keep])
             }

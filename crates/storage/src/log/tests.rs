@@ -28,6 +28,10 @@ pub(super) fn small_config() -> LogConfig {
         max_message_bytes: 1 << 20,
         producer_id_expiration_ms: None,
         require_keys: false,
+        // The tests' records carry timestamps around NOW; some far ahead.
+        timestamp_after_max_ms: i64::MAX as u64,
+        file_delete_delay_ms: 0,
+        ..LogConfig::default()
     }
 }
 
@@ -818,7 +822,7 @@ fn concurrent_appends_reads_and_retention_stay_consistent() {
                     Ok(r) => assert!(
                         batch::validate(
                             &r.records,
-                            &batch::ValidationConfig::for_log(&small_config())
+                            &batch::ValidationConfig::for_log(&small_config(), NOW)
                         )
                         .is_ok()
                             || r.records.is_empty()

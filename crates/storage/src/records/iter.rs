@@ -54,6 +54,12 @@ impl Headers {
         self.count == 0
     }
 
+    /// The count and the headers encoded as the record holds them (each a
+    /// varint-length key and value), for re-encoding without decoding.
+    pub(crate) fn encoded(&self) -> (i32, &[u8]) {
+        (self.count as i32, &self.data)
+    }
+
     /// The headers in order.
     pub fn iter(&self) -> impl Iterator<Item = Header> + '_ {
         let mut pos = 0usize;

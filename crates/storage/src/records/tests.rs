@@ -28,6 +28,7 @@ fn rules() -> ValidationConfig {
         max_batch_bytes: 1 << 20,
         max_decompressed_bytes: 32 << 20,
         require_keys: false,
+        timestamps: None,
     }
 }
 
@@ -426,7 +427,13 @@ fn compressed_garbage_and_short_streams_are_refused() {
         assert!(fault(&garbage, &rules()).is_some(), "{codec:?} garbage");
 
         let mut compressed = Vec::new();
-        crate::builder::compress(*codec, &good_records(50), &mut compressed).unwrap();
+        crate::builder::compress(
+            *codec,
+            Default::default(),
+            &good_records(50),
+            &mut compressed,
+        )
+        .unwrap();
         for cut in [1, compressed.len() / 2, compressed.len() - 1] {
             let short = raw(*codec, 50).assemble_compressed(&compressed[..cut]);
             assert!(fault(&short, &rules()).is_some(), "{codec:?} cut at {cut}");

@@ -7,7 +7,7 @@ use model::Timestamp;
 use super::decompress::Decoder;
 use super::input::{Input, SliceInput, StreamInput, CHUNK_BYTES};
 use super::parse::read_record;
-use crate::batch::{BatchHeader, TimestampType, HEADER_LEN};
+use crate::batch::{BatchHeader, TimestampRules, TimestampType, HEADER_LEN};
 use crate::error::RecordError;
 
 /// A record-level fault: the index of the record at fault (if one is) and
@@ -17,8 +17,8 @@ pub(crate) type Fault = (Option<u32>, RecordError);
 /// Checks the records of `batch` (one whole batch whose header and CRC are
 /// already checked): exactly `recordCount` well-formed records, offset deltas
 /// `0..n`, timestamps that do not overflow, keys if `require_keys`, nothing
-/// after the last record, and at most `max_decompressed_bytes` of
-/// decompressed records. `chunk` is the reusable buffer compressed records
+/// after the last record, at most `max_decompressed_bytes` of
+/// decompressed records, and timestamps `timestamps` accepts (if given). `chunk` is the reusable buffer compressed records
 /// are streamed through (allocated on first use).
 ///
 /// Returns the largest record timestamp for CreateTime batches (-1 if none
@@ -28,17 +28,18 @@ pub(crate) fn check_records(
     header: &BatchHeader,
     max_decompressed_bytes: u64,
     require_keys: bool,
+    timestamps: Option<&TimestampRules>,
     chunk: &mut Option<Box<[u8]>>,
 ) -> Result<Timestamp, Fault> {
     let data = &batch[HEADER_LEN..header.total_size()];
     let compression = header.compression();
     match Decoder::new(compression, data).map_err(|e| (Some(0), e))? {
-        None => walk(&mut SliceInput::new(data), header, require_keys),
+        None => walk(&mut SliceInput::new(data), header, require_keys, timestamps),
         Some(decoder) => {
             let chunk = chunk.get_or_insert_with(|| vec![0u8; CHUNK_BYTES].into_boxed_slice());
             let mut input =
                 StreamInput::new(decoder, compression, &mut chunk[..], max_decompressed_bytes);
-            walk(&mut input, header, require_keys)
+            walk(&mut input, header, require_keys, timestamps)
         }
     }
 }
@@ -47,8 +48,10 @@ fn walk<I: Input>(
     input: &mut I,
     header: &BatchHeader,
     require_keys: bool,
+    timestamps: Option<&TimestampRules>,
 ) -> Result<Timestamp, Fault> {
-    let create_time = header.timestamp_type() == TimestampType::CreateTime;
+    let batch_type = header.timestamp_type();
+    let create_time = batch_type == TimestampType::CreateTime;
     let base = header.base_timestamp.0;
     // Kafka's NO_TIMESTAMP: the maximum is never below it.
     let mut max = -1i64;
@@ -70,7 +73,7 @@ fn walk<I: Input>(
                 found: r.offset_delta,
             }));
         }
-        if create_time {
+        let ts = if create_time {
             let ts = base.checked_add(r.timestamp_delta).ok_or_else(|| {
                 at(RecordError::TimestampOverflow {
                     base,
@@ -78,9 +81,15 @@ fn walk<I: Input>(
                 })
             })?;
             max = max.max(ts);
-        }
+            ts
+        } else {
+            header.max_timestamp.0
+        };
         if require_keys && r.key_len < 0 {
             return Err(at(RecordError::MissingKey));
+        }
+        if let Some(rules) = timestamps {
+            rules.check(ts, batch_type, i).map_err(at)?;
         }
     }
     if !input.at_end().map_err(|e| (None, e))? {

@@ -9,7 +9,17 @@ fn fill(segment: &mut Segment, batches: usize) -> Vec<Vec<u8>> {
         batch::set_base_offset(&mut b, next);
         let epoch = BatchHeader::parse(&b).unwrap().partition_leader_epoch;
         segment
-            .append(&b, next, epoch, &[], 200, Timestamp(0))
+            .append(
+                &b,
+                next,
+                epoch,
+                crate::segment::Stamps {
+                    fixes: &[],
+                    log_append_time: None,
+                },
+                200,
+                Timestamp(0),
+            )
             .unwrap();
         next = next.plus(4);
         out.push(b);

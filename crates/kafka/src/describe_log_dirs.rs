@@ -1,0 +1,77 @@
+//! DescribeLogDirs (key 35): the one log directory (the data directory),
+//! its partitions' sizes and, from v4, the file system's total and usable
+//! bytes.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::describe_log_dirs_response::{
+    DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+};
+use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use model::PartitionId;
+
+use super::error::response_error;
+use super::Versions;
+use broker::{Broker, Topic};
+
+/// Implemented versions.
+pub const VERSIONS: Versions = Versions::new(1, 4);
+
+/// Answers DescribeLogDirs. `topics` null describes every partition; a
+/// list describes the partitions named that exist here (others are left
+/// out, as Kafka does). Runs on the blocking pool (`statvfs`).
+pub fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    req: DescribeLogDirsRequest,
+) -> DescribeLogDirsResponse {
+    let describe = |topic: &Topic, partitions: &mut dyn Iterator<Item = i32>| {
+        let partitions: Vec<DescribeLogDirsPartition> = partitions
+            .filter_map(|p| topic.partition(PartitionId(p)).ok())
+            .map(|p| {
+                DescribeLogDirsPartition::default()
+                    .with_partition_index(p.tp.partition.0)
+                    .with_partition_size(p.log().size_bytes() as i64)
+                    // The high watermark is the log end on one node.
+                    .with_offset_lag(0)
+                    .with_is_future_key(false)
+            })
+            .collect();
+        (!partitions.is_empty()).then(|| {
+            DescribeLogDirsTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.name.to_string())))
+                .with_partitions(partitions)
+        })
+    };
+    let topics: Vec<DescribeLogDirsTopic> = match req.topics {
+        None => broker
+            .topics()
+            .iter()
+            .filter_map(|t| describe(t, &mut (0..t.partitions.len() as i32)))
+            .collect(),
+        Some(wanted) => wanted
+            .iter()
+            .filter_map(|w| {
+                let t = broker.topic(w.topic.as_str())?;
+                describe(&t, &mut w.partitions.iter().copied())
+            })
+            .collect(),
+    };
+    let mut dir = DescribeLogDirsResult::default()
+        .with_log_dir(StrBytes::from_string(
+            broker.log_dir().display().to_string(),
+        ))
+        .with_topics(topics);
+    if version >= 4 {
+        match broker.log_dir_space() {
+            Ok((total, usable)) => {
+                dir = dir
+                    .with_total_bytes(total as i64)
+                    .with_usable_bytes(usable as i64);
+            }
+            Err(e) => dir = dir.with_error_code(response_error(&e).code()),
+        }
+    }
+    DescribeLogDirsResponse::default().with_results(vec![dir])
+}

@@ -1,0 +1,80 @@
+//! ElectLeaders (key 43): preferred or unclean leader election, answered as
+//! a single-node Kafka cluster does: every partition's leader is this
+//! broker, its only and preferred replica, so no election is needed
+//! (Kafka's `ReplicationControlManager.electLeaders`).
+
+use std::sync::Arc;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
+use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use model::PartitionId;
+
+use super::Versions;
+use broker::Broker;
+
+/// Implemented versions.
+pub const VERSIONS: Versions = Versions::new(0, 2);
+
+/// Kafka's election types: preferred (0) and unclean (1).
+const ELECTION_TYPES: std::ops::RangeInclusive<i8> = 0..=1;
+
+/// Answers ElectLeaders. Named partitions get ELECTION_NOT_NEEDED (or
+/// UNKNOWN_TOPIC_OR_PARTITION); with `topic_partitions` null every topic is
+/// listed without its partitions, as Kafka leaves out those already led by
+/// the desired leader. An unknown election type is INVALID_REQUEST.
+pub fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    req: ElectLeadersRequest,
+) -> ElectLeadersResponse {
+    if version >= 1 && !ELECTION_TYPES.contains(&req.election_type) {
+        return ElectLeadersResponse::default()
+            .with_error_code(ResponseError::InvalidRequest.code());
+    }
+    let results = match req.topic_partitions {
+        None => broker
+            .topics()
+            .iter()
+            .map(|t| {
+                ReplicaElectionResult::default()
+                    .with_topic(TopicName(StrBytes::from_string(t.name.to_string())))
+            })
+            .collect(),
+        Some(topics) => topics
+            .into_iter()
+            .map(|t| {
+                let topic = broker.topic(t.topic.as_str());
+                let partitions = t
+                    .partitions
+                    .iter()
+                    .map(|&p| {
+                        let found = topic
+                            .as_ref()
+                            .is_some_and(|t| t.partition(PartitionId(p)).is_ok());
+                        let (code, message) = match (&topic, found) {
+                            (_, true) => (ResponseError::ElectionNotNeeded, None),
+                            (None, _) => (
+                                ResponseError::UnknownTopicOrPartition,
+                                Some(format!("No such topic as {}", t.topic.as_str())),
+                            ),
+                            (Some(_), false) => (
+                                ResponseError::UnknownTopicOrPartition,
+                                Some(format!("No such partition as {}-{p}", t.topic.as_str())),
+                            ),
+                        };
+                        PartitionResult::default()
+                            .with_partition_id(p)
+                            .with_error_code(code.code())
+                            .with_error_message(message.map(StrBytes::from_string))
+                    })
+                    .collect();
+                ReplicaElectionResult::default()
+                    .with_topic(t.topic)
+                    .with_partition_result(partitions)
+            })
+            .collect(),
+    };
+    ElectLeadersResponse::default().with_replica_election_results(results)
+}
