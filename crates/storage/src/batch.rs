@@ -365,6 +365,37 @@ pub(crate) fn check_batch(
     Ok(())
 }
 
+/// Checks a batch read back from a segment: its CRC, and a record count
+/// that fits its offsets. Unlike an appended batch, a stored one may hold
+/// fewer records than its offset range (compaction keeps the base and last
+/// offsets of a batch it thins out) or none at all (the emptied last batch of
+/// an idempotent producer, kept for its producer state).
+pub(crate) fn check_stored_batch(
+    batch: &[u8],
+    header: &BatchHeader,
+    position: usize,
+) -> Result<(), BatchError> {
+    let actual = compute_crc(batch);
+    if actual != header.crc {
+        return Err(BatchError::CorruptCrc {
+            position,
+            expected: header.crc,
+            actual,
+        });
+    }
+    if header.record_count < 0
+        || header.last_offset_delta < 0
+        || i64::from(header.record_count) > i64::from(header.last_offset_delta) + 1
+    {
+        return Err(BatchError::InvalidRecordCount {
+            position,
+            record_count: header.record_count,
+            last_offset_delta: header.last_offset_delta,
+        });
+    }
+    Ok(())
+}
+
 /// Walks the concatenated batches in `buf`, checking each one as Kafka's
 /// log validator does before anything is appended:
 ///
