@@ -1,10 +1,10 @@
 //! Per-log configuration, mirroring the Kafka topic configs of the same names.
 
-/// How a log is segmented, retained and flushed.
+/// How a log is segmented, retained, compacted and flushed.
 ///
 /// Every field mirrors the Kafka topic config noted beside it; `None` stands
 /// for Kafka's `-1` ("unlimited" / "never").
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LogConfig {
     /// `segment.bytes`: the active segment is rolled before an append would
     /// take it past this size.
@@ -35,6 +35,61 @@ pub struct LogConfig {
     /// `cleanup.policy=compact` topics, where a keyless record could never
     /// be compacted (Kafka refuses it with INVALID_RECORD).
     pub require_keys: bool,
+    /// `cleanup.policy`: whether old segments are deleted by retention,
+    /// compacted by the cleaner, or both.
+    pub cleanup_policy: CleanupPolicy,
+    /// `delete.retention.ms`: how long a tombstone stays in the cleaned part
+    /// of a compacted log (counted from the last modification of the
+    /// segment holding it, as Kafka's cleaner counts).
+    pub delete_retention_ms: u64,
+    /// `min.compaction.lag.ms`: a record stays uncompacted at least this
+    /// long (segments with a newer record are not cleaned yet).
+    pub min_compaction_lag_ms: u64,
+    /// `max.compaction.lag.ms`: a record stays uncompacted at most about
+    /// this long: the log is cleaned whatever its dirty ratio once its
+    /// oldest dirty record is older, and the active segment rolls by then.
+    pub max_compaction_lag_ms: u64,
+    /// `min.cleanable.dirty.ratio`: the cleaner takes a log once the
+    /// uncleaned part is at least this share of its bytes.
+    pub min_cleanable_dirty_ratio: f64,
+}
+
+/// Kafka's `cleanup.policy`: `delete`, `compact` or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CleanupPolicy {
+    /// Closed segments are deleted by `retention.ms`/`retention.bytes`.
+    pub delete: bool,
+    /// The cleaner keeps the latest record per key.
+    pub compact: bool,
+}
+
+impl CleanupPolicy {
+    /// Parses a comma-separated list of `delete` and `compact`; `None` for
+    /// anything else.
+    pub fn parse(s: &str) -> Option<CleanupPolicy> {
+        let mut p = CleanupPolicy {
+            delete: false,
+            compact: false,
+        };
+        for part in s.split(',') {
+            match part.trim() {
+                "delete" => p.delete = true,
+                "compact" => p.compact = true,
+                _ => return None,
+            }
+        }
+        Some(p)
+    }
+}
+
+impl Default for CleanupPolicy {
+    /// `delete`, Kafka's default.
+    fn default() -> Self {
+        CleanupPolicy {
+            delete: true,
+            compact: false,
+        }
+    }
 }
 
 /// Default `segment.bytes`: 1 GiB.
@@ -43,6 +98,10 @@ pub const DEFAULT_SEGMENT_BYTES: u64 = 1024 * 1024 * 1024;
 pub const DEFAULT_ROLL_AND_RETENTION_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 /// Default `producer.id.expiration.ms`: 1 day.
 pub const DEFAULT_PRODUCER_ID_EXPIRATION_MS: u64 = 24 * 60 * 60 * 1000;
+/// Default `delete.retention.ms`: 1 day.
+pub const DEFAULT_DELETE_RETENTION_MS: u64 = 24 * 60 * 60 * 1000;
+/// Default `min.cleanable.dirty.ratio`.
+pub const DEFAULT_MIN_CLEANABLE_DIRTY_RATIO: f64 = 0.5;
 /// Default `index.interval.bytes`.
 pub const DEFAULT_INDEX_INTERVAL_BYTES: u32 = 4096;
 /// Default `max.message.bytes`: 1 MiB.
@@ -67,6 +126,11 @@ impl Default for LogConfig {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             producer_id_expiration_ms: Some(DEFAULT_PRODUCER_ID_EXPIRATION_MS),
             require_keys: false,
+            cleanup_policy: CleanupPolicy::default(),
+            delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX as u64,
+            min_cleanable_dirty_ratio: DEFAULT_MIN_CLEANABLE_DIRTY_RATIO,
         }
     }
 }
@@ -84,6 +148,17 @@ impl LogConfig {
     /// small `max.message.bytes` acceptable.
     pub fn max_decompressed_bytes(&self) -> u64 {
         (u64::from(self.max_message_bytes) * DECOMPRESSION_RATIO_LIMIT).max(MIN_DECOMPRESSED_BYTES)
+    }
+
+    /// How long the active segment may stay open: `roll_ms`, shortened to
+    /// `max_compaction_lag_ms` for a compacted log so that no record waits
+    /// longer than that to become cleanable (Kafka does the same).
+    pub(crate) fn effective_roll_ms(&self) -> Option<u64> {
+        if self.cleanup_policy.compact && self.max_compaction_lag_ms < i64::MAX as u64 {
+            let lag = self.max_compaction_lag_ms.max(1);
+            return Some(self.roll_ms.map_or(lag, |ms| ms.min(lag)));
+        }
+        self.roll_ms
     }
 
     /// The size a segment may reach: `segment_bytes`, capped so that file

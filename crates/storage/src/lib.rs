@@ -37,7 +37,7 @@ mod test_util;
 
 pub use batch::{BatchHeader, BatchesSummary, Compression, TimestampType, ValidationConfig};
 pub use builder::BatchBuilder;
-pub use config::{LogConfig, DECOMPRESSION_RATIO_LIMIT, MIN_DECOMPRESSED_BYTES};
+pub use config::{CleanupPolicy, LogConfig, DECOMPRESSION_RATIO_LIMIT, MIN_DECOMPRESSED_BYTES};
 pub use epoch::EpochEntry;
 pub use error::{BatchError, Error, RecordError, RecordField, Result};
 pub use files::{cached_open_files, files_opened, open_file_budget, set_open_file_budget};

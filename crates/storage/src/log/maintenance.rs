@@ -89,8 +89,9 @@ impl Log {
 
     /// Deletes closed segments (never the active one), oldest first: those
     /// whose newest record is older than `retention_ms`, then those the log
-    /// can lose while staying at least `retention_bytes` large, then those
-    /// wholly below the log start offset. Advances the log start offset, and
+    /// can lose while staying at least `retention_bytes` large (both only
+    /// when `cleanup.policy` includes `delete`), then those wholly below the
+    /// log start offset. Advances the log start offset, and
     /// forgets producers idle longer than `producer_id_expiration_ms`.
     /// Returns the number of segments deleted.
     pub fn run_retention(&self, now: Timestamp) -> Result<u64> {
@@ -101,7 +102,9 @@ impl Log {
             }
             let closed = inner.segments.len() - 1;
             let mut n = 0;
-            if let Some(ms) = inner.config.retention_ms {
+            // A compact-only log keeps its segments: the cleaner thins them.
+            let delete = inner.config.cleanup_policy.delete;
+            if let Some(ms) = inner.config.retention_ms.filter(|_| delete) {
                 while n < closed
                     && now
                         .0
@@ -111,7 +114,7 @@ impl Log {
                     n += 1;
                 }
             }
-            if let Some(limit) = inner.config.retention_bytes {
+            if let Some(limit) = inner.config.retention_bytes.filter(|_| delete) {
                 let remaining: u64 = inner.segments[n..].iter().map(Segment::size).sum();
                 let mut excess = remaining as i128 - limit as i128;
                 while n < closed && excess - inner.segments[n].size() as i128 >= 0 {

@@ -342,7 +342,7 @@ impl Log {
         }
         let too_big = active.size() + len > inner.config.effective_segment_bytes();
         let too_old = match (
-            inner.config.roll_ms,
+            inner.config.effective_roll_ms(),
             active.time_waited_for_roll(max_timestamp, now),
         ) {
             (Some(ms), Some(waited)) => waited > ms as i64,

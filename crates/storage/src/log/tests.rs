@@ -28,6 +28,7 @@ pub(super) fn small_config() -> LogConfig {
         max_message_bytes: 1 << 20,
         producer_id_expiration_ms: None,
         require_keys: false,
+        ..LogConfig::default()
     }
 }
 
