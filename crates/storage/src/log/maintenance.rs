@@ -95,6 +95,7 @@ impl Log {
     /// forgets producers idle longer than `producer_id_expiration_ms`.
     /// Returns the number of segments deleted.
     pub fn run_retention(&self, now: Timestamp) -> Result<u64> {
+        let _swap = self.segment_swap.lock();
         let removed = {
             let mut inner = self.inner.write();
             if inner.state != State::Open {
@@ -179,6 +180,7 @@ impl Log {
     /// `offset` is beyond the high watermark. Returns the new log start
     /// offset (unchanged if `offset` is not above it).
     pub fn delete_records_before(&self, offset: Offset) -> Result<Offset> {
+        let _swap = self.segment_swap.lock();
         let (removed, start) = {
             let mut inner = self.inner.write();
             inner.ensure_open()?;

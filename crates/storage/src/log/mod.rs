@@ -15,8 +15,11 @@ use crate::producer_state::{ProducerEntry, ProducerStateManager, StagedProducers
 use crate::records;
 use crate::segment::{find_timestamp_in, FileRegion, Located, Segment, SegmentView, SyncHandle};
 
+mod compaction;
 mod maintenance;
 mod open;
+
+pub(crate) use compaction::{CleaningView, SegmentMeta, SwapOutcome};
 
 #[cfg(test)]
 mod proptests;
@@ -222,6 +225,9 @@ pub struct Log {
     checkpointed_recovery_point: Mutex<Offset>,
     /// Serializes leader epoch checkpoint writes (see `persist_epochs`).
     epoch_checkpoint: Mutex<()>,
+    /// Serializes the cleaner's swap of segments with their removal by
+    /// retention and DeleteRecords (see `compaction`).
+    segment_swap: Mutex<()>,
     stats: RecoveryStats,
 }
 
