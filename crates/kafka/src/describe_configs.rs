@@ -191,12 +191,13 @@ fn synonym(name: &str, value: &str, source: ConfigSource) -> DescribeConfigsSyno
 }
 
 /// Kafka's DescribeConfigs type code for a declared key: BOOLEAN 1,
-/// STRING 2, INT 3, LONG 5, LIST 7.
+/// STRING 2, INT 3, LONG 5, DOUBLE 6, LIST 7.
 fn config_type(spec: &ConfigKey) -> i8 {
     match spec.kind {
         ValueKind::Bool => 1,
         ValueKind::Int { max, .. } if max <= i64::from(i32::MAX) => 3,
         ValueKind::Int { .. } | ValueKind::Limit { .. } => 5,
+        ValueKind::Double { .. } => 6,
         ValueKind::Choice(_) if spec.name == "cleanup.policy" => 7,
         ValueKind::Choice(_) => 2,
         ValueKind::Listener => 7,

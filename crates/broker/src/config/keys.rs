@@ -18,6 +18,13 @@ pub enum ValueKind {
         /// Smallest accepted value other than -1.
         min: i64,
     },
+    /// A floating-point number in `min..=max`.
+    Double {
+        /// Smallest accepted value.
+        min: f64,
+        /// Largest accepted value.
+        max: f64,
+    },
     /// One of a fixed set of strings.
     Choice(&'static [&'static str]),
     /// A Kafka listener, `PLAINTEXT://host:port` or `host:port`; empty = unset.
@@ -51,6 +58,16 @@ impl ValueKind {
                     return Err(format!("expected -1 or a value >= {min}, got {n}"));
                 }
                 Ok(n.to_string())
+            }
+            ValueKind::Double { min, max } => {
+                let n: f64 = v
+                    .parse()
+                    .map_err(|_| format!("expected a number, got {v:?}"))?;
+                if !(n >= min && n <= max) {
+                    return Err(format!("{v} is outside {min}..={max}"));
+                }
+                // Kept as written: `1.7976931348623157E308` stays readable.
+                Ok(v.to_string())
             }
             ValueKind::Choice(options) => {
                 let lower = v.to_ascii_lowercase();
@@ -276,6 +293,78 @@ pub const BROKER_KEYS: &[ConfigKey] = &[
         doc: "How often retention runs over all partitions.",
     },
     ConfigKey {
+        name: "log.cleaner.enable",
+        default: "true",
+        kind: ValueKind::Bool,
+        dynamic: true,
+        broker_default: None,
+        doc: "Whether the log cleaner compacts topics with cleanup.policy=compact.",
+    },
+    ConfigKey {
+        name: "log.cleaner.threads",
+        default: "1",
+        kind: ValueKind::Int { min: 1, max: 64 },
+        dynamic: true,
+        broker_default: None,
+        doc: "Partitions the log cleaner compacts at once.",
+    },
+    ConfigKey {
+        name: "log.cleaner.io.max.bytes.per.second",
+        default: "1.7976931348623157E308",
+        kind: ValueKind::Double { min: 1.0, max: f64::MAX },
+        dynamic: true,
+        broker_default: None,
+        doc: "Bytes per second all cleaner threads together read and write at most.",
+    },
+    ConfigKey {
+        name: "log.cleaner.dedupe.buffer.size",
+        default: "134217728",
+        kind: ValueKind::Int { min: 1, max: i64::MAX },
+        dynamic: true,
+        broker_default: None,
+        doc: "Memory for the cleaner threads' key maps together (at least 1 MiB per thread is used).",
+    },
+    ConfigKey {
+        name: "log.cleaner.backoff.ms",
+        default: "15000",
+        kind: ValueKind::Int { min: 1, max: i64::MAX },
+        dynamic: true,
+        broker_default: None,
+        doc: "How long the cleaner waits when no partition needs compacting.",
+    },
+    ConfigKey {
+        name: "log.cleaner.delete.retention.ms",
+        default: "86400000",
+        kind: ValueKind::Int { min: 0, max: i64::MAX },
+        dynamic: true,
+        broker_default: None,
+        doc: "How long a tombstone stays after the cleaning that first kept it (default of delete.retention.ms).",
+    },
+    ConfigKey {
+        name: "log.cleaner.min.compaction.lag.ms",
+        default: "0",
+        kind: ValueKind::Int { min: 0, max: i64::MAX },
+        dynamic: true,
+        broker_default: None,
+        doc: "A record is not compacted before it is this old (default of min.compaction.lag.ms).",
+    },
+    ConfigKey {
+        name: "log.cleaner.max.compaction.lag.ms",
+        default: "9223372036854775807",
+        kind: ValueKind::Int { min: 1, max: i64::MAX },
+        dynamic: true,
+        broker_default: None,
+        doc: "A record is compacted soon after it is this old, whatever the dirty ratio (default of max.compaction.lag.ms).",
+    },
+    ConfigKey {
+        name: "log.cleaner.min.cleanable.ratio",
+        default: "0.5",
+        kind: ValueKind::Double { min: 0.0, max: 1.0 },
+        dynamic: true,
+        broker_default: None,
+        doc: "A partition is compacted once its uncompacted part is more than this share of it (default of min.cleanable.dirty.ratio).",
+    },
+    ConfigKey {
         name: "group.min.session.timeout.ms",
         default: "6000",
         kind: ValueKind::Int { min: 1, max: i32::MAX as i64 },
@@ -451,7 +540,39 @@ pub const TOPIC_KEYS: &[ConfigKey] = &[
         kind: ValueKind::Choice(&["delete", "compact", "compact,delete", "delete,compact"]),
         dynamic: true,
         broker_default: None,
-        doc: "Stored and reported; only delete is enforced (compaction is not implemented yet).",
+        doc: "delete: retention removes old segments; compact: the log cleaner keeps the latest record per key; both together.",
+    },
+    ConfigKey {
+        name: "delete.retention.ms",
+        default: "86400000",
+        kind: ValueKind::Int { min: 0, max: i64::MAX },
+        dynamic: true,
+        broker_default: Some("log.cleaner.delete.retention.ms"),
+        doc: "Topic override of log.cleaner.delete.retention.ms.",
+    },
+    ConfigKey {
+        name: "min.compaction.lag.ms",
+        default: "0",
+        kind: ValueKind::Int { min: 0, max: i64::MAX },
+        dynamic: true,
+        broker_default: Some("log.cleaner.min.compaction.lag.ms"),
+        doc: "Topic override of log.cleaner.min.compaction.lag.ms.",
+    },
+    ConfigKey {
+        name: "max.compaction.lag.ms",
+        default: "9223372036854775807",
+        kind: ValueKind::Int { min: 1, max: i64::MAX },
+        dynamic: true,
+        broker_default: Some("log.cleaner.max.compaction.lag.ms"),
+        doc: "Topic override of log.cleaner.max.compaction.lag.ms.",
+    },
+    ConfigKey {
+        name: "min.cleanable.dirty.ratio",
+        default: "0.5",
+        kind: ValueKind::Double { min: 0.0, max: 1.0 },
+        dynamic: true,
+        broker_default: Some("log.cleaner.min.cleanable.ratio"),
+        doc: "Topic override of log.cleaner.min.cleanable.ratio.",
     },
 ];
 
@@ -509,7 +630,11 @@ mod readme {
                 ValueKind::Bool | ValueKind::Int { .. } | ValueKind::Limit { .. } => {
                     k.default.to_string()
                 }
-                ValueKind::Choice(_) | ValueKind::Listener => format!("{:?}", k.default),
+                // Quoted, so that the value reads back exactly as written
+                // (a TOML float also works).
+                ValueKind::Double { .. } | ValueKind::Choice(_) | ValueKind::Listener => {
+                    format!("{:?}", k.default)
+                }
             };
             let dynamic = if k.dynamic {
                 " (dynamic: can be changed at runtime)"

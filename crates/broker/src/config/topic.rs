@@ -167,10 +167,24 @@ impl TopicConfig {
         if let Some(v) = int("flush.ms") {
             c.flush_interval_ms = limit(v);
         }
+        if let Some(p) = get("cleanup.policy").and_then(|p| storage::CleanupPolicy::parse(p)) {
+            c.cleanup_policy = p;
+        }
         // A compacted topic keeps the latest record per key: every record
-        // needs one (compaction itself is not implemented yet).
-        c.require_keys =
-            get("cleanup.policy").is_some_and(|p| p.split(',').any(|p| p.trim() == "compact"));
+        // needs one.
+        c.require_keys = c.cleanup_policy.compact;
+        if let Some(v) = int("delete.retention.ms") {
+            c.delete_retention_ms = v.max(0) as u64;
+        }
+        if let Some(v) = int("min.compaction.lag.ms") {
+            c.min_compaction_lag_ms = v.max(0) as u64;
+        }
+        if let Some(v) = int("max.compaction.lag.ms") {
+            c.max_compaction_lag_ms = v.max(1) as u64;
+        }
+        if let Some(v) = get("min.cleanable.dirty.ratio").and_then(|v| v.parse::<f64>().ok()) {
+            c.min_cleanable_dirty_ratio = v;
+        }
         c
     }
 }
@@ -234,6 +248,48 @@ mod tests {
         // Without a namespace policy the broker's value shows through.
         let plain = TopicConfig::default().log_config_in(&TopicConfig::default(), &b);
         assert_eq!(plain.retention_bytes, Some(5000));
+    }
+
+    #[test]
+    fn compaction_settings_come_from_the_topic_or_the_cleaner_defaults() {
+        let mut b = BrokerConfig::new("/tmp/x", "127.0.0.1:9092".parse().unwrap());
+        let d = TopicConfig::default().log_config(&b);
+        assert_eq!(
+            (d.cleanup_policy.delete, d.cleanup_policy.compact),
+            (true, false)
+        );
+        assert_eq!(d.delete_retention_ms, 86_400_000);
+        assert_eq!(d.min_compaction_lag_ms, 0);
+        assert_eq!(d.max_compaction_lag_ms, i64::MAX as u64);
+        assert_eq!(d.min_cleanable_dirty_ratio, 0.5);
+        b.apply_assignment("log.cleaner.min.cleanable.ratio=0.25")
+            .unwrap();
+        b.apply_assignment("log.cleaner.delete.retention.ms=5000")
+            .unwrap();
+        let t = TopicConfig::from_pairs([
+            ("cleanup.policy", Some("compact,delete")),
+            ("min.compaction.lag.ms", Some("1000")),
+            ("max.compaction.lag.ms", Some("60000")),
+        ])
+        .unwrap();
+        let c = t.log_config(&b);
+        assert!(c.cleanup_policy.delete && c.cleanup_policy.compact);
+        assert_eq!(c.delete_retention_ms, 5000);
+        assert_eq!(
+            (c.min_compaction_lag_ms, c.max_compaction_lag_ms),
+            (1000, 60000)
+        );
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.25);
+        let r = TopicConfig::from_pairs([("min.cleanable.dirty.ratio", Some("0.01"))]).unwrap();
+        assert_eq!(r.log_config(&b).min_cleanable_dirty_ratio, 0.01);
+        for bad in ["1.5", "-0.1", "x"] {
+            assert!(TopicConfig::from_pairs([("min.cleanable.dirty.ratio", Some(bad))]).is_err());
+        }
+        let compact = TopicConfig::from_pairs([("cleanup.policy", Some("compact"))]).unwrap();
+        let c = compact.log_config(&b);
+        assert!(!c.cleanup_policy.delete && c.cleanup_policy.compact);
+        let cleaner = b.log_cleaner();
+        assert_eq!(cleaner, storage::CleanerConfig::default());
     }
 
     #[test]

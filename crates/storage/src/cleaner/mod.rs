@@ -198,6 +198,9 @@ pub struct LogCleaner {
     config: Mutex<CleanerConfig>,
     throttler: Throttler,
     shared: Mutex<Shared>,
+    /// Held while a thread picks its log, so that threads starting together
+    /// pick different ones.
+    selecting: Mutex<()>,
 }
 
 impl LogCleaner {
@@ -207,6 +210,7 @@ impl LogCleaner {
             throttler: Throttler::new(config.io_max_bytes_per_second),
             config: Mutex::new(config),
             shared: Mutex::new(Shared::default()),
+            selecting: Mutex::new(()),
         })
     }
 
@@ -247,6 +251,23 @@ impl LogCleaner {
         if !self.config.lock().enable {
             return Ok(None);
         }
+        let Some(log) = self.select(logs, now) else {
+            return Ok(None);
+        };
+        let result = self.clean(&log, now);
+        let mut shared = self.shared.lock();
+        shared.in_progress.remove(log.dir());
+        if result.is_err() {
+            shared
+                .failed
+                .insert(log.dir().to_path_buf(), Instant::now());
+        }
+        result
+    }
+
+    /// Picks the log to clean and marks it in progress.
+    fn select(&self, logs: &[Arc<Log>], now: Timestamp) -> Option<Arc<Log>> {
+        let _turn = self.selecting.lock();
         let skip: HashSet<PathBuf> = {
             let mut shared = self.shared.lock();
             shared.failed.retain(|_, at| at.elapsed() < FAILED_BACKOFF);
@@ -283,27 +304,12 @@ impl LogCleaner {
                 best = Some((Arc::clone(log), c));
             }
         }
-        let Some((log, _)) = best else {
-            return Ok(None);
-        };
-        if !self
-            .shared
+        let (log, _) = best?;
+        self.shared
             .lock()
             .in_progress
-            .insert(log.dir().to_path_buf())
-        {
-            // Another thread took it meanwhile.
-            return Ok(None);
-        }
-        let result = self.clean(&log, now);
-        let mut shared = self.shared.lock();
-        shared.in_progress.remove(log.dir());
-        if result.is_err() {
-            shared
-                .failed
-                .insert(log.dir().to_path_buf(), Instant::now());
-        }
-        result
+            .insert(log.dir().to_path_buf());
+        Some(log)
     }
 
     /// Cleans `log` now, whatever its dirty ratio (the lag settings still
