@@ -237,6 +237,9 @@ pub(crate) fn recover(dir: &Path) -> Result<Recovered> {
             done.discarded += 1;
         }
     }
+    if done.discarded > 0 {
+        tracing::info!(dir = %dir.display(), files = done.discarded, "discarded the files of an uncommitted log cleaner swap");
+    }
     Ok(done)
 }
 
