@@ -231,9 +231,14 @@ fn keeps_the_latest_value_per_key_and_everything_above_the_cleaned_point() {
     assert_eq!(table(&after), table(&before));
     // Reopening, cleanly or not, reads the same.
     drop(log);
+    let checkpoint = read_offset(&f.dir.join(CLEANER_CHECKPOINT))
+        .unwrap()
+        .unwrap();
     for clean in [false, true] {
         let log = f.open(compact_config(), clean);
         assert_eq!(contents(&log), after);
+        // The cleaner goes on where it stopped: nothing is dirty yet.
+        assert_eq!(LogCleaner::cleanable(&log, Timestamp(T0)).unwrap(), None);
         assert!(
             f.files()
                 .iter()
@@ -242,6 +247,10 @@ fn keeps_the_latest_value_per_key_and_everything_above_the_cleaned_point() {
             f.files()
         );
     }
+    let log = f.open(compact_config(), false);
+    updates(&log, 8, 2);
+    let dirty = LogCleaner::cleanable(&log, Timestamp(T0)).unwrap().unwrap();
+    assert_eq!(dirty.first_dirty, checkpoint);
 }
 
 #[test]
