@@ -672,3 +672,60 @@ fn appends_and_reads_go_on_while_the_cleaner_works() {
         );
     }
 }
+
+/// Every record's offset and timestamp, brute force.
+fn timestamps(log: &Log) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    let mut offset = log.log_start_offset();
+    while offset < log.log_end_offset() {
+        let r = log.read(offset, usize::MAX, true).unwrap();
+        for (pos, h) in batch::headers(&r.records) {
+            let body = Bytes::copy_from_slice(&r.records[pos..pos + h.total_size()]);
+            for rec in RecordIter::new(body, u64::MAX).unwrap() {
+                let rec = rec.unwrap();
+                out.push((rec.offset.0, rec.timestamp.0));
+            }
+            offset = h.next_offset();
+        }
+    }
+    out
+}
+
+#[test]
+fn cleaned_segments_get_new_indexes_that_answer_timestamp_lookups() {
+    let f = Fixture::new();
+    let log = f.open(compact_config(), false);
+    updates(&log, 6, 15);
+    cleaner(1 << 20)
+        .clean(&log, Timestamp(T0 + 10_000))
+        .unwrap()
+        .unwrap();
+    updates(&log, 6, 3);
+    cleaner(1 << 20)
+        .clean(&log, Timestamp(T0 + 10_000))
+        .unwrap()
+        .unwrap();
+    let kept = timestamps(&log);
+    let check = |log: &Log| {
+        for target in (T0 - 1..T0 + 120).step_by(7) {
+            let expected = kept.iter().find(|(_, ts)| *ts >= target).copied();
+            let got = log
+                .offset_for_timestamp(Timestamp(target))
+                .unwrap()
+                .map(|(o, t)| (o.0, t.0));
+            assert_eq!(got, expected, "first record at or after {target}");
+        }
+        let max = kept.iter().max_by_key(|(_, ts)| *ts).copied();
+        let got = log
+            .offset_of_max_timestamp()
+            .unwrap()
+            .map(|(o, t)| (o.0, t.0));
+        assert_eq!(got, max);
+    };
+    check(&log);
+    drop(log);
+    // A clean open trusts the index files written by the cleaner.
+    let log = f.open(compact_config(), true);
+    assert_eq!(log.recovery_stats().indexes_rebuilt, 0);
+    check(&log);
+}
