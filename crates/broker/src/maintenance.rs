@@ -1,9 +1,11 @@
-//! The background task that runs retention and time-based flushing.
+//! The background tasks that run retention, time-based flushing and the
+//! log cleaner.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::JoinHandle;
+use storage::{Log, LogCleaner};
+use tokio::task::{JoinHandle, JoinSet};
 
 use crate::{now_ms, Broker};
 
@@ -11,12 +13,15 @@ use crate::{now_ms, Broker};
 /// (at most a second apart, sooner if `log.flush.interval.ms` is shorter),
 /// and so are deleted segments' files due for removal
 /// (`file.delete.delay.ms`); retention runs every
-/// `log.retention.check.interval.ms`.
+/// `log.retention.check.interval.ms`; and the log cleaner runs alongside
+/// (see [`spawn_cleaner`]).
 pub fn spawn(broker: Arc<Broker>) -> JoinHandle<()> {
     let timers = crate::group::coordinator::spawn_timers(broker.clone());
+    let cleaner = spawn_cleaner(broker.clone());
     tokio::spawn(async move {
         // Dropping a JoinHandle does not stop its task; this guard does.
         let _timers = AbortOnDrop(timers);
+        let _cleaner = AbortOnDrop(cleaner);
         let mut last_retention = tokio::time::Instant::now();
         let mut last_offsets_expiry = tokio::time::Instant::now();
         loop {
@@ -53,6 +58,72 @@ pub fn spawn(broker: Arc<Broker>) -> JoinHandle<()> {
             // request-serving threads.
             let _ = tokio::task::spawn_blocking(move || b.run_maintenance(now_ms(), run_retention))
                 .await;
+        }
+    })
+}
+
+/// The partitions the log cleaner looks after: those of topics with
+/// `cleanup.policy` including `compact`. `__consumer_offsets` is not among
+/// them: the group coordinator compacts it by snapshotting its live state.
+fn compacted_logs(broker: &Broker) -> Vec<Arc<Log>> {
+    broker
+        .topics()
+        .iter()
+        .filter(|t| !t.name.is_internal())
+        .flat_map(|t| t.partitions.iter().map(|p| Arc::clone(p.log())))
+        .filter(|log| log.config().cleanup_policy.compact)
+        .collect()
+}
+
+/// Starts the log cleaner (Kafka's `log.cleaner.*` settings, read anew each
+/// round): up to `log.cleaner.threads` cleanings at a time, each on a
+/// blocking thread (the file work never runs on the async workers; the
+/// logs' locks are taken only to swap cleaned segments in), each taking the
+/// compacted partition that needs it most. When none does, the cleaner waits
+/// `log.cleaner.backoff.ms`. Each cleaning is logged (`cleaned log`: offsets,
+/// segments and bytes before and after, records removed, duration).
+pub fn spawn_cleaner(broker: Arc<Broker>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let cleaner = LogCleaner::new(broker.config().log_cleaner());
+        let mut running = JoinSet::new();
+        let mut idle_until: Option<tokio::time::Instant> = None;
+        loop {
+            let config = broker.config().log_cleaner();
+            if config != cleaner.config() {
+                cleaner.set_config(config.clone());
+            }
+            let backoff = Duration::from_millis(config.backoff_ms);
+            let may_start = config.enable
+                && running.len() < config.threads
+                && idle_until.is_none_or(|t| tokio::time::Instant::now() >= t);
+            if may_start {
+                idle_until = None;
+                let (b, c) = (broker.clone(), cleaner.clone());
+                running.spawn_blocking(move || c.clean_filthiest(&compacted_logs(&b), now_ms()));
+                continue;
+            }
+            let wake = idle_until.unwrap_or_else(|| tokio::time::Instant::now() + backoff);
+            tokio::select! {
+                Some(done) = running.join_next() => {
+                    match done {
+                        // More may be due: look again at once.
+                        Ok(Ok(Some(_))) => {}
+                        Ok(Ok(None)) => {
+                            idle_until = Some(tokio::time::Instant::now() + backoff);
+                        }
+                        Ok(Err(e)) => {
+                            // The log is left alone for a while (the
+                            // cleaner says which and why).
+                            tracing::debug!("log cleaning failed: {e}");
+                        }
+                        Err(e) => {
+                            tracing::warn!("log cleaner thread failed: {e}");
+                            idle_until = Some(tokio::time::Instant::now() + backoff);
+                        }
+                    }
+                }
+                _ = tokio::time::sleep_until(wake) => {}
+            }
         }
     })
 }

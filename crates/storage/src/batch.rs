@@ -22,20 +22,20 @@ pub const LOG_OVERHEAD: usize = 12;
 /// The only supported magic value.
 pub const MAGIC_V2: i8 = 2;
 
-const LENGTH_OFFSET: usize = 8;
+pub(crate) const LENGTH_OFFSET: usize = 8;
 const PARTITION_LEADER_EPOCH_OFFSET: usize = 12;
 const MAGIC_OFFSET: usize = 16;
 const CRC_OFFSET: usize = 17;
-const ATTRIBUTES_OFFSET: usize = 21;
+pub(crate) const ATTRIBUTES_OFFSET: usize = 21;
 const LAST_OFFSET_DELTA_OFFSET: usize = 23;
-const BASE_TIMESTAMP_OFFSET: usize = 27;
-const MAX_TIMESTAMP_OFFSET: usize = 35;
+pub(crate) const BASE_TIMESTAMP_OFFSET: usize = 27;
+pub(crate) const MAX_TIMESTAMP_OFFSET: usize = 35;
 const PRODUCER_ID_OFFSET: usize = 43;
 const PRODUCER_EPOCH_OFFSET: usize = 51;
 const BASE_SEQUENCE_OFFSET: usize = 53;
-const RECORD_COUNT_OFFSET: usize = 57;
+pub(crate) const RECORD_COUNT_OFFSET: usize = 57;
 
-const COMPRESSION_MASK: i16 = 0x07;
+pub(crate) const COMPRESSION_MASK: i16 = 0x07;
 const TIMESTAMP_TYPE_FLAG: i16 = 0x08;
 const TRANSACTIONAL_FLAG: i16 = 0x10;
 const CONTROL_FLAG: i16 = 0x20;
@@ -432,6 +432,37 @@ pub(crate) fn check_batch(
     if header.record_count < 1
         || header.last_offset_delta < 0
         || i64::from(header.record_count) != i64::from(header.last_offset_delta) + 1
+    {
+        return Err(BatchError::InvalidRecordCount {
+            position,
+            record_count: header.record_count,
+            last_offset_delta: header.last_offset_delta,
+        });
+    }
+    Ok(())
+}
+
+/// Checks a batch read back from a segment: its CRC, and a record count
+/// that fits its offsets. Unlike an appended batch, a stored one may hold
+/// fewer records than its offset range (compaction keeps the base and last
+/// offsets of a batch it thins out) or none at all (the emptied last batch of
+/// an idempotent producer, kept for its producer state).
+pub(crate) fn check_stored_batch(
+    batch: &[u8],
+    header: &BatchHeader,
+    position: usize,
+) -> Result<(), BatchError> {
+    let actual = compute_crc(batch);
+    if actual != header.crc {
+        return Err(BatchError::CorruptCrc {
+            position,
+            expected: header.crc,
+            actual,
+        });
+    }
+    if header.record_count < 0
+        || header.last_offset_delta < 0
+        || i64::from(header.record_count) > i64::from(header.last_offset_delta) + 1
     {
         return Err(BatchError::InvalidRecordCount {
             position,

@@ -112,56 +112,7 @@ impl BatchBuilder {
             .0
             .checked_sub(self.base_timestamp)
             .ok_or(too_big("timestamps too far apart"))?;
-        let len = |b: Option<&[u8]>| -> Result<i32, BatchError> {
-            b.map_or(Ok(-1), |b| {
-                i32::try_from(b.len()).map_err(|_| too_big("a field over 2^31-1 bytes"))
-            })
-        };
-        let field_size = |l: i32| varint_len(l) as u64 + l.max(0) as u64;
-        let (key_len, value_len) = (len(key)?, len(value)?);
-        let (header_count, header_lens) = match headers {
-            Fields::List(list) => {
-                let mut lens = 0u64;
-                for (k, v) in list {
-                    lens += field_size(len(Some(k))?) + field_size(len(*v)?);
-                }
-                let count =
-                    i32::try_from(list.len()).map_err(|_| too_big("more than 2^31-1 headers"))?;
-                (count, lens)
-            }
-            Fields::Encoded { count, bytes } => (count, bytes.len() as u64),
-        };
-        let mut body = 1
-            + varlong_len(delta) as u64
-            + varint_len(self.count) as u64
-            + field_size(key_len)
-            + field_size(value_len)
-            + varint_len(header_count) as u64;
-        body += header_lens;
-        let body = i32::try_from(body).map_err(|_| too_big("a record over 2^31-1 bytes"))?;
-
-        let out = &mut self.records;
-        out.reserve(body as usize + 5);
-        put_varint(out, body);
-        out.push(0); // attributes: unused
-        put_varlong(out, delta);
-        put_varint(out, self.count);
-        for (l, b) in [(key_len, key), (value_len, value)] {
-            put_varint(out, l);
-            out.extend_from_slice(b.unwrap_or_default());
-        }
-        put_varint(out, header_count);
-        match headers {
-            Fields::List(list) => {
-                for (k, v) in list {
-                    put_varint(out, k.len() as i32);
-                    out.extend_from_slice(k);
-                    put_varint(out, len(*v)?);
-                    out.extend_from_slice(v.unwrap_or_default());
-                }
-            }
-            Fields::Encoded { bytes, .. } => out.extend_from_slice(bytes),
-        }
+        encode_record(&mut self.records, self.count, delta, key, value, headers)?;
         self.count += 1;
         self.max_timestamp = self.max_timestamp.max(timestamp.0);
         Ok(())
@@ -208,9 +159,9 @@ impl BatchBuilder {
     }
 }
 
-/// A record's headers as [`BatchBuilder`] takes them.
+/// A record's headers as [`BatchBuilder`] and [`encode_record`] take them.
 #[derive(Clone, Copy)]
-enum Fields<'a, 'b> {
+pub(crate) enum Fields<'a, 'b> {
     /// Key and value of each.
     List(&'a [HeaderRef<'b>]),
     /// Already encoded as a record holds them (after the count).
@@ -260,6 +211,71 @@ pub(crate) fn recompress(
         ..summary.clone()
     };
     Ok((out, summary))
+}
+
+/// Appends one v2 record to `out`: length, attributes, `timestamp_delta`,
+/// `offset_delta`, key, value and headers. Fails only for sizes the format
+/// cannot express.
+pub(crate) fn encode_record(
+    out: &mut Vec<u8>,
+    offset_delta: i32,
+    timestamp_delta: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers: Fields<'_, '_>,
+) -> Result<(), BatchError> {
+    let too_big = |reason| BatchError::Unencodable { reason };
+    let delta = timestamp_delta;
+    let len = |b: Option<&[u8]>| -> Result<i32, BatchError> {
+        b.map_or(Ok(-1), |b| {
+            i32::try_from(b.len()).map_err(|_| too_big("a field over 2^31-1 bytes"))
+        })
+    };
+    let field_size = |l: i32| varint_len(l) as u64 + l.max(0) as u64;
+    let (key_len, value_len) = (len(key)?, len(value)?);
+    let (header_count, header_lens) = match headers {
+        Fields::List(list) => {
+            let mut lens = 0u64;
+            for (k, v) in list {
+                lens += field_size(len(Some(k))?) + field_size(len(*v)?);
+            }
+            let count =
+                i32::try_from(list.len()).map_err(|_| too_big("more than 2^31-1 headers"))?;
+            (count, lens)
+        }
+        Fields::Encoded { count, bytes } => (count, bytes.len() as u64),
+    };
+    let mut body = 1
+        + varlong_len(delta) as u64
+        + varint_len(offset_delta) as u64
+        + field_size(key_len)
+        + field_size(value_len)
+        + varint_len(header_count) as u64;
+    body += header_lens;
+    let body = i32::try_from(body).map_err(|_| too_big("a record over 2^31-1 bytes"))?;
+
+    out.reserve(body as usize + 5);
+    put_varint(out, body);
+    out.push(0); // attributes: unused
+    put_varlong(out, delta);
+    put_varint(out, offset_delta);
+    for (l, b) in [(key_len, key), (value_len, value)] {
+        put_varint(out, l);
+        out.extend_from_slice(b.unwrap_or_default());
+    }
+    put_varint(out, header_count);
+    match headers {
+        Fields::List(list) => {
+            for (k, v) in list {
+                put_varint(out, k.len() as i32);
+                out.extend_from_slice(k);
+                put_varint(out, len(*v)?);
+                out.extend_from_slice(v.unwrap_or_default());
+            }
+        }
+        Fields::Encoded { bytes, .. } => out.extend_from_slice(bytes),
+    }
+    Ok(())
 }
 
 /// Appends `records` compressed with `compression` (at `levels`) to `out`.

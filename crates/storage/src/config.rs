@@ -2,7 +2,7 @@
 
 use crate::batch::{Compression, TimestampType};
 
-/// How a log is segmented, retained and flushed.
+/// How a log is segmented, retained, compacted and flushed.
 ///
 /// Every field mirrors the Kafka topic config noted beside it; `None` stands
 /// for Kafka's `-1` ("unlimited" / "never").
@@ -62,17 +62,22 @@ pub struct LogConfig {
     /// `file.delete.delay.ms`: files of a deleted segment are renamed
     /// `*.deleted` and removed this long afterwards.
     pub file_delete_delay_ms: u64,
-    /// `cleanup.policy`.
+    /// `cleanup.policy`: whether old segments are deleted by retention,
+    /// compacted by the cleaner, or both.
     pub cleanup_policy: CleanupPolicy,
-    /// `delete.retention.ms`: how long tombstones are kept in a compacted log.
+    /// `delete.retention.ms`: how long a tombstone stays in the cleaned part
+    /// of a compacted log (counted from the cleaning that first kept it,
+    /// Kafka's KIP-534 delete horizon).
     pub delete_retention_ms: u64,
-    /// `min.compaction.lag.ms`: records younger than this are never compacted.
+    /// `min.compaction.lag.ms`: a record stays uncompacted at least this
+    /// long (segments with a newer record are not cleaned yet).
     pub min_compaction_lag_ms: u64,
-    /// `max.compaction.lag.ms`: records older than this are due for
-    /// compaction whatever the dirty ratio.
+    /// `max.compaction.lag.ms`: a record stays uncompacted at most about
+    /// this long: the log is cleaned whatever its dirty ratio once its
+    /// oldest dirty record is older, and the active segment rolls by then.
     pub max_compaction_lag_ms: u64,
-    /// `min.cleanable.dirty.ratio`: the share of the log not yet compacted
-    /// from which a compacted log is cleaned.
+    /// `min.cleanable.dirty.ratio`: the cleaner takes a log once the
+    /// uncleaned part is at least this share of its bytes.
     pub min_cleanable_dirty_ratio: f64,
     /// `min.insync.replicas`: kept with the log as Kafka's `LogConfig` does;
     /// storage does not use it (the broker checks it on `acks=all` appends).
@@ -84,11 +89,32 @@ pub struct LogConfig {
 pub struct CleanupPolicy {
     /// `delete`: time and size retention delete old segments.
     pub delete: bool,
-    /// `compact`: the log keeps (at least) the latest record of every key.
+    /// `compact`: the cleaner keeps (at least) the latest record of every
+    /// key.
     pub compact: bool,
 }
 
+impl CleanupPolicy {
+    /// Parses a comma-separated list of `delete` and `compact`; `None` for
+    /// anything else.
+    pub fn parse(s: &str) -> Option<CleanupPolicy> {
+        let mut p = CleanupPolicy {
+            delete: false,
+            compact: false,
+        };
+        for part in s.split(',') {
+            match part.trim() {
+                "delete" => p.delete = true,
+                "compact" => p.compact = true,
+                _ => return None,
+            }
+        }
+        Some(p)
+    }
+}
+
 impl Default for CleanupPolicy {
+    /// `delete`, Kafka's default.
     fn default() -> Self {
         CleanupPolicy {
             delete: true,
@@ -133,6 +159,8 @@ pub const DEFAULT_SEGMENT_INDEX_BYTES: u32 = 10 * 1024 * 1024;
 pub const DEFAULT_FILE_DELETE_DELAY_MS: u64 = 60 * 1000;
 /// Default `delete.retention.ms`: 1 day.
 pub const DEFAULT_DELETE_RETENTION_MS: u64 = 24 * 60 * 60 * 1000;
+/// Default `min.cleanable.dirty.ratio`.
+pub const DEFAULT_MIN_CLEANABLE_DIRTY_RATIO: f64 = 0.5;
 /// Default `index.interval.bytes`.
 pub const DEFAULT_INDEX_INTERVAL_BYTES: u32 = 4096;
 /// Default `max.message.bytes`: 1 MiB plus the 12-byte log overhead, as
@@ -170,7 +198,7 @@ impl Default for LogConfig {
             delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX as u64,
-            min_cleanable_dirty_ratio: 0.5,
+            min_cleanable_dirty_ratio: DEFAULT_MIN_CLEANABLE_DIRTY_RATIO,
             min_insync_replicas: 1,
         }
     }
@@ -189,6 +217,17 @@ impl LogConfig {
     /// small `max.message.bytes` acceptable.
     pub fn max_decompressed_bytes(&self) -> u64 {
         (u64::from(self.max_message_bytes) * DECOMPRESSION_RATIO_LIMIT).max(MIN_DECOMPRESSED_BYTES)
+    }
+
+    /// How long the active segment may stay open: `roll_ms`, shortened to
+    /// `max_compaction_lag_ms` for a compacted log so that no record waits
+    /// longer than that to become cleanable (Kafka does the same).
+    pub(crate) fn effective_roll_ms(&self) -> Option<u64> {
+        if self.cleanup_policy.compact && self.max_compaction_lag_ms < i64::MAX as u64 {
+            let lag = self.max_compaction_lag_ms.max(1);
+            return Some(self.roll_ms.map_or(lag, |ms| ms.min(lag)));
+        }
+        self.roll_ms
     }
 
     /// The size a segment may reach: `segment_bytes`, capped so that file

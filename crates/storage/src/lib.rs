@@ -12,13 +12,15 @@
 //! epochs in place and write the bytes; fetches return whole stored batches
 //! without decoding them. [`records`] holds the record parser, the
 //! validation, the [`records::RecordIter`] reader and the timestamp scans;
-//! [`builder::BatchBuilder`] writes batches.
+//! [`builder::BatchBuilder`] writes batches. The [`cleaner`] compacts logs
+//! with `cleanup.policy=compact`, crash-safely and off the request path.
 
 #![warn(missing_docs)]
 
 pub mod batch;
 pub mod builder;
 mod checkpoint;
+pub mod cleaner;
 mod config;
 mod epoch;
 mod error;
@@ -39,6 +41,7 @@ pub use batch::{
     BatchHeader, BatchesSummary, Compression, TimestampRules, TimestampType, ValidationConfig,
 };
 pub use builder::BatchBuilder;
+pub use cleaner::{CleanSummary, Cleanable, CleanerConfig, CleanerStats, LogCleaner};
 pub use config::{
     CleanupPolicy, CompressionLevels, LogConfig, DECOMPRESSION_RATIO_LIMIT, MIN_DECOMPRESSED_BYTES,
 };

@@ -204,6 +204,16 @@ impl ProducerStateManager {
         before - self.producers.len()
     }
 
+    /// The last offset of each producer's last batch: the compactor keeps
+    /// that batch (emptied if need be) so the state can be rebuilt from the
+    /// log.
+    pub fn last_offsets(&self) -> HashMap<ProducerId, Offset> {
+        self.producers
+            .iter()
+            .filter_map(|(pid, e)| e.batches.back().map(|b| (*pid, b.last_offset)))
+            .collect()
+    }
+
     /// Applies a batch read back from the log, without checks (recovery).
     pub fn replay(&mut self, h: &BatchHeader) {
         if !h.has_producer_id() {

@@ -19,7 +19,7 @@ use crate::index::{Entry, Index, OffsetEntry, TimeEntry};
 mod view;
 
 pub use view::FileRegion;
-pub(crate) use view::{find_timestamp_in, scan, ScanEnd, SegmentView};
+pub(crate) use view::{find_timestamp_in, scan, Located, ScanEnd, SegmentView};
 
 /// Extension of segment data files.
 pub(crate) const LOG_EXT: &str = "log";

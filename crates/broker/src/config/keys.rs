@@ -135,9 +135,9 @@ impl ValueKind {
                     .parse()
                     .map_err(|_| format!("expected a number, got {v:?}"))?;
                 if !(min..=max).contains(&n) {
-                    return Err(format!("{n} is outside {min}..={max}"));
+                    return Err(format!("{v} is outside {min}..={max}"));
                 }
-                Ok(n.to_string())
+                Ok(java_double(n))
             }
             ValueKind::Choice(options) => options
                 .iter()
@@ -190,6 +190,24 @@ impl ValueKind {
             }
         }
     }
+}
+
+/// `n` as Java's `Double.toString` writes it, which is how Kafka reports a
+/// DOUBLE config: decimal from 10^-3 up to 10^7 (`0.5`, `1000000.0`),
+/// scientific notation otherwise (`1.0E7`, `1.7976931348623157E308`, the
+/// default of `log.cleaner.io.max.bytes.per.second`), always with a
+/// fraction digit and the shortest digits that read back as `n`.
+fn java_double(n: f64) -> String {
+    if n == 0.0 {
+        return if n.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    let with_fraction = |m: String| if m.contains('.') { m } else { format!("{m}.0") };
+    if (1e-3..1e7).contains(&n.abs()) {
+        return with_fraction(n.to_string());
+    }
+    let sci = format!("{n:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    format!("{}E{exp}", with_fraction(mantissa.to_string()))
 }
 
 /// Parses `PLAINTEXT://host:port` or `host:port`.
@@ -336,7 +354,23 @@ mod tests {
         assert!(level.validate("0").is_err() && level.validate("10").is_err());
         let ratio = ValueKind::Double { min: 0.0, max: 1.0 };
         assert_eq!(ratio.validate("0.25").unwrap(), "0.25");
+        assert_eq!(ratio.validate(" .50 ").unwrap(), "0.5");
+        assert_eq!(ratio.validate("1").unwrap(), "1.0");
         assert!(ratio.validate("1.5").is_err() && ratio.validate("half").is_err());
+        assert!(ratio.validate("NaN").is_err() && ratio.validate("inf").is_err());
+        let rate = ValueKind::Double {
+            min: 1.0,
+            max: f64::MAX,
+        };
+        assert_eq!(rate.validate("1e6").unwrap(), "1000000.0");
+        assert_eq!(rate.validate("10000000").unwrap(), "1.0E7");
+        assert_eq!(
+            rate.validate(&f64::MAX.to_string()).unwrap(),
+            "1.7976931348623157E308"
+        );
+        assert_eq!(java_double(0.0001), "1.0E-4");
+        assert_eq!(java_double(0.001), "0.001");
+        assert_eq!(java_double(-2.5), "-2.5");
         let replicas = ValueKind::ReplicaList;
         assert_eq!(replicas.validate("0:1, 1:1").unwrap(), "0:1,1:1");
         assert_eq!(replicas.validate("*").unwrap(), "*");

@@ -362,6 +362,21 @@ impl BrokerConfig {
     pub fn log_defaults(&self) -> storage::LogConfig {
         TopicConfig::default().log_config(self)
     }
+
+    fn double(&self, key: &str) -> f64 {
+        self.raw(key).parse().unwrap_or(0.0)
+    }
+
+    /// The log cleaner's settings (`log.cleaner.*`).
+    pub fn log_cleaner(&self) -> storage::CleanerConfig {
+        storage::CleanerConfig {
+            enable: self.raw("log.cleaner.enable") == "true",
+            threads: self.int("log.cleaner.threads").max(1) as usize,
+            io_max_bytes_per_second: self.double("log.cleaner.io.max.bytes.per.second"),
+            dedupe_buffer_size: self.int("log.cleaner.dedupe.buffer.size").max(1) as u64,
+            backoff_ms: self.int("log.cleaner.backoff.ms").max(1) as u64,
+        }
+    }
 }
 
 /// "unknown configuration key", with the declared key the user most likely
@@ -446,12 +461,12 @@ fn flatten_toml(
             out.push((prefix.to_string(), i.to_string()));
             Ok(())
         }
-        toml::Value::Boolean(b) => {
-            out.push((prefix.to_string(), b.to_string()));
-            Ok(())
-        }
         toml::Value::Float(f) => {
             out.push((prefix.to_string(), f.to_string()));
+            Ok(())
+        }
+        toml::Value::Boolean(b) => {
+            out.push((prefix.to_string(), b.to_string()));
             Ok(())
         }
         other => Err(Error::Config {
@@ -481,6 +496,21 @@ mod tests {
         assert_eq!(log.retention_bytes, None);
         assert_eq!(log.flush_interval_messages, None);
         assert_eq!(c.get("num.partitions"), Some(("1", ConfigSource::Default)));
+    }
+
+    #[test]
+    fn toml_floats_are_accepted_for_double_keys() {
+        let mut c = cfg();
+        c.apply_toml_str(
+            "log.cleaner.min.cleanable.ratio = 0.25\n\"log.cleaner.io.max.bytes.per.second\" = 1e6",
+        )
+        .unwrap();
+        let cleaner = c.log_cleaner();
+        assert_eq!(cleaner.io_max_bytes_per_second, 1e6);
+        assert_eq!(c.log_defaults().min_cleanable_dirty_ratio, 0.25);
+        assert!(c
+            .apply_toml_str("log.cleaner.min.cleanable.ratio = 1.5")
+            .is_err());
     }
 
     #[test]

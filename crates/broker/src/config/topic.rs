@@ -152,11 +152,8 @@ impl TopicConfig {
         let int = |k| value(k).parse::<i64>().unwrap_or(-1);
         let limit = |k| u64::try_from(int(k)).ok();
         let unsigned = |k| u64::try_from(int(k)).unwrap_or(0);
-        let policy = value("cleanup.policy");
-        let cleanup_policy = storage::CleanupPolicy {
-            delete: policy.split(',').any(|p| p == "delete"),
-            compact: policy.split(',').any(|p| p == "compact"),
-        };
+        let cleanup_policy =
+            storage::CleanupPolicy::parse(&value("cleanup.policy")).unwrap_or_default();
         storage::LogConfig {
             segment_bytes: unsigned("segment.bytes"),
             roll_ms: limit("segment.ms"),
@@ -303,6 +300,48 @@ mod tests {
         // Without a namespace policy the broker's value shows through.
         let plain = TopicConfig::default().log_config_in(&TopicConfig::default(), &b);
         assert_eq!(plain.retention_bytes, Some(5000));
+    }
+
+    #[test]
+    fn compaction_settings_come_from_the_topic_or_the_cleaner_defaults() {
+        let mut b = BrokerConfig::new("/tmp/x", "127.0.0.1:9092".parse().unwrap());
+        let d = TopicConfig::default().log_config(&b);
+        assert_eq!(
+            (d.cleanup_policy.delete, d.cleanup_policy.compact),
+            (true, false)
+        );
+        assert_eq!(d.delete_retention_ms, 86_400_000);
+        assert_eq!(d.min_compaction_lag_ms, 0);
+        assert_eq!(d.max_compaction_lag_ms, i64::MAX as u64);
+        assert_eq!(d.min_cleanable_dirty_ratio, 0.5);
+        b.apply_assignment("log.cleaner.min.cleanable.ratio=0.25")
+            .unwrap();
+        b.apply_assignment("log.cleaner.delete.retention.ms=5000")
+            .unwrap();
+        let t = TopicConfig::from_pairs([
+            ("cleanup.policy", Some("compact,delete")),
+            ("min.compaction.lag.ms", Some("1000")),
+            ("max.compaction.lag.ms", Some("60000")),
+        ])
+        .unwrap();
+        let c = t.log_config(&b);
+        assert!(c.cleanup_policy.delete && c.cleanup_policy.compact);
+        assert_eq!(c.delete_retention_ms, 5000);
+        assert_eq!(
+            (c.min_compaction_lag_ms, c.max_compaction_lag_ms),
+            (1000, 60000)
+        );
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.25);
+        let r = TopicConfig::from_pairs([("min.cleanable.dirty.ratio", Some("0.01"))]).unwrap();
+        assert_eq!(r.log_config(&b).min_cleanable_dirty_ratio, 0.01);
+        for bad in ["1.5", "-0.1", "x"] {
+            assert!(TopicConfig::from_pairs([("min.cleanable.dirty.ratio", Some(bad))]).is_err());
+        }
+        let compact = TopicConfig::from_pairs([("cleanup.policy", Some("compact"))]).unwrap();
+        let c = compact.log_config(&b);
+        assert!(!c.cleanup_policy.delete && c.cleanup_policy.compact);
+        let cleaner = b.log_cleaner();
+        assert_eq!(cleaner, storage::CleanerConfig::default());
     }
 
     #[test]

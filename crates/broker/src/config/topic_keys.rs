@@ -25,7 +25,6 @@ const fn t(
     ConfigKey::topic(name, default, kind, broker_default, doc)
 }
 
-const NO_COMPACTION: &str = "log compaction is not implemented yet";
 const NO_TIERED: &str = "there is no tiered storage";
 const NO_REPLICAS: &str = "a single node has no follower replicas";
 
@@ -34,7 +33,7 @@ const NO_REPLICAS: &str = "a single node has no follower replicas";
 #[rustfmt::skip]
 pub const TOPIC_KEYS: &[ConfigKey] = &[
     t("cleanup.policy", "delete", ValueKind::List(CLEANUP_POLICIES), Some("log.cleanup.policy"),
-        "delete: retention deletes old segments; compact: keep the latest record of each key (records need a key)."),
+        "delete: retention deletes old segments; compact: the log cleaner keeps the latest record of each key (records need a key); both together."),
     t("compression.type", "producer", ValueKind::Choice(COMPRESSION_TYPES), Some("compression.type"),
         "Codec batches are stored in: producer keeps the producer's; a codec (or uncompressed) recompresses others on append."),
     t("compression.gzip.level", "-1", ValueKind::IntOrMinusOne { min: 1, max: 9 }, Some("compression.gzip.level"),
@@ -45,8 +44,7 @@ pub const TOPIC_KEYS: &[ConfigKey] = &[
     t("compression.zstd.level", "3", ValueKind::Int { min: -131_072, max: 22 }, Some("compression.zstd.level"),
         "zstd level used when recompressing."),
     t("delete.retention.ms", "86400000", long(0), Some("log.cleaner.delete.retention.ms"),
-        "How long tombstones stay in a compacted log.")
-        .not_enforced(NO_COMPACTION),
+        "How long tombstones stay in a compacted log after the cleaning that first kept them."),
     t("file.delete.delay.ms", "60000", long(0), Some("log.segment.delete.delay.ms"),
         "Files of a deleted segment are renamed *.deleted and removed this long afterwards."),
     t("flush.messages", "-1", ValueKind::Limit { min: 1 }, Some("log.flush.interval.messages"),
@@ -68,8 +66,7 @@ pub const TOPIC_KEYS: &[ConfigKey] = &[
         "Time a tiered topic's data is kept locally (-2: retention.ms).")
         .not_enforced(NO_TIERED),
     t("max.compaction.lag.ms", "9223372036854775807", long(1), Some("log.cleaner.max.compaction.lag.ms"),
-        "Records older than this are due for compaction whatever the dirty ratio.")
-        .not_enforced(NO_COMPACTION),
+        "Records older than this are due for compaction whatever the dirty ratio (the active segment of a compacted log rolls by then)."),
     t("max.message.bytes", "1048588", ValueKind::Int { min: 0, max: I32_MAX }, Some("message.max.bytes"),
         "Largest record batch accepted, after recompression (MESSAGE_TOO_LARGE above it)."),
     t("message.downconversion.enable", "true", ValueKind::Bool, Some("log.message.downconversion.enable"),
@@ -82,11 +79,9 @@ pub const TOPIC_KEYS: &[ConfigKey] = &[
     t("message.timestamp.type", "CreateTime", ValueKind::Choice(TIMESTAMP_TYPES), Some("log.message.timestamp.type"),
         "CreateTime keeps the producer's timestamps; LogAppendTime stamps every batch with the broker's time."),
     t("min.cleanable.dirty.ratio", "0.5", ValueKind::Double { min: 0.0, max: 1.0 }, Some("log.cleaner.min.cleanable.ratio"),
-        "Share of a compacted log not yet cleaned from which it is cleaned.")
-        .not_enforced(NO_COMPACTION),
+        "Share of a compacted log not yet cleaned from which it is cleaned."),
     t("min.compaction.lag.ms", "0", long(0), Some("log.cleaner.min.compaction.lag.ms"),
-        "Records younger than this are never compacted.")
-        .not_enforced(NO_COMPACTION),
+        "Records younger than this are never compacted."),
     t("min.insync.replicas", "1", ValueKind::Int { min: 1, max: I32_MAX }, Some("min.insync.replicas"),
         "acks=all produce needs this many in-sync replicas (NOT_ENOUGH_REPLICAS otherwise; one on this single node)."),
     t("preallocate", "false", ValueKind::Bool, Some("log.preallocate"),

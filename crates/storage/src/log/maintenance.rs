@@ -89,11 +89,13 @@ impl Log {
 
     /// Deletes closed segments (never the active one), oldest first: those
     /// whose newest record is older than `retention_ms`, then those the log
-    /// can lose while staying at least `retention_bytes` large, then those
-    /// wholly below the log start offset. Advances the log start offset, and
+    /// can lose while staying at least `retention_bytes` large (both only
+    /// when `cleanup.policy` includes `delete`), then those wholly below the
+    /// log start offset. Advances the log start offset, and
     /// forgets producers idle longer than `producer_id_expiration_ms`.
     /// Returns the number of segments deleted.
     pub fn run_retention(&self, now: Timestamp) -> Result<u64> {
+        let _swap = self.segment_swap.lock();
         let removed = {
             let mut inner = self.inner.write();
             if inner.state != State::Open {
@@ -102,7 +104,8 @@ impl Log {
             let closed = inner.segments.len() - 1;
             let mut n = 0;
             // Time and size retention belong to the `delete` policy; a
-            // compact-only log loses segments only below its start offset.
+            // compact-only log loses segments only below its start offset
+            // (the cleaner thins the rest).
             let delete = inner.config.cleanup_policy.delete;
             if let Some(ms) = inner.config.retention_ms.filter(|_| delete) {
                 while n < closed
@@ -235,6 +238,7 @@ impl Log {
     /// `offset` is beyond the high watermark. Returns the new log start
     /// offset (unchanged if `offset` is not above it).
     pub fn delete_records_before(&self, offset: Offset) -> Result<Offset> {
+        let _swap = self.segment_swap.lock();
         let (removed, start) = {
             let mut inner = self.inner.write();
             inner.ensure_open()?;

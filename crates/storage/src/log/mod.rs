@@ -13,10 +13,13 @@ use crate::epoch::{EpochEntry, LeaderEpochCache};
 use crate::error::{Error, Result};
 use crate::producer_state::{ProducerEntry, ProducerStateManager, StagedProducers, Verdict};
 use crate::records;
-use crate::segment::{find_timestamp_in, FileRegion, Segment, SegmentView, SyncHandle};
+use crate::segment::{find_timestamp_in, FileRegion, Located, Segment, SegmentView, SyncHandle};
 
+mod compaction;
 mod maintenance;
 mod open;
+
+pub(crate) use compaction::{CleaningView, SegmentMeta, SwapOutcome};
 
 #[cfg(test)]
 mod config_tests;
@@ -231,6 +234,9 @@ pub struct Log {
     /// Files of deleted segments, renamed `*.deleted`, and when they are
     /// to be removed (`file.delete.delay.ms`).
     pending_deletes: Mutex<Vec<(std::time::Instant, PathBuf)>>,
+    /// Serializes the cleaner's swap of segments with their removal by
+    /// retention and DeleteRecords (see `compaction`).
+    segment_swap: Mutex<()>,
     stats: RecoveryStats,
 }
 
@@ -406,7 +412,7 @@ impl Log {
         let config = &inner.config;
         let too_big = active.size() + len > config.effective_segment_bytes();
         let too_old = match (
-            config.roll_ms,
+            config.effective_roll_ms(),
             active.time_waited_for_roll(max_timestamp, now),
         ) {
             (Some(ms), Some(waited)) => {
@@ -500,34 +506,47 @@ impl Log {
         max_bytes: usize,
         min_one_batch: bool,
     ) -> Result<RegionRead> {
-        let (view, log_start_offset, high_watermark) = {
-            let inner = self.inner.read();
-            inner.ensure_readable()?;
-            if offset < inner.log_start_offset || offset > inner.log_end_offset {
-                return Err(inner.out_of_range(offset));
-            }
-            let view = if offset < inner.log_end_offset {
-                Some(inner.segments[inner.segment_for(offset)].view_for_offset(offset)?)
-            } else {
-                None
+        let mut from = offset;
+        loop {
+            let (view, later, log_start_offset, high_watermark) = {
+                let inner = self.inner.read();
+                inner.ensure_readable()?;
+                if from == offset
+                    && (offset < inner.log_start_offset || offset > inner.log_end_offset)
+                {
+                    return Err(inner.out_of_range(offset));
+                }
+                let (view, later) = if from < inner.log_end_offset {
+                    let i = inner.segment_for(from);
+                    let later = inner.segments.get(i + 1).map(Segment::base_offset);
+                    (Some(inner.segments[i].view_for_offset(from)?), later)
+                } else {
+                    (None, None)
+                };
+                (view, later, inner.log_start_offset, inner.log_end_offset)
             };
-            (view, inner.log_start_offset, inner.log_end_offset)
-        };
-        // The file is walked without the lock: the view holds its own handle.
-        let located = match view {
-            Some(view) => view.locate(offset, max_bytes, min_one_batch)?,
-            None => None,
-        };
-        let (region, next_offset) = match located {
-            Some((region, next)) => (Some(region), next),
-            None => (None, offset),
-        };
-        Ok(RegionRead {
-            region,
-            next_offset,
-            log_start_offset,
-            high_watermark,
-        })
+            // The file is walked without the lock: the view holds its own handle.
+            let located = match view {
+                Some(view) => view.locate_in(from, max_bytes, min_one_batch)?,
+                None => Located::Nothing,
+            };
+            let (region, next_offset) = match located {
+                Located::Found(region, next) => (Some(region), next),
+                // Compaction removed the rest of this segment's offsets:
+                // the reader continues at the next existing one.
+                Located::Nothing if later.is_some_and(|next| next > from) => {
+                    from = later.unwrap_or(from);
+                    continue;
+                }
+                Located::Nothing | Located::TooLarge => (None, offset),
+            };
+            return Ok(RegionRead {
+                region,
+                next_offset,
+                log_start_offset,
+                high_watermark,
+            });
+        }
     }
 
     /// The log start offset: the first offset that can be read.

@@ -92,6 +92,9 @@ impl Log {
                 true
             }
         };
+        // A cleaner's swap interrupted by a crash is finished (or undone)
+        // before the segments are listed.
+        crate::cleaner::swap::recover(&dir)?;
         let listing = list_dir(&dir)?;
         let start_checkpoint = checkpoint::read_offset(&dir.join(LOG_START_OFFSET_CHECKPOINT))?;
         let recovery_checkpoint = checkpoint::read_offset(&dir.join(RECOVERY_POINT_CHECKPOINT))?;
@@ -235,6 +238,7 @@ impl Log {
             checkpointed_recovery_point: Mutex::new(recovery_point),
             epoch_checkpoint: Mutex::new(()),
             pending_deletes: Mutex::new(Vec::new()),
+            segment_swap: Mutex::new(()),
             stats,
         })
     }

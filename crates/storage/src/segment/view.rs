@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use model::{Offset, Timestamp};
 
-use crate::batch::{check_batch, BatchHeader, HEADER_LEN};
+use crate::batch::{check_stored_batch, BatchHeader, HEADER_LEN};
 use crate::error::{corrupt, BatchError, IoContext, Result};
 use crate::records::{self, RecordTimestamp};
 
@@ -128,7 +128,7 @@ fn scan_chunked(
         }
         let body: &[u8] = if check_crc {
             let body = reader.get(pos, size)?;
-            if let Err(e) = check_batch(body, &header, pos as usize) {
+            if let Err(e) = check_stored_batch(body, &header, pos as usize) {
                 return Ok(ScanEnd {
                     position: pos,
                     invalid: Some(e),
@@ -195,6 +195,17 @@ impl FileRegion {
     }
 }
 
+/// What [`SegmentView::locate_in`] found.
+#[derive(Debug)]
+pub(crate) enum Located {
+    /// The batches to send and the offset after the last of them.
+    Found(FileRegion, Offset),
+    /// The first batch at or after the offset is larger than allowed.
+    TooLarge,
+    /// No batch at or after the offset in this segment.
+    Nothing,
+}
+
 /// What a reader needs from a segment, taken under the log's lock so the
 /// actual I/O can happen outside it.
 #[derive(Debug, Clone)]
@@ -219,6 +230,22 @@ impl SegmentView {
         max_bytes: usize,
         min_one_batch: bool,
     ) -> Result<Option<(FileRegion, Offset)>> {
+        Ok(match self.locate_in(offset, max_bytes, min_one_batch)? {
+            Located::Found(region, next) => Some((region, next)),
+            Located::TooLarge | Located::Nothing => None,
+        })
+    }
+
+    /// [`SegmentView::locate`], telling apart a first batch too large for
+    /// `max_bytes` from no batch at or after `offset` in this segment (a
+    /// compacted segment may end before the next one begins).
+    pub fn locate_in(
+        &self,
+        offset: Offset,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<Located> {
+        let mut too_large = false;
         let mut first: Option<u64> = None;
         let mut end = 0u64;
         let mut next_offset = offset;
@@ -235,6 +262,7 @@ impl SegmentView {
                     None if h.last_offset() < offset => Ok(true),
                     None => {
                         if h.total_size() > max_bytes && !min_one_batch {
+                            too_large = true;
                             return Ok(false);
                         }
                         first = Some(pos);
@@ -259,15 +287,19 @@ impl SegmentView {
                 return Err(corrupt(&self.path, format!("bad batch while reading: {e}")));
             }
         }
-        Ok(first.map(|start| {
-            let region = FileRegion {
-                file: Arc::clone(&self.file),
-                path: self.path.clone(),
-                position: start,
-                len: (end - start) as usize,
-            };
-            (region, next_offset)
-        }))
+        Ok(match first {
+            Some(start) => {
+                let region = FileRegion {
+                    file: Arc::clone(&self.file),
+                    path: self.path.clone(),
+                    position: start,
+                    len: (end - start) as usize,
+                };
+                Located::Found(region, next_offset)
+            }
+            None if too_large => Located::TooLarge,
+            None => Located::Nothing,
+        })
     }
 
     /// Calls `f` with each whole batch (bytes) whose last offset is
