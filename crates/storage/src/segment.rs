@@ -590,6 +590,14 @@ impl Segment {
             || self.time_index.len() >= max / TimeEntry::SIZE
     }
 
+    /// The bytes its offset index and its time index take.
+    pub(crate) fn index_bytes(&self) -> (u64, u64) {
+        (
+            (self.offset_index.len() * OffsetEntry::SIZE) as u64,
+            (self.time_index.len() * TimeEntry::SIZE) as u64,
+        )
+    }
+
     /// The first batch's max timestamp, if it has one.
     #[cfg(test)]
     pub fn first_batch_timestamp(&self) -> Option<Timestamp> {

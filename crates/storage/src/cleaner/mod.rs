@@ -564,25 +564,34 @@ fn first_batch_timestamp(log: &Log, s: &SegmentMeta) -> Result<Option<i64>> {
 
 /// The closed segments to rewrite (those below `end` that hold anything at
 /// or above the log start), in runs of consecutive segments that fit one
-/// segment: at most `segment.bytes` together, and offsets within the
-/// index's 32-bit relative range.
+/// segment: at most `segment.bytes` together, offset and time indexes of at
+/// most `segment.index.bytes` each together (as Kafka's
+/// `groupSegmentsBySize`), and offsets within the index's 32-bit relative
+/// range.
 fn groups(view: &CleaningView, end: Offset) -> Vec<Vec<SegmentMeta>> {
     let max_bytes = view.config.effective_segment_bytes();
+    let max_index = u64::from(view.config.segment_index_bytes);
     let mut out: Vec<Vec<SegmentMeta>> = Vec::new();
-    let mut size = 0u64;
+    let (mut size, mut offsets, mut times) = (0u64, 0u64, 0u64);
     for s in view
         .closed
         .iter()
         .filter(|s| s.base < end && s.end > view.log_start_offset)
     {
+        let (o, t) = s.index_bytes;
         let fits = out.last().is_some_and(|g| {
-            size + s.size <= max_bytes && s.end.0 - g[0].base.0 <= i64::from(u32::MAX)
+            size + s.size <= max_bytes
+                && offsets + o <= max_index
+                && times + t <= max_index
+                && s.end.0 - g[0].base.0 <= i64::from(u32::MAX)
         });
         if let (true, Some(g)) = (fits, out.last_mut()) {
             size += s.size;
+            offsets += o;
+            times += t;
             g.push(s.clone());
         } else {
-            size = s.size;
+            (size, offsets, times) = (s.size, o, t);
             out.push(vec![s.clone()]);
         }
     }

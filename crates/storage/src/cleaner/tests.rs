@@ -554,6 +554,40 @@ fn a_full_key_map_ends_the_section_early_and_keeps_what_follows() {
     assert_eq!(table(&after), table(&before));
 }
 
+/// Segments are merged while the merged segment stays within
+/// `segment.bytes` and its indexes within `segment.index.bytes`.
+#[test]
+fn groups_fit_segment_bytes_and_segment_index_bytes() {
+    let meta = |i: i64| SegmentMeta {
+        base: Offset(i * 10),
+        end: Offset(i * 10 + 10),
+        size: 100,
+        max_timestamp: Timestamp(-1),
+        log_path: PathBuf::new(),
+        // Two offset index entries, two time index entries.
+        index_bytes: (16, 24),
+    };
+    let view = |segment_bytes: u64, segment_index_bytes: u32| CleaningView {
+        closed: (0..4).map(meta).collect(),
+        active_base: Offset(40),
+        log_start_offset: Offset(0),
+        log_end_offset: Offset(45),
+        config: LogConfig {
+            segment_bytes,
+            segment_index_bytes,
+            ..compact_config()
+        },
+        producer_last_offsets: Default::default(),
+    };
+    let sizes =
+        |v: &CleaningView| -> Vec<usize> { groups(v, Offset(40)).iter().map(Vec::len).collect() };
+    assert_eq!(sizes(&view(10_000, 1 << 20)), [4]);
+    assert_eq!(sizes(&view(300, 1 << 20)), [3, 1]);
+    // Three time indexes (72 bytes) would not fit in 50.
+    assert_eq!(sizes(&view(10_000, 50)), [2, 2]);
+    assert_eq!(sizes(&view(10_000, 20)), [1, 1, 1, 1]);
+}
+
 #[test]
 fn compact_only_logs_keep_their_segments_and_compact_delete_logs_lose_old_ones() {
     for delete in [false, true] {

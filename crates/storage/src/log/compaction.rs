@@ -33,6 +33,8 @@ pub(crate) struct SegmentMeta {
     pub max_timestamp: Timestamp,
     /// Its data file.
     pub log_path: PathBuf,
+    /// Bytes of its offset index and of its time index.
+    pub index_bytes: (u64, u64),
 }
 
 /// The part of a log the cleaner may work on, taken under its lock.
@@ -81,6 +83,7 @@ impl Log {
                 size: s.size(),
                 max_timestamp: s.max_timestamp(),
                 log_path: s.log_path().to_path_buf(),
+                index_bytes: s.index_bytes(),
             })
             .collect();
         Some(CleaningView {
