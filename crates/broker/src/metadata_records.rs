@@ -64,6 +64,12 @@ impl PartitionState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum MetadataRecord {
+    /// The cluster got its id: the first record of a controller quorum's
+    /// log (a single node's metadata file has it from its creation).
+    ClusterInitialized {
+        /// The cluster id, as Kafka's `ClusterId`.
+        cluster_id: String,
+    },
     /// A topic was created with these partitions (`topic.placements`).
     TopicCreated {
         /// The topic, its id and placements included.
@@ -130,6 +136,18 @@ fn live_topic<'a>(
 /// unchanged.
 pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
     match record {
+        MetadataRecord::ClusterInitialized { cluster_id } => {
+            if cluster_id.is_empty() {
+                return Err(conflict("an empty cluster id".into()));
+            }
+            if !m.cluster_id.is_empty() && m.cluster_id != *cluster_id {
+                return Err(conflict(format!(
+                    "cluster id {cluster_id} for cluster {}",
+                    m.cluster_id
+                )));
+            }
+            m.cluster_id = cluster_id.clone();
+        }
         MetadataRecord::TopicCreated { topic } => {
             if m.topics.contains_key(&topic.name) {
                 return Err(conflict(format!("topic {} exists", topic.name)));
