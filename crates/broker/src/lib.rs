@@ -17,6 +17,7 @@ mod lifecycle;
 pub mod limits;
 pub mod log_limit;
 pub mod maintenance;
+pub mod metadata_delta;
 pub mod metadata_machine;
 pub mod metadata_records;
 pub mod metadata_store;
