@@ -23,6 +23,7 @@ pub mod metadata_records;
 pub mod metadata_store;
 pub mod metrics;
 pub mod net;
+pub mod placement;
 pub mod reconcile;
 pub mod schema;
 pub mod sequences;

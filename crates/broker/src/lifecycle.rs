@@ -126,14 +126,16 @@ impl Broker {
                 "a non-partitioned topic has exactly one partition".into(),
             ));
         }
-        match req.replication_factor {
-            None | Some(-1) | Some(1) => {}
+        let replication_factor = match req.replication_factor {
+            None | Some(-1) => 1,
+            Some(n) if n > 0 => n as usize,
             Some(n) => {
                 return Err(Error::InvalidReplicationFactor(format!(
-                    "replication factor {n} is larger than the 1 available broker"
+                    "replication factor must be larger than 0, or -1 for the default, not {n}"
                 )))
             }
-        }
+        };
+        let placements = self.place(0, partitions, replication_factor)?;
         tenancy::validate_topic_config(&store.data.tenants, &config, &req.name, &req.config)?;
         if validate_only {
             return Ok(Arc::new(Topic {
@@ -151,7 +153,7 @@ impl Broker {
             kind: req.kind,
             partitions,
             config: req.config,
-            placements: self.place(partitions),
+            placements,
         };
         let topic = match open_topic(&self.logs, &store.data.tenants, &config, &rec) {
             Ok(t) => t,
@@ -327,7 +329,9 @@ impl Broker {
                 config: log_config.clone(),
             })
             .collect();
-        let new_states = self.place(total - current);
+        // New partitions get as many replicas as the topic's first one.
+        let replication_factor = topic.placements.first().map_or(1, |s| s.replicas.len());
+        let new_states = self.place(current, total - current, replication_factor)?;
         match into_partitions(
             self.logs.open_logs(specs.clone()),
             specs,
@@ -486,11 +490,18 @@ impl Broker {
         Ok(ProducerId(id))
     }
 
-    /// Where `count` new partitions go: on a single node, all on it, led by
-    /// it at epoch 0.
-    fn place(&self, count: i32) -> Vec<PartitionState> {
-        let node = self.node_id();
-        (0..count).map(|_| PartitionState::single(node)).collect()
+    /// Where partitions `first..first + count` go, `replication_factor`
+    /// replicas each, over the brokers of the cluster: on a single node,
+    /// all on it, led by it at epoch 0.
+    fn place(
+        &self,
+        first: i32,
+        count: i32,
+        replication_factor: usize,
+    ) -> Result<Vec<PartitionState>, Error> {
+        let seed = uuid::Uuid::new_v4().as_u64_pair().0;
+        crate::placement::place(&[self.node_id()], first, count, replication_factor, seed)
+            .map_err(|e| Error::InvalidReplicationFactor(e.to_string()))
     }
 
     pub(crate) fn publish(&self, topic: Topic) {
