@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod net;
 pub mod placement;
 pub mod reconcile;
+pub mod registry;
 pub mod schema;
 pub mod sequences;
 pub mod subscription;
