@@ -33,6 +33,7 @@ pub mod tenancy;
 #[cfg(test)]
 mod testing;
 mod topic;
+pub mod topic_control;
 pub mod traffic;
 
 pub use crate::core::{Broker, Endpoint, NewTopic, MAX_PARTITIONS_PER_TOPIC};
