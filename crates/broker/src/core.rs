@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use model::{PartitionId, Timestamp, TopicId, TopicName, TopicPartition};
+use model::{PartitionId, Timestamp, TopicId, TopicName};
 use parking_lot::{Mutex, RwLock};
 use storage::{LogManager, LogSpec};
 use tracing::{info, warn};
@@ -135,23 +135,7 @@ impl Broker {
         // `is_every_partition`): anything else on disk is stale, staged
         // under deleting/ and removed log.dir.delete.delay.ms later.
         let on_disk = logs.scan().map_err(Error::DataDir)?;
-        let assigned: std::collections::BTreeMap<TopicPartition, TopicId> = store
-            .data
-            .topics
-            .values()
-            .flat_map(|t| {
-                t.placements
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, s)| s.has_replica(node))
-                    .map(|(p, _)| {
-                        (
-                            TopicPartition::new(t.name.clone(), PartitionId(p as i32)),
-                            t.id,
-                        )
-                    })
-            })
-            .collect();
+        let assigned = crate::metadata_delta::hosted_by(&store.data, node);
         for (tp, why) in crate::reconcile::stale_partitions(&on_disk, &assigned) {
             match logs.stage_for_deletion(&tp) {
                 Ok(to) => {

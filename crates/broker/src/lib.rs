@@ -17,11 +17,15 @@ mod lifecycle;
 pub mod limits;
 pub mod log_limit;
 pub mod maintenance;
+pub mod metadata_delta;
+pub mod metadata_machine;
 pub mod metadata_records;
 pub mod metadata_store;
 pub mod metrics;
 pub mod net;
+pub mod placement;
 pub mod reconcile;
+pub mod registry;
 pub mod schema;
 pub mod sequences;
 pub mod subscription;
@@ -29,6 +33,7 @@ pub mod tenancy;
 #[cfg(test)]
 mod testing;
 mod topic;
+pub mod topic_control;
 pub mod traffic;
 
 pub use crate::core::{Broker, Endpoint, NewTopic, MAX_PARTITIONS_PER_TOPIC};

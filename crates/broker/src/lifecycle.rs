@@ -14,12 +14,12 @@ use storage::{LogManager, LogSpec};
 use tracing::{info, warn};
 
 use crate::config::{BrokerConfig, ConfigSource, TopicConfig, TopicKind};
-use crate::core::{NewTopic, MAX_PARTITIONS_PER_TOPIC, PRODUCER_ID_BLOCK};
-use crate::group::store::OFFSETS_TOPIC;
-use crate::metadata_records::{MetadataRecord, PartitionState};
+use crate::core::{NewTopic, PRODUCER_ID_BLOCK};
+use crate::metadata_records::{MetadataRecord, NodeId, PartitionState};
 use crate::metadata_store::TopicRecord;
 use crate::tenancy::{self, Tenants};
 use crate::topic::{Partition, Topic};
+use crate::topic_control;
 use crate::{Broker, Error};
 
 impl Broker {
@@ -105,36 +105,16 @@ impl Broker {
         namespace: Option<&Namespace>,
     ) -> Result<Arc<Topic>, Error> {
         let mut store = self.store.lock();
-        if let Some(ns) = namespace {
-            tenancy::check_topic_namespace(&store.data.tenants, &req.name, ns)?;
-        }
-        if self.topic(req.name.as_str()).is_some() {
-            return Err(Error::TopicExists(req.name.to_string()));
-        }
         let config = self.config.read().clone();
-        let partitions = match req.partitions {
-            None => config.num_partitions(),
-            Some(n) if (1..=MAX_PARTITIONS_PER_TOPIC).contains(&n) => n,
-            Some(n) => {
-                return Err(Error::InvalidPartitions(format!(
-                    "{n} partitions requested; must be 1 to {MAX_PARTITIONS_PER_TOPIC}"
-                )))
-            }
-        };
-        if req.kind == TopicKind::NonPartitioned && partitions != 1 {
-            return Err(Error::InvalidPartitions(
-                "a non-partitioned topic has exactly one partition".into(),
-            ));
-        }
-        match req.replication_factor {
-            None | Some(-1) | Some(1) => {}
-            Some(n) => {
-                return Err(Error::InvalidReplicationFactor(format!(
-                    "replication factor {n} is larger than the 1 available broker"
-                )))
-            }
-        }
-        tenancy::validate_topic_config(&store.data.tenants, &config, &req.name, &req.config)?;
+        let seed = random_seed();
+        let rec = topic_control::create_topic(
+            &store.data,
+            &config,
+            &req,
+            namespace,
+            self.placement(&[self.node_id()], seed),
+            TopicId::random(),
+        )?;
         if validate_only {
             return Ok(Arc::new(Topic {
                 name: req.name,
@@ -145,14 +125,7 @@ impl Broker {
                 partitions: Vec::new(),
             }));
         }
-        let rec = TopicRecord {
-            name: req.name.clone(),
-            id: TopicId::random(),
-            kind: req.kind,
-            partitions,
-            config: req.config,
-            placements: self.place(partitions),
-        };
+        let partitions = rec.partitions;
         let topic = match open_topic(&self.logs, &store.data.tenants, &config, &rec) {
             Ok(t) => t,
             Err(e) => {
@@ -225,23 +198,12 @@ impl Broker {
         name: &str,
         expected_id: Option<TopicId>,
     ) -> Result<TopicId, Error> {
-        if name == OFFSETS_TOPIC {
-            return Err(Error::InvalidRequest(format!(
-                "{OFFSETS_TOPIC} is internal and cannot be deleted"
-            )));
-        }
         let mut store = self.store.lock();
+        let deleted = topic_control::delete_topic(&store.data, name, expected_id)?;
         let topic = self
             .topic(name)
             .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
-        if let Some(id) = expected_id.filter(|id| *id != topic.id) {
-            // Deleted and recreated since the id was resolved.
-            return Err(Error::UnknownTopicId(id));
-        }
-        store.commit(&[MetadataRecord::TopicDeleted {
-            id: topic.id,
-            name: topic.name.clone(),
-        }])?;
+        store.commit(&[deleted])?;
         {
             let mut t = self.topics.write();
             t.by_name.remove(name);
@@ -289,33 +251,28 @@ impl Broker {
         validate_only: bool,
     ) -> Result<(), Error> {
         let mut store = self.store.lock();
+        let seed = random_seed();
+        let added = topic_control::create_partitions(
+            &store.data,
+            name,
+            total,
+            self.placement(&[self.node_id()], seed),
+        )?;
+        if validate_only {
+            return Ok(());
+        }
+        let MetadataRecord::PartitionsAdded {
+            placements: new_states,
+            ..
+        } = &added
+        else {
+            unreachable!("create_partitions answers PartitionsAdded")
+        };
+        let new_states = new_states.clone();
         let topic = self
             .topic(name)
             .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
         let current = topic.partition_count() as i32;
-        if topic.kind == TopicKind::NonPartitioned {
-            return Err(Error::InvalidPartitions(format!(
-                "topic {name} is non-partitioned"
-            )));
-        }
-        if total > MAX_PARTITIONS_PER_TOPIC {
-            return Err(Error::InvalidPartitions(format!(
-                "{total} partitions requested; at most {MAX_PARTITIONS_PER_TOPIC}"
-            )));
-        }
-        if topic.name.is_internal() {
-            return Err(Error::InvalidRequest(format!(
-                "{name} is internal; its partitions are managed by the broker"
-            )));
-        }
-        if total <= current {
-            return Err(Error::InvalidPartitions(format!(
-                "topic {name} has {current} partitions; the new count {total} must be larger"
-            )));
-        }
-        if validate_only {
-            return Ok(());
-        }
         let config = self.config.read().clone();
         let log_config =
             tenancy::log_config(&store.data.tenants, &config, &topic.name, &topic.config);
@@ -327,7 +284,6 @@ impl Broker {
                 config: log_config.clone(),
             })
             .collect();
-        let new_states = self.place(total - current);
         match into_partitions(
             self.logs.open_logs(specs.clone()),
             specs,
@@ -341,11 +297,6 @@ impl Broker {
         }
         let mut all = topic.placements.clone();
         all.extend(new_states.iter().cloned());
-        let added = MetadataRecord::PartitionsAdded {
-            id: topic.id,
-            name: topic.name.clone(),
-            placements: new_states,
-        };
         if let Err(e) = store.commit(&[added]) {
             self.remove_logs(&topic.name, current..total);
             return Err(e);
@@ -486,11 +437,9 @@ impl Broker {
         Ok(ProducerId(id))
     }
 
-    /// Where `count` new partitions go: on a single node, all on it, led by
-    /// it at epoch 0.
-    fn place(&self, count: i32) -> Vec<PartitionState> {
-        let node = self.node_id();
-        (0..count).map(|_| PartitionState::single(node)).collect()
+    /// New partitions go on `brokers` (a single node: itself).
+    fn placement<'a>(&self, brokers: &'a [NodeId], seed: u64) -> topic_control::Placement<'a> {
+        topic_control::Placement { brokers, seed }
     }
 
     pub(crate) fn publish(&self, topic: Topic) {
@@ -570,4 +519,9 @@ pub(crate) fn topic_from(rec: &TopicRecord, partitions: Vec<Arc<Partition>>) -> 
         placements: rec.placements.clone(),
         partitions,
     }
+}
+
+/// A random start for the placement stripe.
+fn random_seed() -> u64 {
+    uuid::Uuid::new_v4().as_u64_pair().0
 }

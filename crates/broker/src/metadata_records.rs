@@ -16,7 +16,7 @@ use model::{TopicId, TopicName};
 use serde::{Deserialize, Serialize};
 
 use crate::config::TopicConfig;
-use crate::metadata_store::{Metadata, TenantRecord, TopicRecord};
+use crate::metadata_store::{BrokerRegistration, Metadata, TenantRecord, TopicRecord};
 use crate::Error;
 
 /// A broker's node id.
@@ -64,6 +64,12 @@ impl PartitionState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum MetadataRecord {
+    /// The cluster got its id: the first record of a controller quorum's
+    /// log (a single node's metadata file has it from its creation).
+    ClusterInitialized {
+        /// The cluster id, as Kafka's `ClusterId`.
+        cluster_id: String,
+    },
     /// A topic was created with these partitions (`topic.placements`).
     TopicCreated {
         /// The topic, its id and placements included.
@@ -109,6 +115,28 @@ pub enum MetadataRecord {
         /// Tenant → record.
         tenants: BTreeMap<String, TenantRecord>,
     },
+    /// A broker registered (again): its epoch must be above any earlier
+    /// registration's; it starts fenced.
+    BrokerRegistered {
+        /// The broker's node id.
+        node: NodeId,
+        /// Its registration.
+        registration: BrokerRegistration,
+    },
+    /// A registered broker's fencing changed (for that epoch only).
+    BrokerFencing {
+        /// The broker's node id.
+        node: NodeId,
+        /// The registration it applies to.
+        epoch: i64,
+        /// Fenced (true) or unfenced.
+        fenced: bool,
+    },
+    /// A broker left the cluster for good (its registration is removed).
+    BrokerUnregistered {
+        /// The broker's node id.
+        node: NodeId,
+    },
 }
 
 fn conflict(what: String) -> Error {
@@ -130,6 +158,18 @@ fn live_topic<'a>(
 /// unchanged.
 pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
     match record {
+        MetadataRecord::ClusterInitialized { cluster_id } => {
+            if cluster_id.is_empty() {
+                return Err(conflict("an empty cluster id".into()));
+            }
+            if !m.cluster_id.is_empty() && m.cluster_id != *cluster_id {
+                return Err(conflict(format!(
+                    "cluster id {cluster_id} for cluster {}",
+                    m.cluster_id
+                )));
+            }
+            m.cluster_id = cluster_id.clone();
+        }
         MetadataRecord::TopicCreated { topic } => {
             if m.topics.contains_key(&topic.name) {
                 return Err(conflict(format!("topic {} exists", topic.name)));
@@ -174,6 +214,34 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
             m.producer_id_limit = *limit;
         }
         MetadataRecord::TenantsSet { tenants } => m.tenants = tenants.clone(),
+        MetadataRecord::BrokerRegistered { node, registration } => {
+            if let Some(old) = m.brokers.get(node) {
+                if registration.epoch <= old.epoch {
+                    return Err(conflict(format!(
+                        "broker {node} registration epoch {} is not above {}",
+                        registration.epoch, old.epoch
+                    )));
+                }
+            }
+            m.brokers.insert(*node, registration.clone());
+        }
+        MetadataRecord::BrokerFencing {
+            node,
+            epoch,
+            fenced,
+        } => match m.brokers.get_mut(node) {
+            Some(b) if b.epoch == *epoch => b.fenced = *fenced,
+            _ => {
+                return Err(conflict(format!(
+                    "broker {node} has no registration of epoch {epoch}"
+                )))
+            }
+        },
+        MetadataRecord::BrokerUnregistered { node } => {
+            if m.brokers.remove(node).is_none() {
+                return Err(conflict(format!("broker {node} is not registered")));
+            }
+        }
     }
     Ok(())
 }

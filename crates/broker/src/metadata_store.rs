@@ -84,6 +84,29 @@ pub struct Metadata {
     /// `public` and `public/default` are added when a file is opened).
     #[serde(default)]
     pub tenants: BTreeMap<String, TenantRecord>,
+    /// The brokers registered with the controller, by node id (a single
+    /// node's file has none: it is its own only broker).
+    #[serde(default)]
+    pub brokers: BTreeMap<crate::metadata_records::NodeId, BrokerRegistration>,
+}
+
+/// A broker as registered with the controller: Kafka's
+/// `RegisterBrokerRecord` and the fencing of `BrokerRegistrationChangeRecord`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerRegistration {
+    /// Bumped by every registration (each start of the broker process);
+    /// heartbeats and requests of an older incarnation are refused.
+    pub epoch: i64,
+    /// A random id of the process incarnation: a second process with the
+    /// same node id and another incarnation is refused while this one is
+    /// alive.
+    pub incarnation: String,
+    /// Listener name → `host:port` the broker advertises.
+    pub endpoints: BTreeMap<String, String>,
+    /// A fenced broker leads nothing and gets no new partitions; a broker
+    /// starts fenced and is unfenced once it has caught up with the
+    /// metadata, and is fenced again when its heartbeats stop.
+    pub fenced: bool,
 }
 
 impl Metadata {
@@ -97,6 +120,7 @@ impl Metadata {
             topics: BTreeMap::new(),
             broker_configs: BTreeMap::new(),
             tenants: BTreeMap::new(),
+            brokers: BTreeMap::new(),
         };
         add_default_namespace(&mut m.tenants);
         m

@@ -4,8 +4,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 
 use broker::config::BrokerConfig;
-use broker::{Broker, Endpoint};
-use tokio::net::TcpListener;
+use magnetar::node::Node;
 use tracing::info;
 
 use crate::StandaloneArgs;
@@ -141,127 +140,57 @@ fn resolve(addr: &str) -> Result<SocketAddr, String> {
 }
 
 async fn run(config: BrokerConfig) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(config.kafka_addr)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.kafka_addr))?;
-    let bound = listener.local_addr()?;
-    let pulsar_listener = match config.pulsar_addr {
-        Some(a) => Some(
-            TcpListener::bind(a)
-                .await
-                .map_err(|e| anyhow::anyhow!("cannot listen on {a} (--pulsar-addr): {e}"))?,
-        ),
-        None => None,
-    };
-    let http_listener = match config.http_addr {
-        Some(a) => Some(
-            TcpListener::bind(a)
-                .await
-                .map_err(|e| anyhow::anyhow!("cannot listen on {a} (--http-addr): {e}"))?,
-        ),
-        None => None,
-    };
-    let endpoint = match config.advertised_listener() {
-        Some((host, port)) => Endpoint { host, port },
-        None => Endpoint {
-            host: advertised_host(bound),
-            port: bound.port(),
-        },
-    };
-    let data_dir = config.data_dir.clone();
-    let broker = tokio::task::spawn_blocking(move || Broker::open(config, endpoint)).await??;
-    let server = magnetar_kafka::serve(listener, broker.clone())?;
-    let mut pulsar_url = None;
-    let mut pulsar_front_end = None;
-    let pulsar = match pulsar_listener {
-        Some(l) => {
-            let bound = l.local_addr()?;
-            let advertised = match broker.config().pulsar_advertised_address() {
-                Some((host, port)) => format!("{host}:{port}"),
-                None => format!("{}:{}", advertised_host(bound), bound.port()),
-            };
-            pulsar_url = Some(format!("pulsar://{advertised}"));
-            let (server, front_end) = magnetar_pulsar::serve(l, broker.clone(), advertised)?;
-            pulsar_front_end = Some(front_end);
-            Some(server)
-        }
-        None => None,
-    };
-    let http = match http_listener {
-        Some(l) => {
-            let bound = l.local_addr()?;
-            let config = magnetar_http::HttpConfig {
-                pulsar_url,
-                pulsar: pulsar_front_end,
-                http_url: format!("http://{}:{}", advertised_host(bound), bound.port()),
-            };
-            Some(magnetar_http::serve(l, broker.clone(), config)?)
-        }
-        None => None,
-    };
-    let maintenance = broker::maintenance::spawn(broker.clone());
+    // Before anything is announced: a SIGTERM right after the ready line
+    // must shut down cleanly, not kill the process by default action.
+    let signals = Signals::install()?;
+    let node = Node::start(config).await?;
+    let broker = node.broker();
     info!(
-        kafka = %server.local_addr,
-        pulsar = %pulsar.as_ref().map_or("-".to_string(), |p| p.local_addr.to_string()),
-        http = %http.as_ref().map_or("-".to_string(), |h| h.local_addr.to_string()),
+        kafka = %node.kafka_addr(),
+        pulsar = %node.pulsar_addr().map_or("-".to_string(), |a| a.to_string()),
+        http = %node.http_addr().map_or("-".to_string(), |a| a.to_string()),
         open_file_limit = broker.config().open_file_limit.unwrap_or(0),
         max_connections = broker.config().max_connections(),
         advertised = %format!("{}:{}", broker.endpoint().host, broker.endpoint().port),
-        data_dir = %data_dir.display(),
+        data_dir = %broker.config().data_dir.display(),
         "magnetar is ready"
     );
     // Lines tests and scripts can wait for, independent of log formatting;
     // the Kafka one comes last and means everything is ready.
-    if let Some(p) = &pulsar {
-        eprintln!("magnetar: pulsar listener on {}", p.local_addr);
+    if let Some(a) = node.pulsar_addr() {
+        eprintln!("magnetar: pulsar listener on {a}");
     }
-    if let Some(h) = &http {
-        eprintln!("magnetar: http listener on {}", h.local_addr);
+    if let Some(a) = node.http_addr() {
+        eprintln!("magnetar: http listener on {a}");
     }
-    eprintln!("magnetar: kafka listener on {}", server.local_addr);
+    eprintln!("magnetar: kafka listener on {}", node.kafka_addr());
 
-    wait_for_signal().await?;
+    signals.wait().await;
     info!("shutting down");
-    maintenance.abort();
-    if let Some(h) = http {
-        h.shutdown().await;
-    }
-    if let Some(p) = pulsar {
-        p.shutdown().await;
-    }
-    server.shutdown().await;
-    let b = broker.clone();
-    tokio::task::spawn_blocking(move || b.shutdown()).await??;
+    node.shutdown().await?;
     info!("clean shutdown complete");
     Ok(())
 }
 
-async fn wait_for_signal() -> std::io::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => info!("received SIGTERM"),
-        _ = int.recv() => info!("received SIGINT"),
-    }
-    Ok(())
+/// SIGTERM and SIGINT, handled from installation on.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
 }
 
-/// With a wildcard listen address, clients need a name that reaches us.
-fn advertised_host(bound: SocketAddr) -> String {
-    if !bound.ip().is_unspecified() {
-        return bound.ip().to_string();
+impl Signals {
+    fn install() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
     }
-    let mut buf = [0u8; 256];
-    // SAFETY: buf is valid for its length; gethostname NUL-terminates on success.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc == 0 {
-        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-        if let Ok(h) = std::str::from_utf8(&buf[..end]) {
-            if !h.is_empty() {
-                return h.to_string();
-            }
+
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.term.recv() => info!("received SIGTERM"),
+            _ = self.int.recv() => info!("received SIGINT"),
         }
     }
-    "localhost".to_string()
 }

@@ -181,8 +181,7 @@ fn produce_keys_headers_and_group_offsets() {
     c.assign(&tpl).unwrap();
     let mut got = Vec::new();
     while got.len() < 3 {
-        if let Some(m) = c.poll(Duration::from_millis(200)) {
-            let m = m.unwrap();
+        if let Some(m) = common::polled(c.poll(Duration::from_millis(200))) {
             let h = m.headers().unwrap().get(0);
             assert_eq!((h.key, h.value), ("source", Some(&b"cli"[..])));
             got.push((

@@ -223,8 +223,8 @@ async fn kafka_and_pulsar_traffic_shows_in_the_metrics() {
     let deadline = std::time::Instant::now() + DEADLINE;
     while read < 20 {
         assert!(std::time::Instant::now() < deadline, "read {read} of 20");
-        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
-            m.expect("message").payload().expect("a value");
+        if let Some(m) = common::polled(consumer.poll(Duration::from_millis(200))) {
+            m.payload().expect("a value");
             read += 1;
         }
     }

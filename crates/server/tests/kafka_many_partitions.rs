@@ -96,8 +96,7 @@ fn read_back(bootstrap: &str, topic: &str, partitions: &[i32]) -> HashMap<i32, V
         .any(|p| (got.get(p).map_or(0, Vec::len) as i64) < ends[p])
     {
         assert!(Instant::now() < deadline, "read back timed out: {got:?}");
-        if let Some(m) = consumer.poll(Duration::from_millis(100)) {
-            let m = m.unwrap();
+        if let Some(m) = common::polled(consumer.poll(Duration::from_millis(100))) {
             got.entry(m.partition())
                 .or_default()
                 .push(m.payload_view::<str>().unwrap().unwrap().to_string());

@@ -256,13 +256,11 @@ impl Healthy {
                 std::time::Instant::now() < deadline,
                 "librdkafka stuck at {got:?}"
             );
-            match c.poll(Duration::from_millis(200)) {
-                Some(Ok(m)) => got.push((
+            if let Some(m) = common::polled(c.poll(Duration::from_millis(200))) {
+                got.push((
                     m.offset(),
                     String::from_utf8(m.payload().unwrap().to_vec()).unwrap(),
-                )),
-                Some(Err(e)) => panic!("librdkafka consumer error: {e}"),
-                None => {}
+                ));
             }
         }
         assert_eq!(got, self.sent);

@@ -92,8 +92,7 @@ fn first_from_beginning(bootstrap: &str, topic: &str) -> (i64, String) {
         .unwrap();
     c.assign(&tpl).unwrap();
     for _ in 0..200 {
-        if let Some(m) = c.poll(Duration::from_millis(100)) {
-            let m = m.unwrap();
+        if let Some(m) = common::polled(c.poll(Duration::from_millis(100))) {
             return (
                 m.offset(),
                 String::from_utf8(m.payload().unwrap().to_vec()).unwrap(),

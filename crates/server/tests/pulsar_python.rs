@@ -266,10 +266,9 @@ fn pulsar_to_kafka_keeps_keys_properties_event_times_and_bytes() {
                 std::time::Instant::now() < deadline,
                 "{topic}: read {next} of 25"
             );
-            let Some(m) = consumer.poll(Duration::from_millis(200)) else {
+            let Some(m) = common::polled(consumer.poll(Duration::from_millis(200))) else {
                 continue;
             };
-            let m = m.unwrap();
             assert_eq!(m.offset(), next as i64, "{topic}: order kept");
             let expected: Vec<u8> = format!("value-{next}-")
                 .into_bytes()

@@ -340,8 +340,8 @@ fn kafka_values(broker: &BrokerProcess, topic: &str) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     while (out.len() as i64) < high {
         assert!(Instant::now() < deadline, "read {} of {high}", out.len());
-        if let Some(m) = c.poll(Duration::from_millis(200)) {
-            out.push(m.unwrap().payload().unwrap_or_default().to_vec());
+        if let Some(m) = common::polled(c.poll(Duration::from_millis(200))) {
+            out.push(m.payload().unwrap_or_default().to_vec());
         }
     }
     out

@@ -84,6 +84,20 @@ fn records_apply_and_conflicts_change_nothing() {
     assert_eq!(apply_all(&m, &recs[..1]).unwrap().producer_id_limit, 1000);
 }
 
+#[test]
+fn the_cluster_id_is_set_once() {
+    let mut m = Metadata::new(String::new());
+    let init = |id: &str| MetadataRecord::ClusterInitialized {
+        cluster_id: id.into(),
+    };
+    assert!(apply(&mut m, &init("")).is_err());
+    apply(&mut m, &init("abc")).unwrap();
+    // Replaying the same record is harmless; another id is refused.
+    apply(&mut m, &init("abc")).unwrap();
+    assert!(apply(&mut m, &init("xyz")).is_err());
+    assert_eq!(m.cluster_id, "abc");
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Create { name: u8, partitions: i32 },

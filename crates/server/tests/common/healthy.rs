@@ -78,10 +78,9 @@ impl Healthy {
                 Instant::now() < deadline,
                 "healthy consumer did not read {value:?} during {what}"
             );
-            let Some(m) = self.consumer.poll(Duration::from_millis(100)) else {
+            let Some(m) = super::polled(self.consumer.poll(Duration::from_millis(100))) else {
                 continue;
             };
-            let m = m.unwrap_or_else(|e| panic!("healthy consumer error during {what}: {e}"));
             let idx = m.offset() as usize;
             assert!(idx < want, "{what}: an offset never produced");
             assert_eq!(

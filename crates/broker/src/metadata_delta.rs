@@ -1,0 +1,98 @@
+//! What one broker must do when the metadata changes: Kafka's
+//! `MetadataDelta` / `TopicsDelta::localChanges`. Given the metadata before
+//! and after some committed records and this broker's node id, which
+//! partitions it must start hosting (open or create their logs), which it
+//! must stop hosting (stage their logs for deletion, because their topic was
+//! deleted, recreated under another id, or the partition moved away), and
+//! which hosted topics need their log configs refreshed.
+//!
+//! Pure: the broker applies the answer (logs, topic table) itself, whether
+//! the records came from its own metadata file or from the controller
+//! quorum's committed log; a first full state is the delta from empty
+//! metadata (KIP-516 `is_every_partition`, see [`crate::reconcile`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use model::{PartitionId, TopicId, TopicName, TopicPartition};
+
+use crate::metadata_records::NodeId;
+use crate::metadata_store::Metadata;
+
+/// A partition and the id of the topic it belongs to.
+pub type Hosted = BTreeMap<TopicPartition, TopicId>;
+
+/// Every partition `m` gives `node` a replica of, with its topic's id.
+pub fn hosted_by(m: &Metadata, node: NodeId) -> Hosted {
+    m.topics
+        .values()
+        .flat_map(|t| {
+            t.placements
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.has_replica(node))
+                .map(|(p, _)| {
+                    (
+                        TopicPartition::new(t.name.clone(), PartitionId(p as i32)),
+                        t.id,
+                    )
+                })
+        })
+        .collect()
+}
+
+/// The changes of one broker between two metadata states.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocalChanges {
+    /// Partitions to start hosting, in order (a recreated topic's
+    /// partitions appear here with the new id and in `stop` with the old).
+    pub start: Vec<(TopicPartition, TopicId)>,
+    /// Partitions to stop hosting, with the id of the topic they held.
+    pub stop: Vec<(TopicPartition, TopicId)>,
+    /// Topics still hosted whose own config overrides changed.
+    pub reconfigured: Vec<TopicName>,
+}
+
+impl LocalChanges {
+    /// Nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty() && self.stop.is_empty() && self.reconfigured.is_empty()
+    }
+}
+
+/// What `node` must change to go from hosting `old`'s partitions to
+/// hosting `new`'s.
+pub fn local_changes(old: &Metadata, new: &Metadata, node: NodeId) -> LocalChanges {
+    let before = hosted_by(old, node);
+    let after = hosted_by(new, node);
+    let stop = before
+        .iter()
+        .filter(|(tp, id)| after.get(*tp) != Some(*id))
+        .map(|(tp, id)| (tp.clone(), *id))
+        .collect();
+    let start = after
+        .iter()
+        .filter(|(tp, id)| before.get(*tp) != Some(*id))
+        .map(|(tp, id)| (tp.clone(), *id))
+        .collect();
+    let still: BTreeSet<&TopicName> = after
+        .iter()
+        .filter(|(tp, id)| before.get(*tp) == Some(*id))
+        .map(|(tp, _)| &tp.topic)
+        .collect();
+    let reconfigured = still
+        .into_iter()
+        .filter(|name| {
+            let (o, n) = (&old.topics[*name], &new.topics[*name]);
+            o.config != n.config
+        })
+        .cloned()
+        .collect();
+    LocalChanges {
+        start,
+        stop,
+        reconfigured,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,214 @@
+//! The metadata as the controller quorum replicates it: a
+//! [`MetadataMachine`] is the [`controller::StateMachine`] whose log entries
+//! are [`MetadataBatch`]es, each applied all or nothing by the same pure
+//! [`apply_all`] a single node's metadata file uses, so a cluster and a
+//! standalone node reach the same [`Metadata`] from the same records.
+//!
+//! A batch is one decision of the controller (a topic created with all its
+//! partitions, a deletion, a config change): it commits whole or not at all,
+//! and a batch that conflicts with the state (a topic created twice because
+//! two controllers validated against stale states) is answered with the
+//! conflict and changes nothing on any node.
+
+use std::fmt;
+
+use controller::StateMachine;
+use serde::de::{self, Deserializer};
+use serde::ser::Serializer;
+use serde::{Deserialize, Serialize};
+
+use crate::metadata_records::{apply_all, MetadataRecord};
+use crate::metadata_store::Metadata;
+
+/// The records of one controller decision, one Raft log entry.
+///
+/// Stored as JSON inside the controller's binary log: the records are
+/// self-describing (tagged by type, fields by name) so records written by
+/// an older version still decode after fields are added, which a
+/// positional binary encoding would not allow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetadataBatch(pub Vec<MetadataRecord>);
+
+impl Serialize for MetadataBatch {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let json = serde_json::to_vec(&self.0).map_err(serde::ser::Error::custom)?;
+        s.serialize_bytes(&json)
+    }
+}
+
+impl<'de> Deserialize<'de> for MetadataBatch {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Json;
+        impl<'de> de::Visitor<'de> for Json {
+            type Value = MetadataBatch;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("metadata records as JSON bytes")
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<MetadataBatch, E> {
+                serde_json::from_slice(v)
+                    .map(MetadataBatch)
+                    .map_err(E::custom)
+            }
+            fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<MetadataBatch, E> {
+                self.visit_bytes(&v)
+            }
+            // Self-describing formats may hand bytes over as a sequence.
+            fn visit_seq<A: de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<MetadataBatch, A::Error> {
+                let mut v = Vec::new();
+                while let Some(b) = seq.next_element::<u8>()? {
+                    v.push(b);
+                }
+                self.visit_bytes(&v)
+            }
+        }
+        d.deserialize_bytes(Json)
+    }
+}
+
+/// The replicated metadata: the state every controller node (and, through
+/// the committed log, every broker) holds, and the index of the last batch
+/// applied to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetadataMachine {
+    /// The metadata after every applied batch.
+    pub metadata: Metadata,
+    /// The log index of the last applied batch (0: none).
+    pub applied: u64,
+}
+
+impl Default for MetadataMachine {
+    fn default() -> Self {
+        MetadataMachine::new()
+    }
+}
+
+impl MetadataMachine {
+    /// The state before the first record: no cluster id (the first batch
+    /// of a new quorum sets it with `ClusterInitialized`), only the
+    /// `public/default` namespace.
+    pub fn new() -> MetadataMachine {
+        MetadataMachine {
+            metadata: Metadata::new(String::new()),
+            applied: 0,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Snapshot {
+    applied: u64,
+    metadata: Metadata,
+}
+
+impl StateMachine for MetadataMachine {
+    type Record = MetadataBatch;
+    /// `Err` names the conflict of a refused batch, which changed nothing.
+    type Response = Result<(), String>;
+
+    fn apply(&mut self, index: u64, batch: &MetadataBatch) -> Result<(), String> {
+        self.applied = index;
+        let next = apply_all(&self.metadata, &batch.0).map_err(|e| e.to_string())?;
+        self.metadata = next;
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        let snap = Snapshot {
+            applied: self.applied,
+            metadata: self.metadata.clone(),
+        };
+        // Plain data with string keys always serializes.
+        serde_json::to_vec(&snap).unwrap_or_default()
+    }
+
+    fn restore(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let snap: Snapshot = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        self.applied = snap.applied;
+        self.metadata = snap.metadata;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use model::{TopicId, TopicName};
+
+    use super::*;
+    use crate::config::{TopicConfig, TopicKind};
+    use crate::metadata_records::PartitionState;
+    use crate::metadata_store::TopicRecord;
+
+    fn created(name: &str, partitions: i32) -> MetadataRecord {
+        MetadataRecord::TopicCreated {
+            topic: TopicRecord {
+                name: TopicName::new(name).unwrap(),
+                id: TopicId::random(),
+                kind: TopicKind::Partitioned,
+                partitions,
+                config: TopicConfig::default(),
+                placements: (0..partitions)
+                    .map(|p| PartitionState::single(1 + p % 3))
+                    .collect(),
+            },
+        }
+    }
+
+    #[test]
+    fn batches_survive_the_binary_log_codec() {
+        let batch = MetadataBatch(vec![
+            MetadataRecord::ClusterInitialized {
+                cluster_id: "c1".into(),
+            },
+            created("orders", 3),
+            MetadataRecord::ProducerIdsReserved { limit: 1000 },
+        ]);
+        let bytes = postcard::to_stdvec(&batch).unwrap();
+        assert_eq!(
+            postcard::from_bytes::<MetadataBatch>(&bytes).unwrap(),
+            batch
+        );
+        let json = serde_json::to_vec(&batch).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<MetadataBatch>(&json).unwrap(),
+            batch
+        );
+        assert!(postcard::from_bytes::<MetadataBatch>(&[3, b'{', b'x', b'}']).is_err());
+    }
+
+    #[test]
+    fn a_conflicting_batch_changes_nothing_and_snapshots_restore_the_state() {
+        let mut m = MetadataMachine::new();
+        let init = MetadataRecord::ClusterInitialized {
+            cluster_id: "c1".into(),
+        };
+        assert_eq!(
+            m.apply(1, &MetadataBatch(vec![init, created("a", 2)])),
+            Ok(())
+        );
+        let before = m.metadata.clone();
+        // Valid first record, conflicting second: the whole batch is refused.
+        let e = m
+            .apply(
+                2,
+                &MetadataBatch(vec![
+                    MetadataRecord::ProducerIdsReserved { limit: 5000 },
+                    created("a", 1),
+                ]),
+            )
+            .unwrap_err();
+        assert!(e.contains("exists"), "{e}");
+        assert_eq!(m.metadata, before);
+        assert_eq!(m.applied, 2);
+
+        let snap = m.snapshot();
+        let mut other = MetadataMachine::new();
+        other.restore(&snap).unwrap();
+        assert_eq!(other, m);
+        // A bad snapshot leaves the state alone.
+        assert!(other.restore(b"{").is_err());
+        assert_eq!(other, m);
+    }
+}

@@ -1,0 +1,298 @@
+//! The controller's view of the brokers' liveness: registrations,
+//! heartbeats and fencing, as Kafka's `BrokerHeartbeatManager` and
+//! `ClusterControlManager` decide them.
+//!
+//! Sans-IO: events (a registration, a heartbeat, the passing of time) come
+//! in with the time, and what must change comes out as [`MetadataRecord`]s
+//! for the controller to commit; the answer to a broker is given once they
+//! are committed. Heartbeat times live only in the active controller's
+//! memory, as in Kafka: a newly active controller starts every broker's
+//! session afresh ([`Registry::activate`]).
+
+use std::collections::BTreeMap;
+
+use crate::metadata_records::{MetadataRecord, NodeId};
+use crate::metadata_store::{BrokerRegistration, Metadata};
+
+/// Kafka's `broker.session.timeout.ms` default.
+pub const DEFAULT_SESSION_TIMEOUT_MS: u64 = 9_000;
+
+/// Why the controller refused a broker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RegistryError {
+    /// Another live process holds this node id (Kafka's
+    /// DUPLICATE_BROKER_REGISTRATION).
+    Duplicate(NodeId),
+    /// A heartbeat of an older registration (STALE_BROKER_EPOCH).
+    StaleEpoch {
+        /// The node.
+        node: NodeId,
+        /// The epoch the heartbeat carried.
+        sent: i64,
+    },
+    /// A heartbeat from a broker that never registered.
+    NotRegistered(NodeId),
+}
+
+impl std::fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RegistryError::Duplicate(n) => {
+                write!(f, "broker {n} is registered by another live process")
+            }
+            RegistryError::StaleEpoch { node, sent } => {
+                write!(
+                    f,
+                    "broker {node} epoch {sent} is not its current registration"
+                )
+            }
+            RegistryError::NotRegistered(n) => write!(f, "broker {n} is not registered"),
+        }
+    }
+}
+
+/// What a heartbeat is answered with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeartbeatAnswer {
+    /// The records to commit before answering (an unfencing).
+    pub records: Vec<MetadataRecord>,
+    /// Whether the broker is fenced once they are committed.
+    pub fenced: bool,
+}
+
+/// Last heartbeat times of the registered brokers.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    session_timeout_ms: u64,
+    last_seen_ms: BTreeMap<NodeId, u64>,
+}
+
+impl Registry {
+    /// A registry that fences a broker `session_timeout_ms` after its last
+    /// heartbeat.
+    pub fn new(session_timeout_ms: u64) -> Registry {
+        Registry {
+            session_timeout_ms,
+            last_seen_ms: BTreeMap::new(),
+        }
+    }
+
+    /// This controller became active at `now_ms`: every registered broker
+    /// gets a full session from now, since earlier heartbeats went to
+    /// another controller.
+    pub fn activate(&mut self, m: &Metadata, now_ms: u64) {
+        self.last_seen_ms = m.brokers.keys().map(|n| (*n, now_ms)).collect();
+    }
+
+    fn alive(&self, node: NodeId, now_ms: u64) -> bool {
+        self.last_seen_ms
+            .get(&node)
+            .is_some_and(|t| now_ms.saturating_sub(*t) < self.session_timeout_ms)
+    }
+
+    /// A broker process starts and registers. The same incarnation again
+    /// (a retried request) or a node whose session expired registers anew
+    /// with a higher epoch, fenced; another incarnation while the current
+    /// one is alive is refused.
+    pub fn register(
+        &mut self,
+        m: &Metadata,
+        node: NodeId,
+        incarnation: &str,
+        endpoints: BTreeMap<String, String>,
+        now_ms: u64,
+    ) -> Result<MetadataRecord, RegistryError> {
+        let old = m.brokers.get(&node);
+        if let Some(old) = old {
+            if old.incarnation != incarnation && !old.fenced && self.alive(node, now_ms) {
+                return Err(RegistryError::Duplicate(node));
+            }
+        }
+        self.last_seen_ms.insert(node, now_ms);
+        Ok(MetadataRecord::BrokerRegistered {
+            node,
+            registration: BrokerRegistration {
+                epoch: old.map_or(1, |o| o.epoch + 1),
+                incarnation: incarnation.to_string(),
+                endpoints,
+                fenced: true,
+            },
+        })
+    }
+
+    /// A heartbeat of `node`'s registration `epoch`; `caught_up` says the
+    /// broker has applied the metadata up to the controller's last commit
+    /// it knew of (only then is it unfenced).
+    pub fn heartbeat(
+        &mut self,
+        m: &Metadata,
+        node: NodeId,
+        epoch: i64,
+        caught_up: bool,
+        now_ms: u64,
+    ) -> Result<HeartbeatAnswer, RegistryError> {
+        let reg = m
+            .brokers
+            .get(&node)
+            .ok_or(RegistryError::NotRegistered(node))?;
+        if reg.epoch != epoch {
+            return Err(RegistryError::StaleEpoch { node, sent: epoch });
+        }
+        self.last_seen_ms.insert(node, now_ms);
+        if reg.fenced && caught_up {
+            return Ok(HeartbeatAnswer {
+                records: vec![MetadataRecord::BrokerFencing {
+                    node,
+                    epoch,
+                    fenced: false,
+                }],
+                fenced: false,
+            });
+        }
+        Ok(HeartbeatAnswer {
+            records: Vec::new(),
+            fenced: reg.fenced,
+        })
+    }
+
+    /// Time passed: fence every unfenced broker whose session expired.
+    pub fn tick(&self, m: &Metadata, now_ms: u64) -> Vec<MetadataRecord> {
+        m.brokers
+            .iter()
+            .filter(|(n, b)| !b.fenced && !self.alive(**n, now_ms))
+            .map(|(n, b)| MetadataRecord::BrokerFencing {
+                node: *n,
+                epoch: b.epoch,
+                fenced: true,
+            })
+            .collect()
+    }
+
+    /// The brokers new partitions may be placed on: registered and unfenced.
+    pub fn usable(m: &Metadata) -> Vec<NodeId> {
+        m.brokers
+            .iter()
+            .filter(|(_, b)| !b.fenced)
+            .map(|(n, _)| *n)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata_records::apply;
+
+    fn commit(m: &mut Metadata, records: &[MetadataRecord]) {
+        for r in records {
+            apply(m, r).unwrap();
+        }
+    }
+
+    fn endpoints(port: u16) -> BTreeMap<String, String> {
+        [("kafka".to_string(), format!("127.0.0.1:{port}"))].into()
+    }
+
+    #[test]
+    fn register_catch_up_unfence_expire_and_come_back() {
+        let mut m = Metadata::new("c".into());
+        let mut r = Registry::new(9_000);
+        let rec = r.register(&m, 1, "a", endpoints(9092), 0).unwrap();
+        commit(&mut m, &[rec]);
+        assert_eq!(m.brokers[&1].epoch, 1);
+        assert!(m.brokers[&1].fenced, "a broker starts fenced");
+        assert!(Registry::usable(&m).is_empty());
+
+        // Not caught up yet: stays fenced; then unfenced.
+        let a = r.heartbeat(&m, 1, 1, false, 1_000).unwrap();
+        assert_eq!(
+            a,
+            HeartbeatAnswer {
+                records: vec![],
+                fenced: true
+            }
+        );
+        let a = r.heartbeat(&m, 1, 1, true, 2_000).unwrap();
+        assert!(!a.fenced);
+        commit(&mut m, &a.records);
+        assert_eq!(Registry::usable(&m), vec![1]);
+
+        // Another process with the same id is refused while this one lives.
+        assert_eq!(
+            r.register(&m, 1, "b", endpoints(9093), 5_000),
+            Err(RegistryError::Duplicate(1))
+        );
+        // Heartbeats stop: fenced once the session has expired, not before.
+        assert!(r.tick(&m, 10_999).is_empty());
+        let fence = r.tick(&m, 11_000);
+        assert_eq!(
+            fence,
+            vec![MetadataRecord::BrokerFencing {
+                node: 1,
+                epoch: 1,
+                fenced: true
+            }]
+        );
+        commit(&mut m, &fence);
+        assert!(Registry::usable(&m).is_empty());
+
+        // The new process registers with a higher epoch; the old one's
+        // heartbeats are stale from then on.
+        let rec = r.register(&m, 1, "b", endpoints(9093), 12_000).unwrap();
+        commit(&mut m, &[rec]);
+        assert_eq!(m.brokers[&1].epoch, 2);
+        assert_eq!(
+            r.heartbeat(&m, 1, 1, true, 12_500),
+            Err(RegistryError::StaleEpoch { node: 1, sent: 1 })
+        );
+        assert_eq!(
+            r.heartbeat(&m, 2, 1, true, 12_500),
+            Err(RegistryError::NotRegistered(2))
+        );
+        // A stale registration record cannot overwrite a newer one.
+        let mut older = m.brokers[&1].clone();
+        older.epoch = 1;
+        assert!(apply(
+            &mut m.clone(),
+            &MetadataRecord::BrokerRegistered {
+                node: 1,
+                registration: older
+            }
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn a_new_controller_gives_every_broker_a_full_session() {
+        let mut m = Metadata::new("c".into());
+        let mut r = Registry::new(9_000);
+        for node in 1..=3 {
+            let rec = r
+                .register(&m, node, "x", endpoints(9000 + node as u16), 0)
+                .unwrap();
+            commit(&mut m, &[rec]);
+            let a = r.heartbeat(&m, node, 1, true, 0).unwrap();
+            commit(&mut m, &a.records);
+        }
+        assert_eq!(Registry::usable(&m), vec![1, 2, 3]);
+        // The controller fails over at t=60s; the new one knows no heartbeat.
+        let mut next = Registry::new(9_000);
+        assert_eq!(
+            next.tick(&m, 60_000).len(),
+            3,
+            "without activate, all would be fenced"
+        );
+        next.activate(&m, 60_000);
+        assert!(next.tick(&m, 68_999).is_empty());
+        next.heartbeat(&m, 2, 1, true, 65_000).unwrap();
+        let fenced: Vec<NodeId> = next
+            .tick(&m, 70_000)
+            .into_iter()
+            .map(|r| match r {
+                MetadataRecord::BrokerFencing { node, .. } => node,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(fenced, vec![1, 3]);
+    }
+}
