@@ -93,7 +93,7 @@ impl Registry {
     /// A broker process starts and registers. The same incarnation again
     /// (a retried request) or a node whose session expired registers anew
     /// with a higher epoch, fenced; another incarnation while the current
-    /// one is alive is refused.
+    /// one still has a session (fenced or not, as Kafka checks) is refused.
     pub fn register(
         &mut self,
         m: &Metadata,
@@ -104,7 +104,7 @@ impl Registry {
     ) -> Result<MetadataRecord, RegistryError> {
         let old = m.brokers.get(&node);
         if let Some(old) = old {
-            if old.incarnation != incarnation && !old.fenced && self.alive(node, now_ms) {
+            if old.incarnation != incarnation && self.alive(node, now_ms) {
                 return Err(RegistryError::Duplicate(node));
             }
         }
@@ -218,6 +218,15 @@ mod tests {
         assert_eq!(Registry::usable(&m), vec![1]);
 
         // Another process with the same id is refused while this one lives.
+        let mut fresh = Metadata::new("c".into());
+        let mut r2 = Registry::new(9_000);
+        let first = r2.register(&fresh, 5, "a", endpoints(1), 0).unwrap();
+        commit(&mut fresh, &[first]);
+        assert_eq!(
+            r2.register(&fresh, 5, "b", endpoints(2), 100),
+            Err(RegistryError::Duplicate(5)),
+            "even while the first is still fenced"
+        );
         assert_eq!(
             r.register(&m, 1, "b", endpoints(9093), 5_000),
             Err(RegistryError::Duplicate(1))
