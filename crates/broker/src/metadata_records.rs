@@ -115,8 +115,8 @@ pub enum MetadataRecord {
         /// Tenant → record.
         tenants: BTreeMap<String, TenantRecord>,
     },
-    /// A broker registered (again): its epoch must be above any earlier
-    /// registration's; it starts fenced.
+    /// A broker registered (again): its epoch must be above every earlier
+    /// registration's (of any broker, unregistered ones included).
     BrokerRegistered {
         /// The broker's node id.
         node: NodeId,
@@ -136,6 +136,8 @@ pub enum MetadataRecord {
     BrokerUnregistered {
         /// The broker's node id.
         node: NodeId,
+        /// The registration removed (a newer one is left alone).
+        epoch: i64,
     },
 }
 
@@ -171,6 +173,11 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
             m.cluster_id = cluster_id.clone();
         }
         MetadataRecord::TopicCreated { topic } => {
+            if m.topics.get(&topic.name) == Some(topic) {
+                // The same decision applied twice (a submission retried
+                // after a lost answer): the random id makes it unmistakable.
+                return Ok(());
+            }
             if m.topics.contains_key(&topic.name) {
                 return Err(conflict(format!("topic {} exists", topic.name)));
             }
@@ -215,14 +222,13 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
         }
         MetadataRecord::TenantsSet { tenants } => m.tenants = tenants.clone(),
         MetadataRecord::BrokerRegistered { node, registration } => {
-            if let Some(old) = m.brokers.get(node) {
-                if registration.epoch <= old.epoch {
-                    return Err(conflict(format!(
-                        "broker {node} registration epoch {} is not above {}",
-                        registration.epoch, old.epoch
-                    )));
-                }
+            if registration.epoch <= m.last_broker_epoch {
+                return Err(conflict(format!(
+                    "broker {node} registration epoch {} is not above {}",
+                    registration.epoch, m.last_broker_epoch
+                )));
             }
+            m.last_broker_epoch = registration.epoch;
             m.brokers.insert(*node, registration.clone());
         }
         MetadataRecord::BrokerFencing {
@@ -237,10 +243,13 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
                 )))
             }
         },
-        MetadataRecord::BrokerUnregistered { node } => {
-            if m.brokers.remove(node).is_none() {
-                return Err(conflict(format!("broker {node} is not registered")));
+        MetadataRecord::BrokerUnregistered { node, epoch } => {
+            if m.brokers.get(node).map(|b| b.epoch) != Some(*epoch) {
+                return Err(conflict(format!(
+                    "broker {node} has no registration of epoch {epoch}"
+                )));
             }
+            m.brokers.remove(node);
         }
     }
     Ok(())

@@ -88,14 +88,21 @@ pub struct Metadata {
     /// node's file has none: it is its own only broker).
     #[serde(default)]
     pub brokers: BTreeMap<crate::metadata_records::NodeId, BrokerRegistration>,
+    /// The last broker epoch handed out: every registration gets a higher
+    /// one, also after a broker unregistered (as Kafka's epochs, which are
+    /// record offsets, always rise), so an old process's epoch never
+    /// becomes valid again.
+    #[serde(default)]
+    pub last_broker_epoch: i64,
 }
 
 /// A broker as registered with the controller: Kafka's
 /// `RegisterBrokerRecord` and the fencing of `BrokerRegistrationChangeRecord`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerRegistration {
-    /// Bumped by every registration (each start of the broker process);
-    /// heartbeats and requests of an older incarnation are refused.
+    /// Above every earlier registration's of any broker (each start of a
+    /// broker process registers); heartbeats and requests of an older
+    /// epoch are refused.
     pub epoch: i64,
     /// A random id of the process incarnation: a second process with the
     /// same node id and another incarnation is refused while this one is
@@ -121,6 +128,7 @@ impl Metadata {
             broker_configs: BTreeMap::new(),
             tenants: BTreeMap::new(),
             brokers: BTreeMap::new(),
+            last_broker_epoch: 0,
         };
         add_default_namespace(&mut m.tenants);
         m

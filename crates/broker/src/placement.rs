@@ -1,7 +1,10 @@
-//! Where new partitions go: spread over the registered brokers as Kafka's
-//! controller does without racks (`StripedReplicaPlacer` with one rack),
-//! each partition's replicas on distinct brokers, the first replica (the
-//! preferred leader) rotating so leadership is balanced.
+//! Where new partitions go: striped over the usable brokers, each
+//! partition's replicas on distinct brokers, the first replica (the
+//! preferred leader) rotating so leadership is balanced. A simpler form of
+//! Kafka's `StripedReplicaPlacer` without racks: Kafka also reshuffles the
+//! broker order every round (so a failed broker's leadership spreads over
+//! several others, where here it moves to the next broker in id order) and
+//! may put followers on fenced brokers; neither is done here yet.
 //!
 //! Pure: the controller side of topic creation calls it with the brokers it
 //! knows are alive; a single node passes itself.
@@ -113,7 +116,8 @@ mod tests {
             replicas,
             vec![vec![1, 2], vec![2, 3], vec![3, 1], vec![1, 2]]
         );
-        // Added partitions continue the stripe.
+        // With the same seed, added partitions continue the stripe (each
+        // request draws its own seed, as Kafka's placer does).
         let more = place(&[1, 2, 3], 4, 2, 2, 0).unwrap();
         assert_eq!(more[0].replicas, vec![2, 3]);
     }

@@ -112,7 +112,7 @@ impl Registry {
         Ok(MetadataRecord::BrokerRegistered {
             node,
             registration: BrokerRegistration {
-                epoch: old.map_or(1, |o| o.epoch + 1),
+                epoch: m.last_broker_epoch + 1,
                 incarnation: incarnation.to_string(),
                 endpoints,
                 fenced: true,
@@ -258,6 +258,23 @@ mod tests {
             r.heartbeat(&m, 2, 1, true, 12_500),
             Err(RegistryError::NotRegistered(2))
         );
+        // Unregistered and back: a higher epoch still; the old one stays stale.
+        let gone = MetadataRecord::BrokerUnregistered { node: 1, epoch: 1 };
+        assert!(
+            apply(&mut m.clone(), &gone).is_err(),
+            "epoch 1 is not the registration"
+        );
+        commit(
+            &mut m,
+            &[MetadataRecord::BrokerUnregistered { node: 1, epoch: 2 }],
+        );
+        let rec = r.register(&m, 1, "c", endpoints(9094), 30_000).unwrap();
+        commit(&mut m, &[rec]);
+        assert_eq!(m.brokers[&1].epoch, 3);
+        assert_eq!(
+            r.heartbeat(&m, 1, 2, true, 30_100),
+            Err(RegistryError::StaleEpoch { node: 1, sent: 2 })
+        );
         // A stale registration record cannot overwrite a newer one.
         let mut older = m.brokers[&1].clone();
         older.epoch = 1;
@@ -280,7 +297,8 @@ mod tests {
                 .register(&m, node, "x", endpoints(9000 + node as u16), 0)
                 .unwrap();
             commit(&mut m, &[rec]);
-            let a = r.heartbeat(&m, node, 1, true, 0).unwrap();
+            let epoch = m.brokers[&node].epoch;
+            let a = r.heartbeat(&m, node, epoch, true, 0).unwrap();
             commit(&mut m, &a.records);
         }
         assert_eq!(Registry::usable(&m), vec![1, 2, 3]);
@@ -293,7 +311,8 @@ mod tests {
         );
         next.activate(&m, 60_000);
         assert!(next.tick(&m, 68_999).is_empty());
-        next.heartbeat(&m, 2, 1, true, 65_000).unwrap();
+        next.heartbeat(&m, 2, m.brokers[&2].epoch, true, 65_000)
+            .unwrap();
         let fenced: Vec<NodeId> = next
             .tick(&m, 70_000)
             .into_iter()

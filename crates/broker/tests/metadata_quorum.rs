@@ -157,8 +157,21 @@ async fn rebuilt_by_fetching(
 ) -> MetadataMachine {
     let mut m = MetadataMachine::new();
     let mut next = 1;
+    let deadline = Instant::now() + DEADLINE;
     while next <= upto {
-        match client.fetch(from_node, next, 4).await.unwrap() {
+        assert!(
+            Instant::now() < deadline,
+            "fetched up to {next} of {upto} from node {from_node}"
+        );
+        let fetched = match client.fetch(from_node, next, 4).await {
+            Ok(f) => f,
+            // A timeout under load: ask again.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        match fetched {
             Fetched::Records {
                 records,
                 next_index,
@@ -167,14 +180,16 @@ async fn rebuilt_by_fetching(
                 for (index, b) in records {
                     m.apply(index, &b).ok();
                 }
+                if next_index == next {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
                 next = next_index;
             }
             Fetched::SnapshotNeeded { .. } => {
-                let snap = client
-                    .fetch_snapshot(from_node)
-                    .await
-                    .unwrap()
-                    .expect("a snapshot");
+                let Ok(Some(snap)) = client.fetch_snapshot(from_node).await else {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                };
                 m.restore(&snap.data).unwrap();
                 next = snap.index + 1;
             }

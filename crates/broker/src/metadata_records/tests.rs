@@ -26,6 +26,9 @@ fn records_apply_and_conflicts_change_nothing() {
     let t = topic("orders", 2);
     apply(&mut m, &MetadataRecord::TopicCreated { topic: t.clone() }).unwrap();
     let before = m.clone();
+    // The same decision applied twice (a retried submission) is harmless.
+    apply(&mut m, &MetadataRecord::TopicCreated { topic: t.clone() }).unwrap();
+    assert_eq!(m, before);
     // The same name again, or the same id under another name.
     let mut again = topic("orders", 1);
     assert!(apply(
