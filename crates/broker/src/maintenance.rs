@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use storage::{Log, LogCleaner};
+use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::{now_ms, Broker};
@@ -14,14 +15,15 @@ use crate::{now_ms, Broker};
 /// and so are deleted segments' files due for removal
 /// (`file.delete.delay.ms`); retention runs every
 /// `log.retention.check.interval.ms`; and the log cleaner runs alongside
-/// (see [`spawn_cleaner`]).
-pub fn spawn(broker: Arc<Broker>) -> JoinHandle<()> {
+/// (see [`spawn_cleaner`]). [`Maintenance::stop`] ends them.
+pub fn spawn(broker: Arc<Broker>) -> Maintenance {
+    let (stop, mut stopped) = watch::channel(false);
     let timers = crate::group::coordinator::spawn_timers(broker.clone());
-    let cleaner = spawn_cleaner(broker.clone());
-    tokio::spawn(async move {
+    let cleaner = spawn_cleaner(broker.clone(), stop.subscribe());
+    let task = tokio::spawn(async move {
         // Dropping a JoinHandle does not stop its task; this guard does.
         let _timers = AbortOnDrop(timers);
-        let _cleaner = AbortOnDrop(cleaner);
+        let mut cleaner = AbortOnDrop(cleaner);
         let mut last_retention = tokio::time::Instant::now();
         let mut last_offsets_expiry = tokio::time::Instant::now();
         loop {
@@ -33,7 +35,16 @@ pub fn spawn(broker: Arc<Broker>) -> JoinHandle<()> {
                 .unwrap_or(Duration::from_secs(1))
                 .min(retention_every)
                 .clamp(Duration::from_millis(10), Duration::from_secs(1));
-            tokio::time::sleep(tick).await;
+            // Blocking work below is awaited before the next wait, so once
+            // stopped here none is left running.
+            tokio::select! {
+                _ = tokio::time::sleep(tick) => {}
+                // (The guard `wait_for` answers is not Send: drop it here.)
+                _ = async { stopped.wait_for(|s| *s).await.map(|_| ()) } => {
+                    let _ = (&mut cleaner.0).await;
+                    return;
+                }
+            }
             let run_retention = last_retention.elapsed() >= retention_every;
             if run_retention {
                 last_retention = tokio::time::Instant::now();
@@ -59,7 +70,24 @@ pub fn spawn(broker: Arc<Broker>) -> JoinHandle<()> {
             let _ = tokio::task::spawn_blocking(move || b.run_maintenance(now_ms(), run_retention))
                 .await;
         }
-    })
+    });
+    Maintenance { stop, task }
+}
+
+/// The running maintenance tasks.
+pub struct Maintenance {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl Maintenance {
+    /// Stops every maintenance task and waits until none of their file
+    /// work is running (a cleaning ends after the segment group it is
+    /// writing), so the logs can be closed after it.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
 }
 
 /// The partitions the log cleaner looks after: those of topics with
@@ -82,12 +110,22 @@ fn compacted_logs(broker: &Broker) -> Vec<Arc<Log>> {
 /// compacted partition that needs it most. When none does, the cleaner waits
 /// `log.cleaner.backoff.ms`. Each cleaning is logged (`cleaned log`: offsets,
 /// segments and bytes before and after, records removed, duration).
-pub fn spawn_cleaner(broker: Arc<Broker>) -> JoinHandle<()> {
+///
+/// Once `stop` turns true, no cleaning starts and the task ends when the
+/// running ones have.
+pub fn spawn_cleaner(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) -> JoinHandle<()> {
     tokio::spawn(async move {
         let cleaner = LogCleaner::new(broker.config().log_cleaner());
         let mut running = JoinSet::new();
         let mut idle_until: Option<tokio::time::Instant> = None;
+        // A dropped sender means stop too.
+        let mut stopping = false;
         loop {
+            if stopping || *stop.borrow() {
+                cleaner.stop();
+                while running.join_next().await.is_some() {}
+                return;
+            }
             let config = broker.config().log_cleaner();
             if config != cleaner.config() {
                 cleaner.set_config(config.clone());
@@ -123,6 +161,7 @@ pub fn spawn_cleaner(broker: Arc<Broker>) -> JoinHandle<()> {
                     }
                 }
                 _ = tokio::time::sleep_until(wake) => {}
+                changed = stop.changed() => stopping |= changed.is_err(),
             }
         }
     })

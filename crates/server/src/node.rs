@@ -13,7 +13,6 @@ use std::sync::Arc;
 use broker::config::BrokerConfig;
 use broker::{Broker, Endpoint};
 use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
 
 /// A running node.
 pub struct Node {
@@ -21,7 +20,7 @@ pub struct Node {
     kafka: magnetar_kafka::Server,
     pulsar: Option<magnetar_pulsar::Server>,
     http: Option<magnetar_http::Server>,
-    maintenance: JoinHandle<()>,
+    maintenance: broker::maintenance::Maintenance,
 }
 
 impl Node {
@@ -115,10 +114,10 @@ impl Node {
         self.http.as_ref().map(|h| h.local_addr)
     }
 
-    /// Stops accepting, closes every connection, then flushes and closes
-    /// the logs and the metadata (on a blocking thread).
+    /// Stops accepting, closes every connection, stops the background
+    /// work and waits for its file work to end, then flushes and closes the
+    /// logs and the metadata (on a blocking thread).
     pub async fn shutdown(self) -> anyhow::Result<()> {
-        self.maintenance.abort();
         if let Some(h) = self.http {
             h.shutdown().await;
         }
@@ -126,6 +125,7 @@ impl Node {
             p.shutdown().await;
         }
         self.kafka.shutdown().await;
+        self.maintenance.stop().await;
         let b = self.broker;
         tokio::task::spawn_blocking(move || b.shutdown()).await??;
         Ok(())

@@ -142,8 +142,20 @@ fn resolve(addr: &str) -> Result<SocketAddr, String> {
 async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     // Before anything is announced: a SIGTERM right after the ready line
     // must shut down cleanly, not kill the process by default action.
-    let signals = Signals::install()?;
-    let node = Node::start(config).await?;
+    let mut signals = Signals::install()?;
+    let start = Node::start(config);
+    tokio::pin!(start);
+    let node = tokio::select! {
+        node = &mut start => node?,
+        _ = signals.wait() => {
+            // Recovery cannot be cut short safely: finish it, then stop.
+            info!("shutting down once start-up (log recovery) has finished");
+            let node = start.await?;
+            node.shutdown().await?;
+            info!("clean shutdown complete");
+            return Ok(());
+        }
+    };
     let broker = node.broker();
     info!(
         kafka = %node.kafka_addr(),
@@ -187,7 +199,7 @@ impl Signals {
         })
     }
 
-    async fn wait(mut self) {
+    async fn wait(&mut self) {
         tokio::select! {
             _ = self.term.recv() => info!("received SIGTERM"),
             _ = self.int.recv() => info!("received SIGINT"),

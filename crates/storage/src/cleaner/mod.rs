@@ -201,6 +201,9 @@ pub struct LogCleaner {
     /// Held while a thread picks its log, so that threads starting together
     /// pick different ones.
     selecting: Mutex<()>,
+    /// Set by [`LogCleaner::stop`]: cleanings end after the segment group
+    /// they are writing.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl LogCleaner {
@@ -211,7 +214,20 @@ impl LogCleaner {
             config: Mutex::new(config),
             shared: Mutex::new(Shared::default()),
             selecting: Mutex::new(()),
+            stopping: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Stops cleaning (for shutdown): no new cleaning starts, and running
+    /// ones end after the segment group they are writing, without moving
+    /// their checkpoint (the next start cleans from it again).
+    pub fn stop(&self) {
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Applies new settings (from the next cleaning on).
@@ -248,7 +264,7 @@ impl LogCleaner {
         logs: &[Arc<Log>],
         now: Timestamp,
     ) -> Result<Option<CleanSummary>> {
-        if !self.config.lock().enable {
+        if !self.config.lock().enable || self.is_stopping() {
             return Ok(None);
         }
         let Some(log) = self.select(logs, now) else {
@@ -415,6 +431,9 @@ impl LogCleaner {
             finished_at: now,
         };
         for group in groups(&view, run.map_end) {
+            if self.is_stopping() {
+                return Ok(None);
+            }
             match run.clean_group(&group, rules)? {
                 GroupOutcome::Unchanged => {}
                 GroupOutcome::Swapped { size, counts } => {
