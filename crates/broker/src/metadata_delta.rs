@@ -4,7 +4,10 @@
 //! partitions it must start hosting (open or create their logs), which it
 //! must stop hosting (stage their logs for deletion, because their topic was
 //! deleted, recreated under another id, or the partition moved away), and
-//! which hosted topics need their log configs refreshed.
+//! which hosted partitions changed their leader, replicas or epochs (the
+//! broker becomes leader or follower), and which hosted topics need their
+//! log configs refreshed (only topics whose own overrides changed: a
+//! namespace or broker default change is the caller's to refresh).
 //!
 //! Pure: the broker applies the answer (logs, topic table) itself, whether
 //! the records came from its own metadata file or from the controller
@@ -15,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use model::{PartitionId, TopicId, TopicName, TopicPartition};
 
-use crate::metadata_records::NodeId;
+use crate::metadata_records::{NodeId, PartitionState};
 use crate::metadata_store::Metadata;
 
 /// A partition and the id of the topic it belongs to.
@@ -48,6 +51,10 @@ pub struct LocalChanges {
     pub start: Vec<(TopicPartition, TopicId)>,
     /// Partitions to stop hosting, with the id of the topic they held.
     pub stop: Vec<(TopicPartition, TopicId)>,
+    /// Partitions hosted before and after (same topic id) whose
+    /// placement changed: leader, replicas, ISR or epochs, with the new
+    /// state.
+    pub changed: Vec<(TopicPartition, PartitionState)>,
     /// Topics still hosted whose own config overrides changed.
     pub reconfigured: Vec<TopicName>,
 }
@@ -55,7 +62,10 @@ pub struct LocalChanges {
 impl LocalChanges {
     /// Nothing to do.
     pub fn is_empty(&self) -> bool {
-        self.start.is_empty() && self.stop.is_empty() && self.reconfigured.is_empty()
+        self.start.is_empty()
+            && self.stop.is_empty()
+            && self.changed.is_empty()
+            && self.reconfigured.is_empty()
     }
 }
 
@@ -79,6 +89,17 @@ pub fn local_changes(old: &Metadata, new: &Metadata, node: NodeId) -> LocalChang
         .filter(|(tp, id)| before.get(*tp) == Some(*id))
         .map(|(tp, _)| &tp.topic)
         .collect();
+    let state = |m: &Metadata, tp: &TopicPartition| {
+        m.topics[&tp.topic].placements[tp.partition.0 as usize].clone()
+    };
+    let changed = after
+        .iter()
+        .filter(|(tp, id)| before.get(*tp) == Some(*id))
+        .filter_map(|(tp, _)| {
+            let now = state(new, tp);
+            (state(old, tp) != now).then(|| (tp.clone(), now))
+        })
+        .collect();
     let reconfigured = still
         .into_iter()
         .filter(|name| {
@@ -90,6 +111,7 @@ pub fn local_changes(old: &Metadata, new: &Metadata, node: NodeId) -> LocalChang
     LocalChanges {
         start,
         stop,
+        changed,
         reconfigured,
     }
 }

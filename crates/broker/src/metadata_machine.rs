@@ -120,8 +120,9 @@ impl StateMachine for MetadataMachine {
             applied: self.applied,
             metadata: self.metadata.clone(),
         };
-        // Plain data with string keys always serializes.
-        serde_json::to_vec(&snap).unwrap_or_default()
+        // Plain data with string keys always serializes; an empty snapshot
+        // would let the log be purged, so never hand one out.
+        serde_json::to_vec(&snap).expect("metadata serializes")
     }
 
     fn restore(&mut self, bytes: &[u8]) -> Result<(), String> {

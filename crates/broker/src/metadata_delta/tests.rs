@@ -81,6 +81,27 @@ fn created_deleted_recreated_moved_and_reconfigured() {
         vec![(tp("orders", 2), orders.id)]
     );
 
+    // A new leader for a partition both replicas keep.
+    let mut led = orders.clone();
+    led.placements[1] = PartitionState {
+        replicas: vec![2, 1],
+        isr: vec![2, 1],
+        leader: 1,
+        leader_epoch: 1,
+        partition_epoch: 1,
+    };
+    let mut shared = orders.clone();
+    shared.placements[1].replicas = vec![2, 1];
+    shared.placements[1].isr = vec![2, 1];
+    let before = with(&[MetadataRecord::TopicCreated { topic: shared }]);
+    let after = with(&[MetadataRecord::TopicCreated { topic: led.clone() }]);
+    let c = local_changes(&before, &after, 1);
+    assert_eq!(
+        c.changed,
+        vec![(tp("orders", 1), led.placements[1].clone())]
+    );
+    assert!(c.start.is_empty() && c.stop.is_empty());
+
     // A config change matters to the brokers hosting the topic only.
     let mut config = TopicConfig::default();
     config.set("retention.ms", "1000").unwrap();
@@ -156,6 +177,14 @@ proptest! {
             prop_assert_eq!(old.topics[name].id, new.topics[name].id);
             prop_assert!(hosted.keys().any(|tp| &tp.topic == name));
             prop_assert!(old.topics[name].config != new.topics[name].config);
+        }
+        // Changed partitions are hosted before and after, under one id,
+        // with another state.
+        for (tp, state) in &c.changed {
+            let (o, n) = (&old.topics[&tp.topic], &new.topics[&tp.topic]);
+            prop_assert_eq!(o.id, n.id);
+            prop_assert_eq!(&n.placements[tp.partition.0 as usize], state);
+            prop_assert!(&o.placements[tp.partition.0 as usize] != state);
         }
         prop_assert!(local_changes(&new, &new, node).is_empty());
     }
