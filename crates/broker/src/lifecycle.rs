@@ -106,13 +106,12 @@ impl Broker {
     ) -> Result<Arc<Topic>, Error> {
         let mut store = self.store.lock();
         let config = self.config.read().clone();
-        let seed = random_seed();
         let rec = topic_control::create_topic(
             &store.data,
             &config,
             &req,
             namespace,
-            self.placement(&[self.node_id()], seed),
+            self.placement(&[self.node_id()]),
             TopicId::random(),
         )?;
         if validate_only {
@@ -251,12 +250,11 @@ impl Broker {
         validate_only: bool,
     ) -> Result<(), Error> {
         let mut store = self.store.lock();
-        let seed = random_seed();
         let added = topic_control::create_partitions(
             &store.data,
             name,
             total,
-            self.placement(&[self.node_id()], seed),
+            self.placement(&[self.node_id()]),
         )?;
         if validate_only {
             return Ok(());
@@ -437,9 +435,13 @@ impl Broker {
         Ok(ProducerId(id))
     }
 
-    /// New partitions go on `brokers` (a single node: itself).
-    fn placement<'a>(&self, brokers: &'a [NodeId], seed: u64) -> topic_control::Placement<'a> {
-        topic_control::Placement { brokers, seed }
+    /// New partitions go on `brokers` (a single node: itself), the stripe
+    /// starting at random.
+    fn placement<'a>(&self, brokers: &'a [NodeId]) -> topic_control::Placement<'a> {
+        topic_control::Placement {
+            brokers,
+            seed: uuid::Uuid::new_v4().as_u64_pair().0,
+        }
     }
 
     pub(crate) fn publish(&self, topic: Topic) {
@@ -519,9 +521,4 @@ pub(crate) fn topic_from(rec: &TopicRecord, partitions: Vec<Arc<Partition>>) -> 
         placements: rec.placements.clone(),
         partitions,
     }
-}
-
-/// A random start for the placement stripe.
-fn random_seed() -> u64 {
-    uuid::Uuid::new_v4().as_u64_pair().0
 }

@@ -101,19 +101,46 @@ impl Quorum {
 
     async fn leader(&self) -> u64 {
         let deadline = Instant::now() + DEADLINE;
+        let mut changes: Vec<_> = self
+            .nodes
+            .iter()
+            .map(|n| n.as_ref().map(|n| n.status_changes()))
+            .collect();
         loop {
-            let leaders: Vec<_> = self.running().map(|n| n.status().leader).collect();
-            if let Some(Some(first)) = leaders.first().copied() {
-                let agreed = leaders.iter().all(|l| *l == Some(first));
-                let leads = self.nodes[first as usize - 1]
-                    .as_ref()
-                    .is_some_and(|n| n.status().state == ServerState::Leader);
-                if agreed && leads {
-                    return first;
-                }
+            // Seen before looking, so a change after the look wakes us.
+            for rx in changes.iter_mut().flatten() {
+                rx.borrow_and_update();
             }
-            assert!(Instant::now() < deadline, "no agreed leader: {leaders:?}");
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            let views: Vec<(usize, Option<u64>)> = self
+                .nodes
+                .iter()
+                .enumerate()
+                .filter_map(|(i, n)| n.as_ref().map(|n| (i, n.status().leader)))
+                .collect();
+            let first = views[0].1;
+            // The node to wait for: one without the first node's view, or
+            // the named leader until it is one.
+            let waiting = match first {
+                None => Some(views[0].0),
+                Some(l) => views
+                    .iter()
+                    .find(|(_, v)| *v != first)
+                    .map(|(i, _)| *i)
+                    .or_else(|| match &self.nodes[l as usize - 1] {
+                        Some(n) if n.status().state == ServerState::Leader => None,
+                        Some(_) => Some(l as usize - 1),
+                        // A stopped node is named: wait for the views to move.
+                        None => Some(views[0].0),
+                    }),
+            };
+            let Some(i) = waiting else {
+                return first.unwrap();
+            };
+            let rx = changes[i].as_mut().expect("a running node");
+            tokio::time::timeout_at(deadline, rx.changed())
+                .await
+                .unwrap_or_else(|_| panic!("no agreed leader: {views:?}"))
+                .expect("the node is running");
         }
     }
 
@@ -163,13 +190,10 @@ async fn rebuilt_by_fetching(
             Instant::now() < deadline,
             "fetched up to {next} of {upto} from node {from_node}"
         );
-        let fetched = match client.fetch(from_node, next, 4).await {
-            Ok(f) => f,
-            // A timeout under load: ask again.
-            Err(_) => {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                continue;
-            }
+        // A request that timed out under load is asked again: each attempt
+        // is bounded by the client's request timeout.
+        let Ok(fetched) = client.fetch(from_node, next, 4).await else {
+            continue;
         };
         match fetched {
             Fetched::Records {
@@ -177,19 +201,19 @@ async fn rebuilt_by_fetching(
                 next_index,
                 ..
             } => {
+                // Every node has applied `upto` (converged), so each answer
+                // moves on.
+                assert!(next_index > next, "fetch from {next} did not advance");
                 for (index, b) in records {
                     m.apply(index, &b).ok();
-                }
-                if next_index == next {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
                 }
                 next = next_index;
             }
             Fetched::SnapshotNeeded { .. } => {
-                let Ok(Some(snap)) = client.fetch_snapshot(from_node).await else {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
+                let Ok(snap) = client.fetch_snapshot(from_node).await else {
                     continue;
                 };
+                let snap = snap.expect("a compacted log has a snapshot");
                 m.restore(&snap.data).unwrap();
                 next = snap.index + 1;
             }

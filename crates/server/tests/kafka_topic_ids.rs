@@ -230,14 +230,10 @@ async fn a_stale_partition_of_a_recreated_topic_is_staged_then_removed() {
     produce(&bootstrap, "a", &["id1-1"]).await;
     assert_eq!(fetch_by_id(&mut conn, id1).await, (0, vec!["id1-1".into()]));
     // Removed once the delay has passed (checked by the maintenance loop).
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while staged.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{} still there",
-            staged.display()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(broker.log_text().contains("removed a staged partition"));
+    broker.wait_for_log_line(
+        "the staged partition removed",
+        Duration::from_secs(30),
+        |l| l.contains("removed a staged partition"),
+    );
+    assert!(!staged.exists(), "{} still there", staged.display());
 }
