@@ -50,6 +50,9 @@ pub struct NewTopic {
     pub kind: TopicKind,
     /// Overrides.
     pub config: TopicConfig,
+    /// A manual placement: each partition's replicas, preferred leader
+    /// first (empty: placed by the controller).
+    pub assignments: Vec<Vec<crate::metadata_records::NodeId>>,
 }
 
 #[derive(Default)]
@@ -79,6 +82,9 @@ pub struct Broker {
     cluster_id: String,
     pub(crate) groups: OnceLock<GroupCoordinator>,
     metrics: crate::metrics::Metrics,
+    // Set for a cluster member: its link to the controller quorum and the
+    // brokers it knows of.
+    pub(crate) cluster: Option<crate::cluster::ClusterState>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -96,24 +102,7 @@ impl Broker {
     /// that belong to no live topic (deleted topics, or an older topic with
     /// the same name).
     pub fn open(mut config: BrokerConfig, endpoint: Endpoint) -> Result<Arc<Broker>, Error> {
-        if let Some(limit) = config.open_file_limit {
-            // Sockets get max.connections (at most half the limit), segment
-            // files the rest, less a reserve for everything else.
-            let limit = limit as usize;
-            let sockets = config.max_connections().min(limit / 2);
-            let budget = limit.saturating_sub(sockets).saturating_sub(256).max(64);
-            storage::set_open_file_budget(budget);
-            info!(
-                open_file_limit = limit,
-                segment_file_budget = budget,
-                "open-file budget"
-            );
-        }
-        std::fs::create_dir_all(&config.data_dir).map_err(|source| Error::MetadataIo {
-            path: config.data_dir.clone(),
-            source,
-        })?;
-        let logs = LogManager::open(&config.data_dir).map_err(Error::DataDir)?;
+        let logs = prepare_data_dir(&config)?;
         let store = MetadataStore::open(&config.data_dir)?;
         for (k, v) in &store.data.broker_configs {
             if let Err(e) = config.set(k, v, ConfigSource::Dynamic) {
@@ -131,72 +120,56 @@ impl Broker {
                     .collect();
             }
         }
-        // The metadata is the full state of what this broker holds (KIP-516
-        // `is_every_partition`): anything else on disk is stale, staged
-        // under deleting/ and removed log.dir.delete.delay.ms later.
-        let on_disk = logs.scan().map_err(Error::DataDir)?;
-        let assigned = crate::metadata_delta::hosted_by(&store.data, node);
-        for (tp, why) in crate::reconcile::stale_partitions(&on_disk, &assigned) {
-            match logs.stage_for_deletion(&tp) {
-                Ok(to) => {
-                    let to = to.map(|p| p.display().to_string()).unwrap_or_default();
-                    warn!(partition = %tp, reason = ?why, staged = %to, "staging a stale partition directory for deletion (KIP-516)");
-                }
-                Err(e) => {
-                    warn!(partition = %tp, reason = ?why, "could not stage a stale partition: {e}")
-                }
-            }
-        }
-        let mut table = TopicTable::default();
-        let started = std::time::Instant::now();
-        let recs: Vec<&TopicRecord> = store.data.topics.values().collect();
-        let tenants = &store.data.tenants;
-        let specs: Vec<LogSpec> = recs
-            .iter()
-            .flat_map(|rec| partition_specs(rec, tenants, &config, 0..rec.partitions))
-            .collect();
-        let states: Vec<PartitionState> = recs
-            .iter()
-            .flat_map(|rec| rec.placements.iter().cloned())
-            .collect();
-        let mut opened = into_partitions(logs.open_logs(specs.clone()), specs, states)?.into_iter();
-        for rec in recs {
-            let partitions = opened.by_ref().take(rec.partitions as usize).collect();
-            table.by_id.insert(rec.id, rec.name.clone());
-            table
-                .by_name
-                .insert(rec.name.clone(), Arc::new(topic_from(rec, partitions)));
-        }
-        info!(
-            partitions = logs.logs().len(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "partitions opened"
-        );
+        reconcile_disk(&logs, &store.data, node, &[])?;
+        let table = open_hosted(&logs, &store.data, &config, node)?;
         let limit = store.data.producer_id_limit;
         let cluster_id = store.data.cluster_id.clone();
         info!(topics = table.by_name.len(), %cluster_id, "broker state loaded");
-        let coordinator_config = crate::group::coordinator_config(&config);
+        let broker = Broker::assemble(config, endpoint, logs, store, table, None);
+        broker.producer_ids.lock().next = limit;
+        broker.producer_ids.lock().limit = limit;
+        let offsets = broker.offsets_partition()?;
+        broker.start_groups(offsets)?;
+        Ok(Arc::new(broker))
+    }
+
+    /// The broker over its parts, before its group coordinator starts.
+    pub(crate) fn assemble(
+        config: BrokerConfig,
+        endpoint: Endpoint,
+        logs: LogManager,
+        store: MetadataStore,
+        table: TopicTable,
+        cluster: Option<crate::cluster::ClusterState>,
+    ) -> Broker {
+        let cluster_id = store.data.cluster_id.clone();
         let tenants = RwLock::new(Arc::new(store.data.tenants.clone()));
-        let broker = Broker {
+        Broker {
             config: RwLock::new(config),
             endpoint,
             logs,
             topics: RwLock::new(table),
             store: Mutex::new(store),
             tenants,
-            producer_ids: Mutex::new(ProducerIds { next: limit, limit }),
+            producer_ids: Mutex::new(ProducerIds { next: 0, limit: 0 }),
             cluster_id,
             groups: OnceLock::new(),
             metrics: crate::metrics::Metrics::new(),
-        };
-        let offsets = broker.offsets_partition()?;
+            cluster,
+        }
+    }
+
+    /// Opens the group coordinator over `offsets` and forgets the state of
+    /// topics deleted meanwhile.
+    pub(crate) fn start_groups(&self, offsets: Arc<Partition>) -> Result<(), Error> {
+        let coordinator_config = crate::group::coordinator_config(&self.config.read());
         let coordinator = GroupCoordinator::open(GroupLog::new(offsets), coordinator_config)?;
-        let _ = broker.groups.set(coordinator);
-        broker.forget_state_of_deleted_topics();
+        let _ = self.groups.set(coordinator);
+        self.forget_state_of_deleted_topics();
         // From here on, topic creation and deletion share the CPU with
         // requests from other clients: requests go first.
-        broker.logs.set_background_bulk_work(true);
-        Ok(Arc::new(broker))
+        self.logs.set_background_bulk_work(true);
+        Ok(())
     }
 
     /// The group coordinator.
@@ -243,6 +216,7 @@ impl Broker {
                 config.set("cleanup.policy", "compact")?;
                 self.create_topic(
                     NewTopic {
+                        assignments: Vec::new(),
                         name,
                         partitions: Some(1),
                         replication_factor: None,
@@ -369,4 +343,101 @@ impl Broker {
             source,
         })
     }
+}
+
+/// KIP-516 full-state reconciliation: `m` is everything this broker holds
+/// (`is_every_partition`), so any other directory on disk, or one of
+/// another topic id, is stale: staged under deleting/ and removed
+/// log.dir.delete.delay.ms later. Topics in `local_only` are node-local
+/// logs outside the metadata and are left alone.
+pub(crate) fn reconcile_disk(
+    logs: &LogManager,
+    m: &crate::metadata_store::Metadata,
+    node: i32,
+    local_only: &[&str],
+) -> Result<(), Error> {
+    let on_disk: Vec<_> = logs
+        .scan()
+        .map_err(Error::DataDir)?
+        .into_iter()
+        .filter(|(tp, _)| !local_only.contains(&tp.topic.as_str()))
+        .collect();
+    let assigned = crate::metadata_delta::hosted_by(m, node);
+    for (tp, why) in crate::reconcile::stale_partitions(&on_disk, &assigned) {
+        match logs.stage_for_deletion(&tp) {
+            Ok(to) => {
+                let to = to.map(|p| p.display().to_string()).unwrap_or_default();
+                warn!(partition = %tp, reason = ?why, staged = %to, "staging a stale partition directory for deletion (KIP-516)");
+            }
+            Err(e) => {
+                warn!(partition = %tp, reason = ?why, "could not stage a stale partition: {e}")
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Opens the logs of every partition `m` gives `node` a replica of and
+/// builds the topic table (every topic, with its hosted partitions).
+pub(crate) fn open_hosted(
+    logs: &LogManager,
+    m: &crate::metadata_store::Metadata,
+    config: &BrokerConfig,
+    node: i32,
+) -> Result<TopicTable, Error> {
+    let started = std::time::Instant::now();
+    let recs: Vec<&TopicRecord> = m.topics.values().collect();
+    let hosted = |rec: &TopicRecord| -> Vec<i32> {
+        (0..rec.partitions)
+            .filter(|p| rec.placements[*p as usize].has_replica(node))
+            .collect()
+    };
+    let mut specs: Vec<LogSpec> = Vec::new();
+    let mut states: Vec<PartitionState> = Vec::new();
+    let mut counts = Vec::new();
+    for rec in &recs {
+        let mine = hosted(rec);
+        counts.push(mine.len());
+        for p in mine {
+            specs.extend(partition_specs(rec, &m.tenants, config, p..p + 1));
+            states.push(rec.placements[p as usize].clone());
+        }
+    }
+    let mut opened = into_partitions(logs.open_logs(specs.clone()), specs, states)?.into_iter();
+    let mut table = TopicTable::default();
+    for (rec, n) in recs.into_iter().zip(counts) {
+        let partitions = opened.by_ref().take(n).collect();
+        table.by_id.insert(rec.id, rec.name.clone());
+        table
+            .by_name
+            .insert(rec.name.clone(), Arc::new(topic_from(rec, partitions)));
+    }
+    info!(
+        partitions = logs.logs().len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "partitions opened"
+    );
+    Ok(table)
+}
+
+/// Sets the open-file budget and opens the data directory's logs manager.
+pub(crate) fn prepare_data_dir(config: &BrokerConfig) -> Result<LogManager, Error> {
+    if let Some(limit) = config.open_file_limit {
+        // Sockets get max.connections (at most half the limit), segment
+        // files the rest, less a reserve for everything else.
+        let limit = limit as usize;
+        let sockets = config.max_connections().min(limit / 2);
+        let budget = limit.saturating_sub(sockets).saturating_sub(256).max(64);
+        storage::set_open_file_budget(budget);
+        info!(
+            open_file_limit = limit,
+            segment_file_budget = budget,
+            "open-file budget"
+        );
+    }
+    std::fs::create_dir_all(&config.data_dir).map_err(|source| Error::MetadataIo {
+        path: config.data_dir.clone(),
+        source,
+    })?;
+    LogManager::open(&config.data_dir).map_err(Error::DataDir)
 }

@@ -168,6 +168,11 @@ pub enum Error {
     /// consumers.
     #[error("topic {0} has attached producers or consumers")]
     TopicBusy(String),
+    /// The controller quorum did not take or apply a metadata change in
+    /// time (no quorum, no leader yet): nothing is known to have changed;
+    /// retry.
+    #[error("the controller quorum is unavailable: {0}")]
+    ControllerUnavailable(String),
     /// The metadata file is unreadable.
     #[error("metadata file {path} is corrupt: {reason}")]
     MetadataCorrupt {

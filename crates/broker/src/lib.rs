@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cluster;
 mod codec;
 pub mod config;
 mod core;

@@ -56,6 +56,7 @@ impl Broker {
             return Err(Error::UnknownTopic(name.to_string()));
         }
         let req = NewTopic {
+            assignments: Vec::new(),
             name: name.clone(),
             partitions: match kind {
                 TopicKind::Partitioned => None,
@@ -104,6 +105,9 @@ impl Broker {
         validate_only: bool,
         namespace: Option<&Namespace>,
     ) -> Result<Arc<Topic>, Error> {
+        if self.cluster.is_some() {
+            return self.cluster_create_topic(req, validate_only, namespace);
+        }
         let mut store = self.store.lock();
         let config = self.config.read().clone();
         let rec = topic_control::create_topic(
@@ -115,14 +119,7 @@ impl Broker {
             TopicId::random(),
         )?;
         if validate_only {
-            return Ok(Arc::new(Topic {
-                name: req.name,
-                id: TopicId::ZERO,
-                kind: req.kind,
-                config: req.config,
-                placements: Vec::new(),
-                partitions: Vec::new(),
-            }));
+            return Ok(validated_only(req));
         }
         let partitions = rec.partitions;
         let topic = match open_topic(&self.logs, &store.data.tenants, &config, &rec) {
@@ -197,6 +194,11 @@ impl Broker {
         name: &str,
         expected_id: Option<TopicId>,
     ) -> Result<TopicId, Error> {
+        if self.cluster.is_some() {
+            let id = self.cluster_delete_topic(name, expected_id)?;
+            info!(topic = %name, id = %id, "deleted topic");
+            return Ok(id);
+        }
         let mut store = self.store.lock();
         let deleted = topic_control::delete_topic(&store.data, name, expected_id)?;
         let topic = self
@@ -249,6 +251,9 @@ impl Broker {
         total: i32,
         validate_only: bool,
     ) -> Result<(), Error> {
+        if self.cluster.is_some() {
+            return self.cluster_create_partitions(name, total, validate_only);
+        }
         let mut store = self.store.lock();
         let added = topic_control::create_partitions(
             &store.data,
@@ -329,6 +334,9 @@ impl Broker {
         validate_only: bool,
         change: impl FnOnce(&TopicConfig) -> Result<TopicConfig, Error>,
     ) -> Result<(), Error> {
+        if self.cluster.is_some() {
+            return self.cluster_update_topic_config(name, validate_only, change);
+        }
         let mut store = self.store.lock();
         let topic = self
             .topic(name)
@@ -402,6 +410,11 @@ impl Broker {
             return Ok(());
         }
         let dynamic = next.dynamic_values();
+        if self.cluster.is_some() {
+            // Every broker applies it from the committed log, this one too.
+            drop(store);
+            return self.cluster_set_broker_configs(dynamic);
+        }
         store.commit(&[MetadataRecord::BrokerConfigsSet { values: dynamic }])?;
         *self.config.write() = next.clone();
         self.refresh_log_configs(&store.data.tenants, &next);
@@ -422,6 +435,9 @@ impl Broker {
 
     /// Hands out a producer id never given before, even across restarts.
     pub fn next_producer_id(&self) -> Result<ProducerId, Error> {
+        if self.cluster.is_some() {
+            return crate::cluster::next_cluster_producer_id(self);
+        }
         let mut ids = self.producer_ids.lock();
         if ids.next >= ids.limit {
             let new_limit = ids.limit + PRODUCER_ID_BLOCK;
@@ -459,6 +475,19 @@ impl Broker {
             }
         }
     }
+}
+
+/// What a validate-only creation answers: the topic as asked, no id, no
+/// partitions.
+pub(crate) fn validated_only(req: NewTopic) -> Arc<Topic> {
+    Arc::new(Topic {
+        name: req.name,
+        id: TopicId::ZERO,
+        kind: req.kind,
+        config: req.config,
+        placements: Vec::new(),
+        partitions: Vec::new(),
+    })
 }
 
 pub(crate) fn open_topic(

@@ -132,6 +132,15 @@ pub enum MetadataRecord {
         /// Fenced (true) or unfenced.
         fenced: bool,
     },
+    /// The group and transaction coordinators were placed: coordinator
+    /// slot `i` (a hash of the group or transactional id modulo the slot
+    /// count, as Kafka's `__consumer_offsets` partitions) is served by
+    /// `nodes[i]`. Placed once; slots do not move in a cluster without
+    /// replication.
+    CoordinatorsPlaced {
+        /// Slot → broker.
+        nodes: Vec<NodeId>,
+    },
     /// A broker left the cluster for good (its registration is removed).
     BrokerUnregistered {
         /// The broker's node id.
@@ -212,9 +221,11 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
         }
         MetadataRecord::BrokerConfigsSet { values } => m.broker_configs = values.clone(),
         MetadataRecord::ProducerIdsReserved { limit } => {
-            if *limit < m.producer_id_limit {
+            // Strictly above: two brokers reserving from the same limit
+            // must not both get the same block.
+            if *limit <= m.producer_id_limit {
                 return Err(conflict(format!(
-                    "producer id limit {limit} is below {}",
+                    "producer id limit {limit} is not above {}",
                     m.producer_id_limit
                 )));
             }
@@ -243,6 +254,15 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
                 )))
             }
         },
+        MetadataRecord::CoordinatorsPlaced { nodes } => {
+            if !m.coordinators.is_empty() {
+                return Err(conflict("the coordinators are placed already".into()));
+            }
+            if nodes.is_empty() {
+                return Err(conflict("no coordinator slots".into()));
+            }
+            m.coordinators = nodes.clone();
+        }
         MetadataRecord::BrokerUnregistered { node, epoch } => {
             if m.brokers.get(node).map(|b| b.epoch) != Some(*epoch) {
                 return Err(conflict(format!(

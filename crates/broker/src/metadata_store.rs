@@ -94,6 +94,10 @@ pub struct Metadata {
     /// becomes valid again.
     #[serde(default)]
     pub last_broker_epoch: i64,
+    /// The group and transaction coordinators by slot (a cluster's; a
+    /// single node coordinates everything itself and has none).
+    #[serde(default)]
+    pub coordinators: Vec<crate::metadata_records::NodeId>,
 }
 
 /// A broker as registered with the controller: Kafka's
@@ -129,6 +133,7 @@ impl Metadata {
             tenants: BTreeMap::new(),
             brokers: BTreeMap::new(),
             last_broker_epoch: 0,
+            coordinators: Vec::new(),
         };
         add_default_namespace(&mut m.tenants);
         m
@@ -139,6 +144,8 @@ impl Metadata {
 #[derive(Debug)]
 pub struct MetadataStore {
     path: PathBuf,
+    // A cluster member's copy of the quorum's metadata: never written here.
+    memory_only: bool,
     /// The current content.
     pub data: Metadata,
 }
@@ -166,11 +173,16 @@ impl MetadataStore {
                 }
                 let mut data = data;
                 add_default_namespace(&mut data.tenants);
-                Ok(MetadataStore { path, data })
+                Ok(MetadataStore {
+                    path,
+                    memory_only: false,
+                    data,
+                })
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut store = MetadataStore {
                     path: path.clone(),
+                    memory_only: false,
                     data: Metadata::new(new_cluster_id()),
                 };
                 store.save().map_err(|e| match e {
@@ -183,10 +195,25 @@ impl MetadataStore {
         }
     }
 
+    /// A cluster member's metadata, held in memory only: it changes by
+    /// applying the controller quorum's committed records.
+    pub fn memory_only(data: Metadata) -> MetadataStore {
+        MetadataStore {
+            path: PathBuf::new(),
+            memory_only: true,
+            data,
+        }
+    }
+
     /// Applies `records` to a copy and persists it; memory is updated only
     /// if every record applies and the write succeeded, so a refused
     /// record or a failed write changes nothing.
     pub fn commit(&mut self, records: &[MetadataRecord]) -> Result<(), Error> {
+        if self.memory_only {
+            return Err(Error::InvalidRequest(
+                "a cluster member's metadata changes through the controller quorum".into(),
+            ));
+        }
         let next = apply_all(&self.data, records)?;
         write_atomically(&self.path, &next).map_err(|source| Error::MetadataIo {
             path: self.path.clone(),
@@ -236,7 +263,7 @@ fn write_atomically(path: &Path, data: &Metadata) -> std::io::Result<()> {
 }
 
 /// A Kafka-style cluster id: 16 random bytes, URL-safe base64 without padding.
-fn new_cluster_id() -> String {
+pub(crate) fn new_cluster_id() -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let bytes = uuid::Uuid::new_v4().into_bytes();
     let mut out = String::with_capacity(22);

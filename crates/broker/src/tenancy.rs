@@ -483,6 +483,15 @@ impl Broker {
         &self,
         change: impl FnOnce(&mut Tenants) -> Result<T, Error>,
     ) -> Result<T, Error> {
+        if self.cluster.is_some() {
+            let mut change = Some(change);
+            return self.cluster_change_tenants(|tenants| match change.take() {
+                Some(f) => f(tenants),
+                None => Err(Error::MetadataConflict(
+                    "the tenants changed concurrently; retry".into(),
+                )),
+            });
+        }
         let mut store = self.store.lock();
         let mut next = store.data.tenants.clone();
         let out = change(&mut next)?;

@@ -38,6 +38,7 @@ fn ns(t: &str, n: &str) -> Namespace {
 
 fn topic(name: &str, partitions: i32) -> NewTopic {
     NewTopic {
+        assignments: Vec::new(),
         name: TopicName::new(name).unwrap(),
         partitions: Some(partitions),
         replication_factor: None,

@@ -25,6 +25,7 @@ pub(crate) fn broker_with_topics(dir: &Path, topics: &[&str]) -> Arc<Broker> {
         if b.topic(t).is_none() {
             b.create_topic(
                 NewTopic {
+                    assignments: Vec::new(),
                     name: TopicName::new(t).unwrap(),
                     partitions: Some(4),
                     replication_factor: None,

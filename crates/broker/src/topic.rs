@@ -48,6 +48,11 @@ impl Topic {
         self.placements.len()
     }
 
+    /// Whether the topic has partition `p` (on any broker).
+    pub fn has_partition(&self, p: PartitionId) -> bool {
+        usize::try_from(p.0).is_ok_and(|i| i < self.placements.len())
+    }
+
     /// Partition `p` of this broker: [`Error::UnknownPartition`] if the
     /// topic has no such partition, [`Error::PartitionNotHosted`] if
     /// another broker holds it.
@@ -120,6 +125,11 @@ impl Partition {
     /// Its replicas, in-sync replicas, leader and epochs.
     pub fn state(&self) -> PartitionState {
         self.state.read().clone()
+    }
+
+    /// A new placement applied from the metadata.
+    pub(crate) fn set_state(&self, state: PartitionState) {
+        *self.state.write() = state;
     }
 
     /// Counts a producer of a front end as attached until the returned

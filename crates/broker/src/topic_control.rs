@@ -73,7 +73,17 @@ pub fn create_topic(
             )))
         }
     };
-    let placements = placement.place(0, partitions, replication_factor)?;
+    let placements = if req.assignments.is_empty() {
+        placement.place(0, partitions, replication_factor)?
+    } else {
+        manual_placements(
+            m,
+            placement,
+            &req.assignments,
+            partitions,
+            replication_factor,
+        )?
+    };
     tenancy::validate_topic_config(&m.tenants, config, &req.name, &req.config)?;
     Ok(TopicRecord {
         name: req.name.clone(),
@@ -83,6 +93,59 @@ pub fn create_topic(
         config: req.config.clone(),
         placements,
     })
+}
+
+/// A manual assignment as partition states: one list per partition, each
+/// of the replication factor, naming registered brokers only (on a single
+/// node: itself), the first replica leading.
+fn manual_placements(
+    m: &Metadata,
+    placement: Placement<'_>,
+    assignments: &[Vec<NodeId>],
+    partitions: i32,
+    replication_factor: usize,
+) -> Result<Vec<PartitionState>, Error> {
+    let bad = |why: String| Err(Error::InvalidReplicaAssignment(why));
+    if assignments.len() != partitions as usize {
+        return bad(format!(
+            "{} partition assignments for {partitions} partitions",
+            assignments.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(assignments.len());
+    for replicas in assignments {
+        if replicas.len() != replication_factor || replicas.is_empty() {
+            return bad(format!(
+                "a partition has {} replicas, not {replication_factor}",
+                replicas.len()
+            ));
+        }
+        for (i, n) in replicas.iter().enumerate() {
+            let known = if m.brokers.is_empty() {
+                placement.brokers.contains(n)
+            } else {
+                m.brokers.contains_key(n)
+            };
+            if !known {
+                return bad(format!(
+                    "The manual partition assignment includes broker {n}, but no such broker is registered."
+                ));
+            }
+            if replicas[..i].contains(n) {
+                return bad(format!(
+                    "The manual partition assignment includes the broker {n} more than once."
+                ));
+            }
+        }
+        out.push(PartitionState {
+            replicas: replicas.clone(),
+            isr: replicas.clone(),
+            leader: replicas[0],
+            leader_epoch: 0,
+            partition_epoch: 0,
+        });
+    }
+    Ok(out)
 }
 
 /// Validates growing `name` to `total` partitions; the `PartitionsAdded`
@@ -161,6 +224,7 @@ mod tests {
 
     fn req(name: &str, partitions: Option<i32>, rf: Option<i16>) -> NewTopic {
         NewTopic {
+            assignments: Vec::new(),
             name: TopicName::new(name).unwrap(),
             partitions,
             replication_factor: rf,

@@ -130,6 +130,29 @@ impl<S: StateMachine> ControllerClient<S> {
     /// mid-request may append the record twice; records should be
     /// idempotent or checked by the state machine.
     pub async fn submit(&self, record: S::Record) -> Result<Submitted<S::Response>> {
+        self.to_leader(Request::Submit(record), "submission", |r| match r {
+            Response::Submit(r) => Some(r),
+            _ => None,
+        })
+        .await
+    }
+
+    /// Sends a request to the leader's [`Service`](crate::Service), finding
+    /// the leader as [`submit`](Self::submit) does.
+    pub async fn call_leader(&self, request: Vec<u8>) -> Result<Vec<u8>> {
+        self.to_leader(Request::Call(request), "request", |r| match r {
+            Response::Call(r) => Some(r),
+            _ => None,
+        })
+        .await
+    }
+
+    async fn to_leader<T>(
+        &self,
+        req: Request<S>,
+        what: &str,
+        answer: impl Fn(Response<S>) -> Option<Result<T, Refused>>,
+    ) -> Result<T> {
         let deadline = Instant::now() + self.opts.submit_timeout;
         let voters: Vec<String> = self.voters.iter().map(|(_, a)| a.to_string()).collect();
         let mut next_voter = 0usize;
@@ -139,22 +162,21 @@ impl<S: StateMachine> ControllerClient<S> {
             .clone()
             .unwrap_or_else(|| voters[0].clone());
         let mut backoff = self.opts.backoff_min;
-        let req = Request::Submit(record);
         let mut last_err = String::from("no node answered");
         loop {
             let now = Instant::now();
             if now >= deadline {
                 return Err(ControllerError::Timeout {
-                    what: format!("submission to the controller quorum ({last_err})"),
+                    what: format!("{what} to the controller quorum ({last_err})"),
                     after: self.opts.submit_timeout,
                 });
             }
-            match self.call(&addr, &req, deadline - now).await {
-                Ok(Response::Submit(Ok(s))) => {
+            match self.call(&addr, &req, deadline - now).await.map(&answer) {
+                Ok(Some(Ok(s))) => {
                     *self.leader.lock() = Some(addr);
                     return Ok(s);
                 }
-                Ok(Response::Submit(Err(Refused::NotLeader {
+                Ok(Some(Err(Refused::NotLeader {
                     leader: Some((id, to)),
                 }))) => {
                     last_err = format!("{addr} redirected to node {id}");
@@ -163,11 +185,11 @@ impl<S: StateMachine> ControllerClient<S> {
                         continue;
                     }
                 }
-                Ok(Response::Submit(Err(Refused::NotLeader { leader: None }))) => {
+                Ok(Some(Err(Refused::NotLeader { leader: None }))) => {
                     last_err = format!("{addr} knows no leader");
                 }
-                Ok(Response::Submit(Err(r))) => return Err(r.into_error(&addr)),
-                Ok(_) => last_err = format!("{addr} answered another request"),
+                Ok(Some(Err(r))) => return Err(r.into_error(&addr)),
+                Ok(None) => last_err = format!("{addr} answered another request"),
                 Err(CallError::Timeout) => last_err = format!("{addr} did not answer"),
                 Err(e) => last_err = format!("{addr}: {e}"),
             }

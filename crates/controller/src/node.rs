@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use openraft::error::{ClientWriteError, InitializeError, RaftError};
@@ -52,6 +52,7 @@ pub(crate) struct Inner<S: StateMachine> {
     pub sm: Arc<Shared<S>>,
     pub log: LogReader<S>,
     submits: Semaphore,
+    pub service: OnceLock<Arc<dyn crate::Service>>,
 }
 
 /// A running controller node (see the crate docs).
@@ -233,6 +234,7 @@ impl<S: StateMachine> Controller<S> {
             raft,
             sm: shared,
             log: reader,
+            service: OnceLock::new(),
         });
         let (stop, stop_rx) = watch::channel(false);
         tokio::spawn(snapshot_watchdog(inner.clone(), stop_rx.clone()));
@@ -306,17 +308,18 @@ impl<S: StateMachine> Controller<S> {
 
     /// The node's Raft status.
     pub fn status(&self) -> Status {
-        let m = self.inner.raft.metrics().borrow().clone();
-        Status {
-            id: m.id,
-            term: m.current_term,
-            state: m.state,
-            leader: m.current_leader,
-            last_log_index: m.last_log_index,
-            applied_index: m.last_applied.map(|l| l.index),
-            snapshot_index: m.snapshot.map(|l| l.index),
-            purged_index: m.purged.map(|l| l.index),
-        }
+        self.inner.status()
+    }
+
+    /// A cloneable handle for tasks that submit and read while it runs.
+    pub fn handle(&self) -> crate::ControllerHandle<S> {
+        crate::ControllerHandle(self.inner.clone())
+    }
+
+    /// Installs the application service the leader answers
+    /// ([`crate::Service`]); only the first call takes effect.
+    pub fn set_service(&self, service: Arc<dyn crate::Service>) {
+        let _ = self.inner.service.set(service);
     }
 
     /// Status changes as they happen (for waiting on a condition).
@@ -408,7 +411,21 @@ impl<S: StateMachine> Drop for Controller<S> {
 }
 
 impl<S: StateMachine> Inner<S> {
-    fn leader(&self) -> Option<(NodeId, String)> {
+    pub(crate) fn status(&self) -> Status {
+        let m = self.raft.metrics().borrow().clone();
+        Status {
+            id: m.id,
+            term: m.current_term,
+            state: m.state,
+            leader: m.current_leader,
+            last_log_index: m.last_log_index,
+            applied_index: m.last_applied.map(|l| l.index),
+            snapshot_index: m.snapshot.map(|l| l.index),
+            purged_index: m.purged.map(|l| l.index),
+        }
+    }
+
+    pub(crate) fn leader(&self) -> Option<(NodeId, String)> {
         let m = self.raft.metrics().borrow().clone();
         let id = m.current_leader?;
         let addr = self

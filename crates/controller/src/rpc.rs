@@ -31,6 +31,8 @@ pub(crate) enum Request<S: StateMachine> {
     FetchSnapshot,
     /// Wait until an index is applied here.
     WaitApplied { index: u64, timeout_ms: u64 },
+    /// A request of the application's service, answered by the leader.
+    Call(Vec<u8>),
 }
 
 /// A response frame.
@@ -44,6 +46,7 @@ pub(crate) enum Response<S: StateMachine> {
     Fetch(Result<Fetched<S::Record>, Refused>),
     FetchSnapshot(Result<Option<SnapshotData>, Refused>),
     WaitApplied(Result<u64, Refused>),
+    Call(Result<Vec<u8>, Refused>),
     /// The request could not be served at all.
     Error(String),
 }

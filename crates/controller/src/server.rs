@@ -109,5 +109,20 @@ async fn handle<S: StateMachine>(inner: &Inner<S>, req: Request<S>) -> Response<
                     .map_err(Refused::from),
             )
         }
+        Request::Call(bytes) => Response::Call(call(inner, bytes).await),
     }
+}
+
+async fn call<S: StateMachine>(inner: &Inner<S>, bytes: Vec<u8>) -> Result<Vec<u8>, Refused> {
+    if inner.status().state != openraft::ServerState::Leader {
+        return Err(Refused::NotLeader {
+            leader: inner.leader().filter(|(id, _)| *id != inner.id),
+        });
+    }
+    let Some(service) = inner.service.get() else {
+        return Err(Refused::Failed(
+            "this controller serves no requests yet".into(),
+        ));
+    };
+    service.call(bytes).await.map_err(Refused::Failed)
 }

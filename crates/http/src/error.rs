@@ -120,7 +120,7 @@ impl From<broker::Error> for ApiError {
             | E::MetadataCorrupt { .. } => {
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
             }
-            E::NotEnoughReplicas { .. } => {
+            E::NotEnoughReplicas { .. } | E::ControllerUnavailable(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
             }
         }

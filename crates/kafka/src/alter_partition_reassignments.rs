@@ -85,7 +85,7 @@ fn reassign(
             format!("Unable to find a topic named {name}."),
         ));
     };
-    if topic.partition(PartitionId(p.partition_index)).is_err() {
+    if !topic.has_partition(PartitionId(p.partition_index)) {
         return Err((
             ResponseError::UnknownTopicOrPartition,
             format!("Unable to find partition {name}:{}.", p.partition_index),

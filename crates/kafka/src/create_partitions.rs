@@ -38,7 +38,7 @@ pub fn handle(broker: &Arc<Broker>, req: CreatePartitionsRequest) -> CreateParti
 /// (one per new partition, each valid with the topic's replication factor).
 fn grow(broker: &Arc<Broker>, t: &CreatePartitionsTopic, validate_only: bool) -> Result<(), Error> {
     let topic = super::find_topic(broker, t.name.as_str())?;
-    let current = topic.partitions.len() as i32;
+    let current = topic.partition_count() as i32;
     if let Some(assignments) = t.assignments.as_ref().filter(|_| t.count > current) {
         let additional = (t.count - current) as usize;
         if assignments.len() != additional {

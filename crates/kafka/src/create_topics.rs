@@ -90,6 +90,7 @@ fn create(broker: &Arc<Broker>, t: CreatableTopic, validate_only: bool) -> Resul
     let name = model::TopicName::new(t.name.as_str())?;
     let mut partitions = (t.num_partitions != -1).then_some(t.num_partitions);
     let mut replication = (t.replication_factor != -1).then_some(t.replication_factor);
+    let mut assignments = Vec::new();
     if !t.assignments.is_empty() {
         // Kafka's controller checks, in its order and words.
         if replication.is_some() {
@@ -123,6 +124,12 @@ fn create(broker: &Arc<Broker>, t: CreatableTopic, validate_only: bool) -> Resul
         }
         partitions = Some(t.assignments.len() as i32);
         replication = Some(t.assignments[0].broker_ids.len() as i16);
+        let mut sorted: Vec<_> = t.assignments.iter().collect();
+        sorted.sort_by_key(|a| a.partition_index);
+        assignments = sorted
+            .into_iter()
+            .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+            .collect();
     }
     let config = TopicConfig::from_pairs(
         t.configs
@@ -131,6 +138,7 @@ fn create(broker: &Arc<Broker>, t: CreatableTopic, validate_only: bool) -> Resul
     )?;
     let topic = broker.create_topic(
         NewTopic {
+            assignments,
             name,
             partitions,
             replication_factor: replication,

@@ -22,10 +22,9 @@ pub fn handle(
     version: i16,
     req: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
-    let node = broker.node_id();
     let resp = DescribeClusterResponse::default()
         .with_cluster_id(StrBytes::from_string(broker.cluster_id().to_string()))
-        .with_controller_id(BrokerId(node))
+        .with_controller_id(BrokerId(broker.controller_id()))
         .with_endpoint_type(if version >= 1 {
             req.endpoint_type
         } else {
@@ -43,9 +42,16 @@ pub fn handle(
                 "only broker endpoints are served",
             )));
     }
-    let e = broker.endpoint();
-    resp.with_brokers(vec![DescribeClusterBroker::default()
-        .with_broker_id(BrokerId(node))
-        .with_host(StrBytes::from_string(e.host.clone()))
-        .with_port(e.port as i32)])
+    resp.with_brokers(
+        broker
+            .live_brokers(broker::cluster::KAFKA_LISTENER)
+            .into_iter()
+            .map(|(node, e)| {
+                DescribeClusterBroker::default()
+                    .with_broker_id(BrokerId(node))
+                    .with_host(StrBytes::from_string(e.host))
+                    .with_port(e.port as i32)
+            })
+            .collect(),
+    )
 }

@@ -52,7 +52,7 @@ pub fn handle(
                     .map(|&p| {
                         let found = topic
                             .as_ref()
-                            .is_some_and(|t| t.partition(PartitionId(p)).is_ok());
+                            .is_some_and(|t| t.has_partition(PartitionId(p)));
                         let (code, message) = match (&topic, found) {
                             (_, true) => (ResponseError::ElectionNotNeeded, None),
                             (None, _) => (

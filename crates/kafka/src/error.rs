@@ -39,6 +39,7 @@ pub fn response_error(e: &Error) -> ResponseError {
         | Error::InvalidPolicy(_)
         | Error::Undeletable(_)
         | Error::TopicBusy(_) => R::InvalidRequest,
+        Error::ControllerUnavailable(_) => R::RequestTimedOut,
         Error::Storage { source, .. } => storage_error(source),
         Error::DataDir(_) | Error::MetadataIo { .. } | Error::MetadataCorrupt { .. } => {
             R::KafkaStorageError

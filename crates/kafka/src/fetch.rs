@@ -161,10 +161,14 @@ fn read_all(plan: &Plan) -> (Vec<PartitionAnswer>, Vec<u64>, usize, bool) {
     for t in &plan.targets {
         let answer = match (&t.topic, &t.log) {
             (Err(code), _) => Err(*code),
-            (Ok(topic), None) => Err(response_error(&Error::UnknownPartition {
-                topic: topic.name.to_string(),
-                partition: PartitionId(t.partition),
-            })),
+            // Not a partition of the topic, or one another broker leads.
+            (Ok(topic), None) => Err(match topic.partition(PartitionId(t.partition)) {
+                Err(e) => response_error(&e),
+                Ok(_) => response_error(&Error::UnknownPartition {
+                    topic: topic.name.to_string(),
+                    partition: PartitionId(t.partition),
+                }),
+            }),
             (Ok(_), Some(p)) => read_one(
                 t,
                 p,

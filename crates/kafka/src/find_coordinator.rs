@@ -1,7 +1,9 @@
 //! FindCoordinator (key 10): which broker coordinates a group or a
 //! transactional id. From v4 one request carries many keys (KIP-699) and each
 //! gets its own entry and error code. On a single node the answer is always
-//! this broker; the per-key checks still apply.
+//! this broker; in a cluster it is the broker of the key's coordinator slot
+//! (COORDINATOR_NOT_AVAILABLE while that broker is fenced). The per-key
+//! checks apply either way.
 
 use std::sync::Arc;
 
@@ -25,22 +27,21 @@ pub fn handle(
     version: i16,
     req: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
-    let node = BrokerId(broker.node_id());
-    let endpoint = broker.endpoint();
-    let host = StrBytes::from_string(endpoint.host.clone());
-    let port = endpoint.port as i32;
     let key_type = if version >= 1 {
         req.key_type
     } else {
         KEY_GROUP
     };
-    let check = |key: &str| -> Result<(), (ResponseError, String)> {
+    let check = |key: &str| -> Result<(BrokerId, StrBytes, i32), (ResponseError, String)> {
         match key_type {
             KEY_GROUP | KEY_TRANSACTION if key.is_empty() => Err((
                 ResponseError::InvalidRequest,
                 "the coordinator key is empty".into(),
             )),
-            KEY_GROUP | KEY_TRANSACTION => Ok(()),
+            KEY_GROUP | KEY_TRANSACTION => broker
+                .coordinator_of(key, broker::cluster::KAFKA_LISTENER)
+                .map(|(node, e)| (BrokerId(node), StrBytes::from_string(e.host), e.port as i32))
+                .map_err(|e| (ResponseError::CoordinatorNotAvailable, e.to_string())),
             other => Err((
                 ResponseError::InvalidRequest,
                 format!("unsupported key type {other}"),
@@ -54,10 +55,9 @@ pub fn handle(
             .map(|key| {
                 let entry = Coordinator::default().with_key(key.clone());
                 match check(key.as_str()) {
-                    Ok(()) => entry
-                        .with_node_id(node)
-                        .with_host(host.clone())
-                        .with_port(port),
+                    Ok((node, host, port)) => {
+                        entry.with_node_id(node).with_host(host).with_port(port)
+                    }
                     Err((code, msg)) => entry
                         .with_node_id(BrokerId(-1))
                         .with_port(-1)
@@ -69,7 +69,7 @@ pub fn handle(
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
     match check(req.key.as_str()) {
-        Ok(()) => FindCoordinatorResponse::default()
+        Ok((node, host, port)) => FindCoordinatorResponse::default()
             .with_node_id(node)
             .with_host(host)
             .with_port(port),

@@ -213,9 +213,6 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: Request
         RequestKind::ConsumerGroupDescribe(r) => {
             ResponseKind::ConsumerGroupDescribe(consumer_group_describe::handle(broker, v, r))
         }
-        RequestKind::FindCoordinator(r) => {
-            ResponseKind::FindCoordinator(find_coordinator::handle(broker, v, r))
-        }
         RequestKind::OffsetFetch(r) => {
             ResponseKind::OffsetFetch(offset_fetch::handle(broker, v, r))
         }
@@ -262,6 +259,10 @@ fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestK
     let v = ctx.api_version;
     Outcome::Reply(match request {
         RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(broker, v, r)),
+        // In a cluster the first lookup places the coordinators.
+        RequestKind::FindCoordinator(r) => {
+            ResponseKind::FindCoordinator(find_coordinator::handle(broker, v, r))
+        }
         RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, r)),
         RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(leave_group::handle(broker, v, r)),
         RequestKind::OffsetCommit(r) => {

@@ -34,8 +34,6 @@ const NOT_REQUESTED: i32 = i32::MIN;
 /// Answers Metadata.
 pub fn handle(broker: &Arc<Broker>, version: i16, req: MetadataRequest) -> MetadataResponse {
     tracing::trace!(?req, "metadata");
-    let node = broker.node_id();
-    let endpoint = broker.endpoint();
     // Before v4 the request has no flag and Kafka treats it as "allowed".
     let allow_auto_create = version < 4 || req.allow_auto_topic_creation;
     let topic_ops = |asked: bool| {
@@ -56,7 +54,7 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: MetadataRequest) -> Metad
         None => broker
             .topics()
             .iter()
-            .map(|t| describe(t, topic_ops(include_topic_ops)))
+            .map(|t| describe(broker, t, topic_ops(include_topic_ops)))
             .collect(),
         Some(list) => list
             .into_iter()
@@ -70,7 +68,7 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: MetadataRequest) -> Metad
                         topic_ops(include_topic_ops),
                     ),
                     None if !id.is_zero() => match broker.topic_by_id(id) {
-                        Some(topic) => describe(&topic, topic_ops(include_topic_ops)),
+                        Some(topic) => describe(broker, &topic, topic_ops(include_topic_ops)),
                         None => MetadataResponseTopic::default()
                             .with_name(None)
                             .with_topic_id(t.topic_id)
@@ -85,12 +83,20 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: MetadataRequest) -> Metad
     };
 
     MetadataResponse::default()
-        .with_brokers(vec![MetadataResponseBroker::default()
-            .with_node_id(BrokerId(node))
-            .with_host(StrBytes::from_string(endpoint.host.clone()))
-            .with_port(endpoint.port as i32)])
+        .with_brokers(
+            broker
+                .live_brokers(broker::cluster::KAFKA_LISTENER)
+                .into_iter()
+                .map(|(node, e)| {
+                    MetadataResponseBroker::default()
+                        .with_node_id(BrokerId(node))
+                        .with_host(StrBytes::from_string(e.host))
+                        .with_port(e.port as i32)
+                })
+                .collect(),
+        )
         .with_cluster_id(Some(StrBytes::from_string(broker.cluster_id().to_string())))
-        .with_controller_id(BrokerId(node))
+        .with_controller_id(BrokerId(broker.controller_id()))
         .with_cluster_authorized_operations(
             if req.include_cluster_authorized_operations && (8..=10).contains(&version) {
                 CLUSTER_OPERATIONS
@@ -111,14 +117,14 @@ fn by_name(
         .map_err(Error::from)
         .and_then(|n| broker.lookup_topic(&n, allow));
     match result {
-        Ok(topic) => describe(&topic, ops),
+        Ok(topic) => describe(broker, &topic, ops),
         Err(e) => MetadataResponseTopic::default()
             .with_name(Some(name.clone()))
             .with_error_code(response_error(&e).code()),
     }
 }
 
-fn describe(topic: &Topic, ops: i32) -> MetadataResponseTopic {
+fn describe(broker: &Broker, topic: &Topic, ops: i32) -> MetadataResponseTopic {
     MetadataResponseTopic::default()
         .with_name(Some(WireTopicName(StrBytes::from_string(
             topic.name.to_string(),
@@ -133,9 +139,17 @@ fn describe(topic: &Topic, ops: i32) -> MetadataResponseTopic {
                 .enumerate()
                 .map(|(index, state)| {
                     let nodes = |ids: &[i32]| ids.iter().map(|&n| BrokerId(n)).collect();
+                    let leader = broker.live_leader(state);
+                    // A partition whose leader is fenced is offline.
+                    let error = if leader < 0 {
+                        ResponseError::LeaderNotAvailable.code()
+                    } else {
+                        0
+                    };
                     MetadataResponsePartition::default()
                         .with_partition_index(index as i32)
-                        .with_leader_id(BrokerId(state.leader))
+                        .with_error_code(error)
+                        .with_leader_id(BrokerId(leader))
                         .with_leader_epoch(state.leader_epoch)
                         .with_replica_nodes(nodes(&state.replicas))
                         .with_isr_nodes(nodes(&state.isr))

@@ -37,7 +37,7 @@ pub fn handle(
             let r = match &topic {
                 _ if req.group_id.is_empty() => Err(ResponseError::InvalidGroupId),
                 Err(_) => Err(ResponseError::UnknownTopicOrPartition),
-                Ok(topic) if topic.partition(PartitionId(p.partition_index)).is_err() => {
+                Ok(topic) if !topic.has_partition(PartitionId(p.partition_index)) => {
                     Err(ResponseError::UnknownTopicOrPartition)
                 }
                 Ok(_)

@@ -1,7 +1,7 @@
 //! Manual replica assignments (CreateTopics, CreatePartitions,
 //! AlterPartitionReassignments) checked as Kafka's controller checks them
 //! (`ReplicationControlManager.validateManualPartitionAssignment`), against
-//! the brokers of this cluster: this one node.
+//! the brokers registered in this cluster (a single node: itself).
 
 use kafka_protocol::messages::BrokerId;
 
@@ -21,12 +21,12 @@ pub fn validate(
             "The manual partition assignment includes an empty replica list.".into(),
         ));
     }
-    let node = broker.node_id();
+    let registered = broker.registered_brokers();
     let mut sorted: Vec<i32> = replicas.iter().map(|b| b.0).collect();
     sorted.sort_unstable();
     let mut previous = None;
     for id in sorted.iter().copied() {
-        if id != node {
+        if !registered.contains(&id) {
             return Err(Error::InvalidReplicaAssignment(format!(
                 "The manual partition assignment includes broker {id}, but no such broker is registered."
             )));

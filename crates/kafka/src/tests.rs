@@ -437,6 +437,7 @@ async fn invalid_records_are_reported_per_record_from_v8() {
     let topic = b
         .create_topic(
             broker::NewTopic {
+                assignments: Vec::new(),
                 name: model::TopicName::new("compacted").unwrap(),
                 partitions: Some(1),
                 replication_factor: None,

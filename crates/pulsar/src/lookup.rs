@@ -68,7 +68,9 @@ pub fn metadata_partitions(broker: &Broker, name: &str, allow: bool) -> Result<u
                 format!("{} is not a partitioned topic", parsed.base()),
             ));
         }
-        topic.partition(PartitionId(n as i32))?;
+        if !topic.has_partition(PartitionId(n as i32)) {
+            topic.partition(PartitionId(n as i32))?;
+        }
         return Ok(0);
     }
     match broker.lookup_topic_in(&kafka, allow, Some(&parsed.namespace)) {

@@ -403,6 +403,7 @@ mod tests {
         let topic = broker
             .create_topic(
                 NewTopic {
+                    assignments: Vec::new(),
                     name: TopicName::new("t").unwrap(),
                     partitions: Some(1),
                     replication_factor: None,

@@ -20,6 +20,9 @@ struct Cli {
 enum Command {
     /// Run a single-node broker.
     Standalone(StandaloneArgs),
+    /// Run a node of a cluster: a broker, and with --controller-addr also a
+    /// voter of the controller quorum (combined mode).
+    Broker(BrokerArgs),
     #[command(flatten)]
     Client(cli::Command),
 }
@@ -48,10 +51,29 @@ pub struct StandaloneArgs {
     pub set: Vec<String>,
 }
 
+/// Flags of `magnetar broker`.
+#[derive(Debug, clap::Args)]
+pub struct BrokerArgs {
+    /// This node's id (`node.id`), unique in the cluster.
+    #[arg(long)]
+    pub node_id: i32,
+    /// The controller quorum, `id@host:port,...` (`controller.quorum.voters`).
+    #[arg(long)]
+    pub controller_quorum: String,
+    /// Run this node's controller, listening here (`process.roles=broker,controller`);
+    /// the node must be one of the voters. Without it the node is a broker
+    /// only (`process.roles=broker`).
+    #[arg(long)]
+    pub controller_addr: Option<String>,
+    #[command(flatten)]
+    pub node: StandaloneArgs,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Standalone(args) => standalone::main(args),
+        Command::Broker(args) => standalone::broker_main(args),
         Command::Client(command) => cli::run(command),
     }
 }

@@ -21,6 +21,7 @@ pub struct Node {
     pulsar: Option<magnetar_pulsar::Server>,
     http: Option<magnetar_http::Server>,
     maintenance: broker::maintenance::Maintenance,
+    membership: Option<crate::membership::Membership>,
 }
 
 impl Node {
@@ -54,17 +55,48 @@ impl Node {
                 port: bound.port(),
             },
         };
-        let broker = tokio::task::spawn_blocking(move || Broker::open(config, endpoint)).await??;
+        let pulsar_advertised = match &pulsar_listener {
+            Some(l) => {
+                let bound = l.local_addr()?;
+                Some(match config.pulsar_advertised_address() {
+                    Some((host, port)) => format!("{host}:{port}"),
+                    None => format!("{}:{}", advertised_host(bound), bound.port()),
+                })
+            }
+            None => None,
+        };
+        let http_advertised = match &http_listener {
+            Some(l) => {
+                let bound = l.local_addr()?;
+                Some(format!("{}:{}", advertised_host(bound), bound.port()))
+            }
+            None => None,
+        };
+        let clustered = !config.string_value("controller.quorum.voters").is_empty();
+        let (broker, membership) = if clustered {
+            let mut endpoints = std::collections::BTreeMap::new();
+            endpoints.insert(
+                broker::cluster::KAFKA_LISTENER.to_string(),
+                format!("{}:{}", endpoint.host, endpoint.port),
+            );
+            if let Some(a) = &pulsar_advertised {
+                endpoints.insert(broker::cluster::PULSAR_LISTENER.to_string(), a.clone());
+            }
+            if let Some(a) = &http_advertised {
+                endpoints.insert(broker::cluster::HTTP_LISTENER.to_string(), a.clone());
+            }
+            let (b, m) = crate::membership::join(config, endpoint, endpoints).await?;
+            (b, Some(m))
+        } else {
+            let b = tokio::task::spawn_blocking(move || Broker::open(config, endpoint)).await??;
+            (b, None)
+        };
         let kafka = magnetar_kafka::serve(listener, broker.clone())?;
         let mut pulsar_url = None;
         let mut pulsar_front_end = None;
         let pulsar = match pulsar_listener {
             Some(l) => {
-                let bound = l.local_addr()?;
-                let advertised = match broker.config().pulsar_advertised_address() {
-                    Some((host, port)) => format!("{host}:{port}"),
-                    None => format!("{}:{}", advertised_host(bound), bound.port()),
-                };
+                let advertised = pulsar_advertised.clone().unwrap_or_default();
                 pulsar_url = Some(format!("pulsar://{advertised}"));
                 let (server, front_end) = magnetar_pulsar::serve(l, broker.clone(), advertised)?;
                 pulsar_front_end = Some(front_end);
@@ -74,11 +106,10 @@ impl Node {
         };
         let http = match http_listener {
             Some(l) => {
-                let bound = l.local_addr()?;
                 let config = magnetar_http::HttpConfig {
                     pulsar_url,
                     pulsar: pulsar_front_end,
-                    http_url: format!("http://{}:{}", advertised_host(bound), bound.port()),
+                    http_url: format!("http://{}", http_advertised.clone().unwrap_or_default()),
                 };
                 Some(magnetar_http::serve(l, broker.clone(), config)?)
             }
@@ -91,7 +122,13 @@ impl Node {
             pulsar,
             http,
             maintenance,
+            membership,
         })
+    }
+
+    /// Where this node's controller listens, in combined mode.
+    pub fn controller_addr(&self) -> Option<String> {
+        self.membership.as_ref().and_then(|m| m.controller_addr())
     }
 
     /// The broker core.
@@ -126,8 +163,15 @@ impl Node {
         }
         self.kafka.shutdown().await;
         self.maintenance.stop().await;
+        let mut membership = self.membership;
+        if let Some(m) = membership.as_mut() {
+            m.stop_tasks().await;
+        }
         let b = self.broker;
         tokio::task::spawn_blocking(move || b.shutdown()).await??;
+        if let Some(m) = membership {
+            m.shutdown_controller().await;
+        }
         Ok(())
     }
 }

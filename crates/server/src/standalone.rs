@@ -1,4 +1,5 @@
-//! `magnetar standalone`: configuration, start-up, signals, clean shutdown.
+//! `magnetar standalone` and `magnetar broker`: configuration, start-up,
+//! signals, clean shutdown.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
@@ -7,16 +8,41 @@ use broker::config::BrokerConfig;
 use magnetar::node::Node;
 use tracing::info;
 
-use crate::StandaloneArgs;
+use crate::{BrokerArgs, StandaloneArgs};
 
 /// Runs the broker until SIGTERM or SIGINT; exit code 0 after a clean
 /// shutdown, 1 on a start-up or shutdown failure, 2 on bad configuration.
 pub fn main(args: StandaloneArgs) -> ExitCode {
+    launch(build_config(&args))
+}
+
+/// `magnetar broker`: as [`main`], as a node of the cluster the flags
+/// name.
+pub fn broker_main(args: BrokerArgs) -> ExitCode {
+    let config = build_config(&args.node).and_then(|mut c| {
+        c.apply_assignment(&format!("node.id={}", args.node_id))?;
+        c.apply_assignment(&format!(
+            "controller.quorum.voters={}",
+            args.controller_quorum
+        ))?;
+        match &args.controller_addr {
+            Some(a) => {
+                c.apply_assignment("process.roles=broker,controller")?;
+                c.apply_assignment(&format!("controller.listen.address={a}"))?;
+            }
+            None => c.apply_assignment("process.roles=broker")?,
+        }
+        Ok(c)
+    });
+    launch(config)
+}
+
+fn launch(config: Result<BrokerConfig, broker::Error>) -> ExitCode {
     if let Err(e) = init_tracing() {
         eprintln!("magnetar: {e}");
         return ExitCode::from(2);
     }
-    let mut config = match build_config(&args) {
+    let mut config = match config {
         Ok(c) => c,
         Err(e) => {
             eprintln!("magnetar: {e}");
@@ -174,6 +200,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     }
     if let Some(a) = node.http_addr() {
         eprintln!("magnetar: http listener on {a}");
+    }
+    if let Some(a) = node.controller_addr() {
+        eprintln!("magnetar: controller listener on {a}");
     }
     eprintln!("magnetar: kafka listener on {}", node.kafka_addr());
 

@@ -7,12 +7,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::{client_config, decode_values, BrokerProcess, RawConn};
+use common::{client_config, fetch_by_id, BrokerProcess, RawConn};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    ApiKey, DeleteTopicsRequest, FetchRequest, MetadataRequest, ResponseKind, TopicName,
+    ApiKey, DeleteTopicsRequest, MetadataRequest, ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -32,33 +31,6 @@ async fn topic_id(conn: &mut RawConn, name: &str) -> Uuid {
     let id = resp.topics[0].topic_id;
     assert!(!id.is_nil(), "every topic has an id");
     id
-}
-
-async fn fetch_by_id(conn: &mut RawConn, id: Uuid) -> (i16, Vec<String>) {
-    let req = FetchRequest::default()
-        .with_max_wait_ms(0)
-        .with_max_bytes(1 << 20)
-        .with_topics(vec![FetchTopic::default()
-            .with_topic_id(id)
-            .with_partitions(vec![FetchPartition::default()
-                .with_partition(0)
-                .with_fetch_offset(0)
-                .with_partition_max_bytes(1 << 20)])]);
-    let ResponseKind::Fetch(resp) = conn.call(ApiKey::Fetch, 13, req).await else {
-        panic!()
-    };
-    let p = &resp.responses[0].partitions[0];
-    let values = p
-        .records
-        .as_ref()
-        .map(|r| {
-            decode_values(r)
-                .into_iter()
-                .map(|(_, v)| String::from_utf8(v).unwrap())
-                .collect()
-        })
-        .unwrap_or_default();
-    (p.error_code, values)
 }
 
 async fn produce(bootstrap: &str, topic: &str, values: &[&str]) {

@@ -38,6 +38,18 @@ const fn b(
 #[rustfmt::skip]
 pub const BROKER_KEYS: &[ConfigKey] = &[
     b("node.id", "1", int(0, I32_MAX), false, "This broker's node id, reported in Metadata."),
+    b("process.roles", "broker,controller", ValueKind::Choice(&["broker", "broker,controller"]), false,
+        "What a cluster node runs: a broker only, or a broker that also votes in the controller quorum (combined mode). Only read with controller.quorum.voters set."),
+    b("controller.quorum.voters", "", ValueKind::Voters, false,
+        "The controller quorum, id@host:port,...; empty = a single node (magnetar standalone) keeping its metadata in its own file."),
+    b("controller.listen.address", "", ValueKind::Listener, false,
+        "Where this node's controller listens (host:port); defaults to its own address in controller.quorum.voters."),
+    b("broker.session.timeout.ms", "9000", int(1, I32_MAX), false,
+        "A broker whose heartbeats stop for this long is fenced: it leads nothing and gets no new partitions until it returns."),
+    b("broker.heartbeat.interval.ms", "2000", int(1, I32_MAX), false,
+        "How often a cluster member heartbeats to the active controller."),
+    b("offsets.topic.num.partitions", "50", int(1, 10_000), false,
+        "Coordinator slots of a cluster: a group's or transactional id's coordinator is the broker of slot hash(id) % this, placed when the cluster first needs one."),
     b("advertised.listeners", "", ValueKind::Listener, false,
         "Address given to clients (PLAINTEXT://host:port); defaults to the listen address."),
     b("auto.create.topics.enable", "true", ValueKind::Bool, true,

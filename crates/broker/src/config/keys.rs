@@ -57,6 +57,8 @@ pub enum ValueKind {
     /// A Kafka listener, `PLAINTEXT://host:port` or `host:port`; empty = unset
     /// (STRING).
     Listener,
+    /// A controller quorum, `id@host:port,...`; empty = unset (STRING).
+    Voters,
 }
 
 /// Kafka's DescribeConfigs type codes (`ConfigEntry.ConfigType`).
@@ -91,7 +93,7 @@ impl ValueKind {
             ValueKind::Int { .. } | ValueKind::IntOrMinusOne { .. } => KafkaType::Int,
             ValueKind::Long { .. } | ValueKind::Limit { .. } => KafkaType::Long,
             ValueKind::Double { .. } => KafkaType::Double,
-            ValueKind::Choice(_) | ValueKind::Listener => KafkaType::String,
+            ValueKind::Choice(_) | ValueKind::Listener | ValueKind::Voters => KafkaType::String,
             ValueKind::List(_) | ValueKind::ReplicaList => KafkaType::List,
         }
     }
@@ -187,6 +189,14 @@ impl ValueKind {
                 }
                 parse_listener(v)?;
                 Ok(v.to_string())
+            }
+            ValueKind::Voters => {
+                if v.is_empty() {
+                    return Ok(String::new());
+                }
+                v.parse::<controller::Voters>()
+                    .map(|voters| voters.to_string())
+                    .map_err(|e| e.to_string())
             }
         }
     }
@@ -424,7 +434,8 @@ mod readme {
                 ValueKind::Choice(_)
                 | ValueKind::List(_)
                 | ValueKind::ReplicaList
-                | ValueKind::Listener => format!("{:?}", k.default),
+                | ValueKind::Listener
+                | ValueKind::Voters => format!("{:?}", k.default),
             };
             let dynamic = if k.dynamic {
                 " (dynamic: can be changed at runtime)"

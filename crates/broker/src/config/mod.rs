@@ -222,6 +222,12 @@ impl BrokerConfig {
             .collect()
     }
 
+    /// The value of a string key (`controller.quorum.voters`, ...), empty
+    /// when unset.
+    pub fn string_value(&self, key: &str) -> &str {
+        self.raw(key)
+    }
+
     fn raw(&self, key: &str) -> &str {
         // Every key in BROKER_KEYS is present from `new`, and callers only
         // pass names from that table.

@@ -24,6 +24,7 @@ fn open(dir: &std::path::Path) -> Arc<Broker> {
 fn create_t(b: &Broker) {
     b.create_topic(
         crate::NewTopic {
+            assignments: Vec::new(),
             name: model::TopicName::new("t").unwrap(),
             partitions: Some(3),
             replication_factor: None,

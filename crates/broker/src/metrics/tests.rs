@@ -31,6 +31,7 @@ fn open(dir: &std::path::Path) -> Arc<Broker> {
 fn create(b: &Broker, name: &str, partitions: i32) {
     b.create_topic(
         NewTopic {
+            assignments: Vec::new(),
             name: TopicName::new(name).unwrap(),
             partitions: Some(partitions),
             replication_factor: None,

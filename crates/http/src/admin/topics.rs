@@ -179,6 +179,7 @@ pub async fn create_partitioned(
         broker.create_topic_in(
             &ns,
             NewTopic {
+                assignments: Vec::new(),
                 name: name.kafka_name(),
                 partitions: Some(partitions),
                 replication_factor: None,
@@ -259,6 +260,7 @@ pub async fn create_non_partitioned(
         broker.create_topic_in(
             &ns,
             NewTopic {
+                assignments: Vec::new(),
                 name: name.kafka_name(),
                 partitions: Some(1),
                 replication_factor: None,

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod cluster;
 pub mod healthy;
 
 use std::io::{BufRead, BufReader};
@@ -41,6 +42,8 @@ pub struct BrokerProcess {
     http_addr: Option<SocketAddr>,
     /// The HTTP address the running broker logged.
     http_seen: Arc<Mutex<Option<SocketAddr>>>,
+    /// The subcommand: `standalone`, or `broker` for a cluster node.
+    command: &'static str,
 }
 
 impl BrokerProcess {
@@ -77,6 +80,31 @@ impl BrokerProcess {
             pulsar_seen: Arc::default(),
             http_addr: None,
             http_seen: Arc::default(),
+            command: "standalone",
+        };
+        b.spawn("127.0.0.1:0");
+        b
+    }
+
+    /// Starts a `magnetar broker` cluster node on `data_dir` (kept by the
+    /// caller) with its cluster flags in `args`.
+    pub fn start_node(data_dir: PathBuf, args: &[String], settings: &[&str]) -> BrokerProcess {
+        let mut b = BrokerProcess {
+            child: None,
+            addr: "127.0.0.1:0".parse().unwrap(),
+            data_dir,
+            args: args.to_vec(),
+            settings: settings.iter().map(|s| s.to_string()).collect(),
+            _tmp: None,
+            log: Arc::new(Mutex::new(Vec::new())),
+            fsize_limit: None,
+            nofile_limit: None,
+            env: Vec::new(),
+            pulsar_addr: None,
+            pulsar_seen: Arc::default(),
+            http_addr: None,
+            http_seen: Arc::default(),
+            command: "broker",
         };
         b.spawn("127.0.0.1:0");
         b
@@ -116,6 +144,7 @@ impl BrokerProcess {
             pulsar_seen: Arc::default(),
             http_addr: None,
             http_seen: Arc::default(),
+            command: "standalone",
         };
         b.spawn("127.0.0.1:0");
         b
@@ -189,7 +218,7 @@ impl BrokerProcess {
     /// it is ready.
     fn spawn_child(&mut self, addr: &str) -> (Child, std::sync::mpsc::Receiver<String>) {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_magnetar"));
-        cmd.arg("standalone")
+        cmd.arg(self.command)
             .arg("--data-dir")
             .arg(&self.data_dir)
             .arg("--kafka-addr")
@@ -652,4 +681,37 @@ pub fn polled<M>(polled: Option<rdkafka::error::KafkaResult<M>>) -> Option<M> {
         )) => None,
         Err(e) => panic!("librdkafka consumer error: {e}"),
     }
+}
+
+/// Fetch v13 of partition 0 of topic `id` from offset 0: the error code
+/// and the values read.
+pub async fn fetch_by_id(conn: &mut RawConn, id: uuid::Uuid) -> (i16, Vec<String>) {
+    let req = kafka_protocol::messages::FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![
+            kafka_protocol::messages::fetch_request::FetchTopic::default()
+                .with_topic_id(id)
+                .with_partitions(vec![
+                    kafka_protocol::messages::fetch_request::FetchPartition::default()
+                        .with_partition(0)
+                        .with_fetch_offset(0)
+                        .with_partition_max_bytes(1 << 20),
+                ]),
+        ]);
+    let ResponseKind::Fetch(resp) = conn.call(ApiKey::Fetch, 13, req).await else {
+        panic!()
+    };
+    let p = &resp.responses[0].partitions[0];
+    let values = p
+        .records
+        .as_ref()
+        .map(|r| {
+            decode_values(r)
+                .into_iter()
+                .map(|(_, v)| String::from_utf8(v).unwrap())
+                .collect()
+        })
+        .unwrap_or_default();
+    (p.error_code, values)
 }

@@ -1,0 +1,287 @@
+//! A cluster member opens from the quorum's metadata and then follows it:
+//! each committed batch is applied to its copy of the metadata, and the
+//! difference (Kafka's `MetadataDelta`, see [`crate::metadata_delta`]) is
+//! carried out on this broker: logs opened for partitions it now hosts,
+//! logs of partitions it no longer hosts (a deleted or recreated topic, a
+//! moved partition) staged under `deleting/`, topics republished, broker
+//! configs and tenants refreshed.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use model::{PartitionId, TopicId, TopicName, TopicPartition};
+use parking_lot::RwLock;
+use storage::LogSpec;
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use super::{ClusterLink, ClusterState, ClusterView};
+use crate::config::{BrokerConfig, ConfigSource, TopicConfig};
+use crate::core::{open_hosted, prepare_data_dir, reconcile_disk, Endpoint};
+use crate::group::store::OFFSETS_TOPIC;
+use crate::lifecycle::{into_partitions, partition_specs};
+use crate::metadata_machine::MetadataBatch;
+use crate::metadata_records::apply_all;
+use crate::metadata_store::{Metadata, MetadataStore, TopicRecord};
+use crate::tenancy;
+use crate::topic::{Partition, Topic};
+use crate::{Broker, Error};
+
+impl Broker {
+    /// Opens a cluster member's data directory from `metadata`, the
+    /// quorum's state at log index `applied` as received after this
+    /// broker's registration: every partition assigned to it (KIP-516
+    /// `is_every_partition`), so any other partition directory on disk, or
+    /// one of another topic id, is stale and staged under `deleting/`.
+    /// The group coordinator keeps its state in a node-local
+    /// `__consumer_offsets` log outside the cluster metadata.
+    pub fn open_cluster(
+        mut config: BrokerConfig,
+        endpoint: Endpoint,
+        link: Arc<ClusterLink>,
+        metadata: Metadata,
+        applied: u64,
+    ) -> Result<Arc<Broker>, Error> {
+        let logs = prepare_data_dir(&config)?;
+        for (k, v) in &metadata.broker_configs {
+            if let Err(e) = config.set(k, v, ConfigSource::Dynamic) {
+                warn!("ignoring a cluster-wide dynamic config: {e}");
+            }
+        }
+        let node = config.node_id();
+        reconcile_disk(&logs, &metadata, node, &[OFFSETS_TOPIC])?;
+        let table = open_hosted(&logs, &metadata, &config, node)?;
+        info!(
+            topics = table.by_name.len(),
+            cluster_id = %metadata.cluster_id,
+            applied,
+            "cluster metadata loaded"
+        );
+        let view = ClusterView::of(&metadata);
+        let state = ClusterState {
+            link,
+            applied: watch::Sender::new(applied),
+            view: RwLock::new(Arc::new(view)),
+        };
+        let broker = Broker::assemble(
+            config,
+            endpoint,
+            logs,
+            MetadataStore::memory_only(metadata),
+            table,
+            Some(state),
+        );
+        let offsets = broker.local_offsets_log()?;
+        broker.start_groups(offsets)?;
+        Ok(Arc::new(broker))
+    }
+
+    /// The node-local log the group coordinator writes (offsets, groups,
+    /// subscriptions, producer sequences, schemas of what this broker
+    /// coordinates or leads), with the topic id it was first created with.
+    fn local_offsets_log(&self) -> Result<Arc<Partition>, Error> {
+        let tp = TopicPartition::new(TopicName::new(OFFSETS_TOPIC)?, PartitionId(0));
+        let on_disk = self.logs.scan().map_err(Error::DataDir)?;
+        let id = on_disk
+            .iter()
+            .find(|(t, _)| *t == tp)
+            .and_then(|(_, id)| *id)
+            .unwrap_or_else(TopicId::random);
+        let mut config = TopicConfig::default();
+        config.set("retention.ms", "-1")?;
+        config.set("retention.bytes", "-1")?;
+        config.set("segment.bytes", "16777216")?;
+        config.set("cleanup.policy", "compact")?;
+        let rec = TopicRecord {
+            name: tp.topic.clone(),
+            id,
+            kind: crate::config::TopicKind::Partitioned,
+            partitions: 1,
+            config,
+            placements: vec![crate::metadata_records::PartitionState::single(
+                self.node_id(),
+            )],
+        };
+        let broker_config = self.config();
+        let specs = partition_specs(&rec, &self.tenants.read(), &broker_config, 0..1);
+        let mut opened =
+            into_partitions(self.logs.open_logs(specs.clone()), specs, rec.placements)?;
+        Ok(opened.remove(0))
+    }
+
+    /// Applies committed batches in order (a batch that conflicts was
+    /// refused on every node and changes nothing) and carries out what
+    /// they change here. Blocking: opens and stages logs.
+    pub fn apply_committed(&self, entries: &[(u64, MetadataBatch)]) {
+        let Some(last) = entries.last().map(|(i, _)| *i) else {
+            return;
+        };
+        let mut store = self.store.lock();
+        let mut next = store.data.clone();
+        for (_, batch) in entries {
+            if let Ok(n) = apply_all(&next, &batch.0) {
+                next = n;
+            }
+        }
+        self.switch_to(&mut store, next);
+        drop(store);
+        if let Some(c) = &self.cluster {
+            c.applied.send_replace(last);
+        }
+    }
+
+    /// Replaces the metadata with a snapshot's `state` at `index` (a broker
+    /// that fell behind the quorum's log): the difference is applied as
+    /// for records.
+    pub fn apply_snapshot(&self, index: u64, state: Metadata) {
+        let mut store = self.store.lock();
+        self.switch_to(&mut store, state);
+        drop(store);
+        if let Some(c) = &self.cluster {
+            c.applied.send_replace(index);
+        }
+    }
+
+    /// The last metadata index applied here (0 for a single node).
+    pub fn applied_metadata_index(&self) -> u64 {
+        self.cluster.as_ref().map_or(0, |c| *c.applied.borrow())
+    }
+
+    fn switch_to(&self, store: &mut MetadataStore, new: Metadata) {
+        let node = self.node_id();
+        let old = std::mem::replace(&mut store.data, new);
+        let new = &store.data;
+        let changes = crate::metadata_delta::local_changes(&old, new, node);
+        for (tp, id) in &changes.stop {
+            match self.logs.stage_for_deletion(tp) {
+                Ok(Some(to)) => {
+                    info!(partition = %tp, topic_id = %id, staged = %to.display(), "stopped hosting a partition; its log is staged for deletion")
+                }
+                Ok(None) => {}
+                Err(e) => warn!(partition = %tp, "could not stage a partition's log: {e}"),
+            }
+        }
+        // Broker keys and tenants first: new logs take their defaults.
+        let configs_changed = old.broker_configs != new.broker_configs;
+        if configs_changed {
+            let mut config = self.config.read().clone();
+            for k in old.broker_configs.keys() {
+                if !new.broker_configs.contains_key(k) {
+                    config.reset(k).ok();
+                }
+            }
+            for (k, v) in &new.broker_configs {
+                if let Err(e) = config.set(k, v, ConfigSource::Dynamic) {
+                    warn!("ignoring a cluster-wide dynamic config: {e}");
+                }
+            }
+            *self.config.write() = config;
+        }
+        let tenants_changed = old.tenants != new.tenants;
+        if tenants_changed {
+            *self.tenants.write() = Arc::new(new.tenants.clone());
+        }
+        let config = self.config.read().clone();
+        let names: BTreeSet<&TopicName> = old.topics.keys().chain(new.topics.keys()).collect();
+        for name in names {
+            let (before, after) = (old.topics.get(name), new.topics.get(name));
+            if before == after {
+                continue;
+            }
+            if let Some(b) = before.filter(|b| after.is_none_or(|a| a.id != b.id)) {
+                self.unpublish(b);
+            }
+            if let Some(a) = after {
+                match self.republish(a, new, &config) {
+                    Ok(()) => {}
+                    Err(e) => warn!(topic = %name, "could not open the partitions of a topic: {e}"),
+                }
+            }
+        }
+        if configs_changed || tenants_changed {
+            self.refresh_log_configs(&new.tenants, &config);
+        }
+        if let Some(c) = &self.cluster {
+            *c.view.write() = Arc::new(ClusterView::of(new));
+        }
+    }
+
+    /// Takes a deleted (or replaced) topic out of the table and forgets
+    /// its offsets and subscriptions.
+    fn unpublish(&self, rec: &TopicRecord) {
+        {
+            let mut t = self.topics.write();
+            if t.by_name.get(&rec.name).is_some_and(|x| x.id == rec.id) {
+                t.by_name.remove(&rec.name);
+            }
+            t.by_id.remove(&rec.id);
+        }
+        if let Some(groups) = self.groups.get() {
+            if let Err(e) = groups.forget_topic(rec.name.as_str()) {
+                warn!(topic = %rec.name, "could not remove committed offsets of the deleted topic: {e}");
+            }
+            if let Err(e) = groups.front_end().forget_topic(rec.name.as_str()) {
+                warn!(topic = %rec.name, "could not remove subscriptions of the deleted topic: {e}");
+            }
+        }
+        info!(topic = %rec.name, id = %rec.id, "topic deleted");
+    }
+
+    /// Publishes `rec` as it is now: partitions hosted before are kept
+    /// (their state updated), newly hosted ones opened.
+    fn republish(
+        &self,
+        rec: &TopicRecord,
+        m: &Metadata,
+        config: &BrokerConfig,
+    ) -> Result<(), Error> {
+        let node = self.node_id();
+        let current = self.topic_by_id(rec.id);
+        let log_config = tenancy::log_config(&m.tenants, config, &rec.name, &rec.config);
+        let mut keep: Vec<Arc<Partition>> = Vec::new();
+        let mut specs: Vec<LogSpec> = Vec::new();
+        let mut states = Vec::new();
+        for (p, state) in rec.placements.iter().enumerate() {
+            if !state.has_replica(node) {
+                continue;
+            }
+            let pid = PartitionId(p as i32);
+            match current.as_ref().and_then(|t| t.partition(pid).ok()) {
+                Some(existing) => {
+                    existing.set_state(state.clone());
+                    if current.as_ref().is_some_and(|t| t.config != rec.config) {
+                        existing.log().update_config(log_config.clone());
+                    }
+                    keep.push(existing.clone());
+                }
+                None => {
+                    specs.extend(partition_specs(
+                        rec,
+                        &m.tenants,
+                        config,
+                        p as i32..p as i32 + 1,
+                    ));
+                    states.push(state.clone());
+                }
+            }
+        }
+        let opened = into_partitions(self.logs.open_logs(specs.clone()), specs, states)?;
+        keep.extend(opened);
+        keep.sort_by_key(|p| p.tp.partition.0);
+        let topic = Topic {
+            name: rec.name.clone(),
+            id: rec.id,
+            kind: rec.kind,
+            config: rec.config.clone(),
+            placements: rec.placements.clone(),
+            partitions: keep,
+        };
+        let mut t = self.topics.write();
+        if current.is_none() {
+            info!(topic = %rec.name, id = %rec.id, partitions = rec.partitions, "topic created");
+        }
+        t.by_id.insert(rec.id, rec.name.clone());
+        t.by_name.insert(rec.name.clone(), Arc::new(topic));
+        Ok(())
+    }
+}

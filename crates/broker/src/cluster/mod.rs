@@ -1,0 +1,229 @@
+//! A broker as a member of a cluster (issue 10): its metadata is the
+//! controller quorum's committed log, applied in order ([`apply`]); the
+//! changes it is asked for are validated here, submitted through the
+//! quorum's leader and answered once applied locally ([`ops`]); the active
+//! controller registers, unfences and fences brokers ([`service`]).
+//!
+//! A single node (`magnetar standalone`) keeps its metadata file and
+//! applies the same records itself; see `lifecycle`.
+
+mod apply;
+mod link;
+mod ops;
+mod service;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use tokio::sync::watch;
+
+pub use link::ClusterLink;
+pub(crate) use ops::next_cluster_producer_id;
+pub use service::{run_fencing, BrokerService, ServiceRequest, ServiceResponse};
+
+use crate::core::Endpoint;
+use crate::metadata_records::NodeId;
+use crate::metadata_store::Metadata;
+
+/// Listener names in a broker registration's endpoints.
+pub const KAFKA_LISTENER: &str = "kafka";
+/// The Pulsar binary protocol listener.
+pub const PULSAR_LISTENER: &str = "pulsar";
+/// The HTTP service listener.
+pub const HTTP_LISTENER: &str = "http";
+
+/// A registered broker as clients are told about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerInfo {
+    /// Its node id.
+    pub node: NodeId,
+    /// Listener name → advertised `host:port`.
+    pub endpoints: BTreeMap<String, String>,
+    /// Fenced brokers lead nothing (their partitions are offline).
+    pub fenced: bool,
+}
+
+impl BrokerInfo {
+    /// The endpoint of listener `name`.
+    pub fn endpoint(&self, name: &str) -> Option<Endpoint> {
+        let (host, port) = self.endpoints.get(name)?.rsplit_once(':')?;
+        Some(Endpoint {
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+            port: port.parse().ok()?,
+        })
+    }
+}
+
+/// The brokers and coordinators of the applied metadata, for answering
+/// clients without locking the metadata.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterView {
+    /// Registered brokers by node id.
+    pub brokers: BTreeMap<NodeId, BrokerInfo>,
+    /// Coordinator slot → node (empty until placed).
+    pub coordinators: Vec<NodeId>,
+}
+
+impl ClusterView {
+    pub(crate) fn of(m: &Metadata) -> ClusterView {
+        ClusterView {
+            brokers: m
+                .brokers
+                .iter()
+                .map(|(n, b)| {
+                    (
+                        *n,
+                        BrokerInfo {
+                            node: *n,
+                            endpoints: b.endpoints.clone(),
+                            fenced: b.fenced,
+                        },
+                    )
+                })
+                .collect(),
+            coordinators: m.coordinators.clone(),
+        }
+    }
+
+    /// Whether `node` is registered and unfenced.
+    pub fn is_live(&self, node: NodeId) -> bool {
+        self.brokers.get(&node).is_some_and(|b| !b.fenced)
+    }
+}
+
+/// What a cluster member keeps besides a single node's state.
+pub(crate) struct ClusterState {
+    pub(crate) link: Arc<ClusterLink>,
+    /// The last metadata index applied here.
+    pub(crate) applied: watch::Sender<u64>,
+    pub(crate) view: RwLock<Arc<ClusterView>>,
+}
+
+impl crate::Broker {
+    /// Whether this broker is a member of a cluster.
+    pub fn is_clustered(&self) -> bool {
+        self.cluster.is_some()
+    }
+
+    /// The cluster's brokers as last applied (`None` on a single node).
+    pub fn cluster_view(&self) -> Option<Arc<ClusterView>> {
+        self.cluster.as_ref().map(|c| c.view.read().clone())
+    }
+
+    /// Every registered broker's node id (a single node: itself).
+    pub fn registered_brokers(&self) -> Vec<NodeId> {
+        match self.cluster_view() {
+            Some(v) => v.brokers.keys().copied().collect(),
+            None => vec![self.node_id()],
+        }
+    }
+
+    /// The brokers clients may use, with the endpoint of `listener`: the
+    /// unfenced ones (a single node: itself, with its own endpoint).
+    pub fn live_brokers(&self, listener: &str) -> Vec<(NodeId, Endpoint)> {
+        match self.cluster_view() {
+            Some(v) => v
+                .brokers
+                .values()
+                .filter(|b| !b.fenced)
+                .filter_map(|b| Some((b.node, b.endpoint(listener)?)))
+                .collect(),
+            None => vec![(self.node_id(), self.endpoint().clone())],
+        }
+    }
+
+    /// The node reported as the controller: the quorum's leader when this
+    /// node knows it (combined mode), else this broker.
+    pub fn controller_id(&self) -> NodeId {
+        self.cluster
+            .as_ref()
+            .and_then(|c| c.link.leader())
+            .unwrap_or_else(|| self.node_id())
+    }
+
+    /// The leader clients are told for a partition in `state`: its leader
+    /// if that broker is unfenced, else none (-1: offline).
+    pub fn live_leader(&self, state: &crate::metadata_records::PartitionState) -> NodeId {
+        match self.cluster_view() {
+            Some(v) if !v.is_live(state.leader) => -1,
+            _ => state.leader,
+        }
+    }
+
+    /// The coordinator of a group or transactional id and its endpoint on
+    /// `listener`: the broker of the id's slot (placed on first use), or
+    /// this broker on a single node. [`crate::Error::ControllerUnavailable`]
+    /// while that broker is fenced or unknown.
+    pub fn coordinator_of(
+        &self,
+        key: &str,
+        listener: &str,
+    ) -> Result<(NodeId, Endpoint), crate::Error> {
+        let Some(_) = &self.cluster else {
+            return Ok((self.node_id(), self.endpoint().clone()));
+        };
+        let slots = self.coordinator_slots()?;
+        let node = slots[coordinator_slot(key, slots.len())];
+        let view = self.cluster_view().unwrap_or_default();
+        match view.brokers.get(&node) {
+            Some(b) if !b.fenced => b.endpoint(listener).map(|e| (node, e)).ok_or_else(|| {
+                crate::Error::ControllerUnavailable(format!(
+                    "broker {node} has no {listener} listener"
+                ))
+            }),
+            _ => Err(crate::Error::ControllerUnavailable(format!(
+                "the coordinator of {key:?}, broker {node}, is not available"
+            ))),
+        }
+    }
+}
+
+/// How many coordinator slots a cluster places (Kafka's
+/// `offsets.topic.num.partitions` default).
+pub const DEFAULT_COORDINATOR_SLOTS: usize = 50;
+
+/// Kafka's `Utils.abs(key.hashCode()) % slots`: the slot of a group or
+/// transactional id, Java's `String.hashCode` over UTF-16 units.
+pub fn coordinator_slot(key: &str, slots: usize) -> usize {
+    let mut h: i32 = 0;
+    for u in key.encode_utf16() {
+        h = h.wrapping_mul(31).wrapping_add(u as i32);
+    }
+    // Kafka's Utils.abs maps i32::MIN to 0.
+    let abs = if h == i32::MIN { 0 } else { h.abs() };
+    abs as usize % slots.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_follow_java_string_hash() {
+        // "group-1".hashCode() == 293_427_299 in Java.
+        assert_eq!(coordinator_slot("group-1", 50), 293_427_299 % 50);
+        assert_eq!(coordinator_slot("", 50), 0);
+        assert!(coordinator_slot("zzzzzzzzzzzzzzzzzzzz", 7) < 7);
+    }
+
+    #[test]
+    fn endpoints_parse() {
+        let b = BrokerInfo {
+            node: 1,
+            endpoints: [(KAFKA_LISTENER.to_string(), "[::1]:9092".to_string())].into(),
+            fenced: false,
+        };
+        assert_eq!(
+            b.endpoint(KAFKA_LISTENER),
+            Some(Endpoint {
+                host: "::1".into(),
+                port: 9092
+            })
+        );
+        assert_eq!(b.endpoint(PULSAR_LISTENER), None);
+    }
+}

@@ -1,0 +1,292 @@
+//! The metadata changes a cluster member is asked for (by any front end):
+//! validated against its applied metadata by the same pure functions a
+//! single node uses ([`crate::topic_control`]), submitted as one batch
+//! through the quorum's leader, and answered once this broker applied the
+//! batch, so the client that asked sees the change at once. A batch that
+//! lost a race (validated against a state another change overtook) is
+//! refused by every node; the request is then validated again to give the
+//! client the right error.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use model::pulsar_name::Namespace;
+use model::{ProducerId, TopicId};
+
+use crate::config::TopicConfig;
+use crate::core::{NewTopic, PRODUCER_ID_BLOCK};
+use crate::metadata_machine::MetadataBatch;
+use crate::metadata_records::{MetadataRecord, NodeId};
+use crate::registry::Registry;
+use crate::topic::Topic;
+use crate::topic_control::{self, Placement};
+use crate::{tenancy, Broker, Error};
+
+/// How often a change lost to a concurrent one is validated and tried again.
+const ATTEMPTS: usize = 3;
+
+impl Broker {
+    /// The brokers new partitions may be placed on: registered and
+    /// unfenced (a single node: itself).
+    pub fn usable_brokers(&self) -> Vec<NodeId> {
+        match &self.cluster {
+            Some(_) => Registry::usable(&self.store.lock().data),
+            None => vec![self.node_id()],
+        }
+    }
+
+    /// Submits `records` and waits until this broker applied them. `Ok(Err)`:
+    /// the batch conflicted with a newer state and changed nothing.
+    fn submit_and_apply(&self, records: Vec<MetadataRecord>) -> Result<Result<(), String>, Error> {
+        let c = self
+            .cluster
+            .as_ref()
+            .expect("cluster operations run on cluster members");
+        let link = c.link.clone();
+        let timeout = link.change_timeout;
+        let mut applied = c.applied.subscribe();
+        let l = link.clone();
+        let (index, response) = link.block_on(async move {
+            tokio::time::timeout(timeout, l.submit(MetadataBatch(records)))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Error::ControllerUnavailable(format!(
+                        "no commit within {} ms",
+                        timeout.as_millis()
+                    )))
+                })
+        })??;
+        link.block_on(async move {
+            let got = tokio::time::timeout(timeout, applied.wait_for(|a| *a >= index)).await;
+            match got {
+                Ok(Ok(_)) => Ok(()),
+                _ => Err(Error::ControllerUnavailable(format!(
+                    "committed at index {index} but not applied here within {} ms",
+                    timeout.as_millis()
+                ))),
+            }
+        })??;
+        Ok(response)
+    }
+
+    /// Validates with `decide` against the applied metadata and submits
+    /// what it answers, again if a concurrent change got there first.
+    fn change<T>(
+        &self,
+        mut decide: impl FnMut(&Broker) -> Result<(Vec<MetadataRecord>, T), Error>,
+    ) -> Result<T, Error> {
+        let mut last = String::new();
+        for _ in 0..ATTEMPTS {
+            let (records, out) = decide(self)?;
+            if records.is_empty() {
+                return Ok(out);
+            }
+            match self.submit_and_apply(records)? {
+                Ok(()) => return Ok(out),
+                Err(conflict) => last = conflict,
+            }
+        }
+        Err(Error::MetadataConflict(last))
+    }
+
+    pub(crate) fn cluster_create_topic(
+        &self,
+        req: NewTopic,
+        validate_only: bool,
+        namespace: Option<&Namespace>,
+    ) -> Result<Arc<Topic>, Error> {
+        let name = req.name.clone();
+        let created = self.change(|b| {
+            let brokers = b.usable_brokers();
+            let config = b.config();
+            let rec = topic_control::create_topic(
+                &b.store.lock().data,
+                &config,
+                &req,
+                namespace,
+                Placement {
+                    brokers: &brokers,
+                    seed: uuid::Uuid::new_v4().as_u64_pair().0,
+                },
+                TopicId::random(),
+            )?;
+            if validate_only {
+                return Ok((Vec::new(), None));
+            }
+            let id = rec.id;
+            Ok((vec![MetadataRecord::TopicCreated { topic: rec }], Some(id)))
+        })?;
+        match created {
+            None => Ok(crate::lifecycle::validated_only(req)),
+            Some(id) => self
+                .topic_by_id(id)
+                .ok_or_else(|| Error::UnknownTopic(name.to_string())),
+        }
+    }
+
+    pub(crate) fn cluster_delete_topic(
+        &self,
+        name: &str,
+        expected_id: Option<TopicId>,
+    ) -> Result<TopicId, Error> {
+        self.change(|b| {
+            let rec = topic_control::delete_topic(&b.store.lock().data, name, expected_id)?;
+            let MetadataRecord::TopicDeleted { id, .. } = &rec else {
+                unreachable!("delete_topic answers TopicDeleted")
+            };
+            let id = id.to_owned();
+            Ok((vec![rec], id))
+        })
+    }
+
+    pub(crate) fn cluster_create_partitions(
+        &self,
+        name: &str,
+        total: i32,
+        validate_only: bool,
+    ) -> Result<(), Error> {
+        self.change(|b| {
+            let brokers = b.usable_brokers();
+            let rec = topic_control::create_partitions(
+                &b.store.lock().data,
+                name,
+                total,
+                Placement {
+                    brokers: &brokers,
+                    seed: uuid::Uuid::new_v4().as_u64_pair().0,
+                },
+            )?;
+            Ok((if validate_only { Vec::new() } else { vec![rec] }, ()))
+        })
+    }
+
+    pub(crate) fn cluster_update_topic_config(
+        &self,
+        name: &str,
+        validate_only: bool,
+        change: impl FnOnce(&TopicConfig) -> Result<TopicConfig, Error>,
+    ) -> Result<(), Error> {
+        let mut change = Some(change);
+        let mut computed: Option<TopicConfig> = None;
+        self.change(|b| {
+            let topic = b
+                .topic(name)
+                .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
+            if topic.name.is_internal() {
+                return Err(Error::InvalidRequest(format!(
+                    "{name} is internal; its configuration is managed by the broker"
+                )));
+            }
+            // The change sees the overrides once; a retry resubmits its
+            // answer against the newer state.
+            let config = match (&computed, change.take()) {
+                (Some(c), _) => c.clone(),
+                (None, Some(f)) => f(&topic.config)?,
+                (None, None) => unreachable!("computed on the first attempt"),
+            };
+            computed = Some(config.clone());
+            let data = b.store.lock().data.tenants.clone();
+            tenancy::validate_topic_config(&data, &b.config(), &topic.name, &config)?;
+            if validate_only {
+                return Ok((Vec::new(), ()));
+            }
+            Ok((
+                vec![MetadataRecord::TopicConfigSet {
+                    id: topic.id,
+                    name: topic.name.clone(),
+                    config,
+                }],
+                (),
+            ))
+        })
+    }
+
+    /// Commits the dynamic broker keys `values` cluster-wide.
+    pub(crate) fn cluster_set_broker_configs(
+        &self,
+        values: std::collections::BTreeMap<String, String>,
+    ) -> Result<(), Error> {
+        self.change(|_| {
+            Ok((
+                vec![MetadataRecord::BrokerConfigsSet {
+                    values: values.clone(),
+                }],
+                (),
+            ))
+        })
+    }
+
+    /// Commits the tenants `change` makes of the current ones.
+    pub(crate) fn cluster_change_tenants<T>(
+        &self,
+        mut change: impl FnMut(&mut tenancy::Tenants) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        self.change(|b| {
+            let mut next = b.store.lock().data.tenants.clone();
+            let out = change(&mut next)?;
+            Ok((vec![MetadataRecord::TenantsSet { tenants: next }], out))
+        })
+    }
+
+    /// Reserves the next block of producer ids for this broker: the limit
+    /// rises by a block through the quorum, strictly, so two brokers never
+    /// get the same block.
+    pub(crate) fn cluster_reserve_producer_ids(&self) -> Result<(i64, i64), Error> {
+        self.change(|b| {
+            let current = b.store.lock().data.producer_id_limit;
+            let limit = current + PRODUCER_ID_BLOCK;
+            Ok((
+                vec![MetadataRecord::ProducerIdsReserved { limit }],
+                (current, limit),
+            ))
+        })
+    }
+
+    /// Places the coordinator slots over the usable brokers if no one has
+    /// yet (the first FindCoordinator of a cluster, as Kafka creates
+    /// `__consumer_offsets` then); the slots.
+    pub fn coordinator_slots(&self) -> Result<Vec<NodeId>, Error> {
+        let Some(c) = &self.cluster else {
+            return Ok(Vec::new());
+        };
+        let placed = c.view.read().coordinators.clone();
+        if !placed.is_empty() {
+            return Ok(placed);
+        }
+        let slots = self
+            .config()
+            .int_value("offsets.topic.num.partitions")
+            .max(1) as usize;
+        let brokers = self.usable_brokers();
+        if brokers.is_empty() {
+            return Err(Error::ControllerUnavailable(
+                "no unfenced broker to coordinate groups".into(),
+            ));
+        }
+        let start = (uuid::Uuid::new_v4().as_u64_pair().0 % brokers.len() as u64) as usize;
+        let nodes: Vec<NodeId> = (0..slots)
+            .map(|i| brokers[(start + i) % brokers.len()])
+            .collect();
+        // Another broker may place them first: theirs stand.
+        let _ = self.submit_and_apply(vec![MetadataRecord::CoordinatorsPlaced { nodes }])?;
+        Ok(c.view.read().coordinators.clone())
+    }
+
+    /// How long cluster metadata changes may take.
+    pub fn change_timeout(&self) -> Option<Duration> {
+        self.cluster.as_ref().map(|c| c.link.change_timeout)
+    }
+}
+
+/// A producer id from this broker's reserved block.
+pub(crate) fn next_cluster_producer_id(b: &Broker) -> Result<ProducerId, Error> {
+    let mut ids = b.producer_ids.lock();
+    if ids.next >= ids.limit {
+        let (start, limit) = b.cluster_reserve_producer_ids()?;
+        ids.next = start;
+        ids.limit = limit;
+    }
+    let id = ids.next;
+    ids.next += 1;
+    Ok(ProducerId(id))
+}

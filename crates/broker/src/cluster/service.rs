@@ -1,0 +1,228 @@
+//! The active controller's broker service: registrations and heartbeats
+//! (Kafka's BrokerRegistration and BrokerHeartbeat), decided by the pure
+//! [`Registry`] and committed before they are answered, and the fencing of
+//! brokers whose heartbeats stopped.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use controller::{ControllerHandle, Service, ServiceFuture};
+use serde::{Deserialize, Serialize};
+use tokio::sync::Mutex;
+use tracing::{info, warn};
+
+use crate::metadata_machine::{MetadataBatch, MetadataMachine};
+use crate::metadata_records::{MetadataRecord, NodeId};
+use crate::registry::Registry;
+
+/// A request of a broker to the active controller.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ServiceRequest {
+    /// A broker process starts.
+    Register {
+        /// Its node id.
+        node: NodeId,
+        /// A random id of this process.
+        incarnation: String,
+        /// Listener name → advertised `host:port`.
+        endpoints: BTreeMap<String, String>,
+    },
+    /// A broker is alive and has applied the metadata up to `applied`.
+    Heartbeat {
+        /// Its node id.
+        node: NodeId,
+        /// The epoch its registration got.
+        epoch: i64,
+        /// The last metadata index it applied.
+        applied: u64,
+        /// The index its registration committed at: once it applied that,
+        /// it has caught up and may be unfenced.
+        registered_at: u64,
+    },
+}
+
+/// The controller's answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ServiceResponse {
+    /// Registered: the broker's epoch and the index of the registration.
+    Registered {
+        /// The broker epoch.
+        epoch: i64,
+        /// The log index the registration committed at.
+        index: u64,
+    },
+    /// A heartbeat's answer: whether the broker is fenced now.
+    Heartbeat {
+        /// Fenced or not.
+        fenced: bool,
+    },
+    /// Refused, with why (a duplicate node id, a stale epoch).
+    Refused(String),
+}
+
+struct State {
+    registry: Registry,
+    /// The term this controller activated the registry in.
+    active_term: Option<u64>,
+}
+
+/// The service each controller node installs; only the leader's answers.
+pub struct BrokerService {
+    controller: ControllerHandle<MetadataMachine>,
+    state: Mutex<State>,
+    started: Instant,
+}
+
+impl BrokerService {
+    /// A service over `controller`, fencing brokers `session_timeout`
+    /// after their last heartbeat.
+    pub fn new(
+        controller: ControllerHandle<MetadataMachine>,
+        session_timeout: Duration,
+    ) -> Arc<BrokerService> {
+        Arc::new(BrokerService {
+            controller,
+            state: Mutex::new(State {
+                registry: Registry::new(session_timeout.as_millis() as u64),
+                active_term: None,
+            }),
+            started: Instant::now(),
+        })
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// Makes the registry current for this leadership term: a newly active
+    /// controller gives every broker a full session from now.
+    fn activate(&self, state: &mut State) {
+        let term = self.controller.status().term;
+        if state.active_term != Some(term) {
+            let m = self.controller.read(|sm| sm.metadata.clone());
+            state.registry.activate(&m, self.now_ms());
+            state.active_term = Some(term);
+        }
+    }
+
+    async fn commit(&self, records: Vec<MetadataRecord>) -> Result<u64, String> {
+        let s = self
+            .controller
+            .submit(MetadataBatch(records))
+            .await
+            .map_err(|e| e.to_string())?;
+        s.response.map(|()| s.index)
+    }
+
+    async fn answer(&self, req: ServiceRequest) -> Result<ServiceResponse, String> {
+        let mut state = self.state.lock().await;
+        self.activate(&mut state);
+        let m = self.controller.read(|sm| sm.metadata.clone());
+        let now = self.now_ms();
+        match req {
+            ServiceRequest::Register {
+                node,
+                incarnation,
+                endpoints,
+            } => {
+                let rec = match state
+                    .registry
+                    .register(&m, node, &incarnation, endpoints, now)
+                {
+                    Ok(r) => r,
+                    Err(e) => return Ok(ServiceResponse::Refused(e.to_string())),
+                };
+                let MetadataRecord::BrokerRegistered { registration, .. } = &rec else {
+                    unreachable!("register answers BrokerRegistered")
+                };
+                let epoch = registration.epoch;
+                let mut records = Vec::new();
+                if m.cluster_id.is_empty() {
+                    records.push(MetadataRecord::ClusterInitialized {
+                        cluster_id: crate::metadata_store::new_cluster_id(),
+                    });
+                }
+                records.push(rec);
+                let index = self.commit(records).await?;
+                info!(node, epoch, "broker registered");
+                Ok(ServiceResponse::Registered { epoch, index })
+            }
+            ServiceRequest::Heartbeat {
+                node,
+                epoch,
+                applied,
+                registered_at,
+            } => {
+                let ans =
+                    match state
+                        .registry
+                        .heartbeat(&m, node, epoch, applied >= registered_at, now)
+                    {
+                        Ok(a) => a,
+                        Err(e) => return Ok(ServiceResponse::Refused(e.to_string())),
+                    };
+                if !ans.records.is_empty() {
+                    self.commit(ans.records).await?;
+                    info!(node, epoch, "broker unfenced");
+                }
+                Ok(ServiceResponse::Heartbeat { fenced: ans.fenced })
+            }
+        }
+    }
+
+    /// Fences the brokers whose session expired, when this node leads.
+    pub async fn tick(&self) {
+        if self.controller.status().state != controller::ServerState::Leader {
+            return;
+        }
+        let mut state = self.state.lock().await;
+        self.activate(&mut state);
+        let m = self.controller.read(|sm| sm.metadata.clone());
+        let fence = state.registry.tick(&m, self.now_ms());
+        if fence.is_empty() {
+            return;
+        }
+        let nodes: Vec<String> = fence
+            .iter()
+            .filter_map(|r| match r {
+                MetadataRecord::BrokerFencing { node, .. } => Some(node.to_string()),
+                _ => None,
+            })
+            .collect();
+        match self.commit(fence).await {
+            Ok(_) => warn!(
+                brokers = nodes.join(","),
+                "fenced brokers whose heartbeats stopped"
+            ),
+            Err(e) => warn!("could not fence brokers: {e}"),
+        }
+    }
+}
+
+impl Service for BrokerService {
+    fn call(&self, request: Vec<u8>) -> ServiceFuture<'_> {
+        Box::pin(async move {
+            let req: ServiceRequest = serde_json::from_slice(&request)
+                .map_err(|e| format!("bad broker service request: {e}"))?;
+            let resp = self.answer(req).await?;
+            serde_json::to_vec(&resp).map_err(|e| e.to_string())
+        })
+    }
+}
+
+/// Runs [`BrokerService::tick`] every `every` until `stop` turns true.
+pub async fn run_fencing(
+    service: Arc<BrokerService>,
+    every: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut interval = tokio::time::interval(every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => service.tick().await,
+            _ = stop.changed() => return,
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! A node joining a cluster (`controller.quorum.voters` set): its
+//! controller in combined mode, its registration with the active
+//! controller, catching up with the committed metadata before the broker
+//! opens (KIP-516: that first state names every partition it holds), and
+//! the tasks that keep it current afterwards: applying new metadata and
+//! heartbeating.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use broker::cluster::{run_fencing, BrokerService, ClusterLink, ServiceRequest, ServiceResponse};
+use broker::config::BrokerConfig;
+use broker::metadata_machine::{MetadataBatch, MetadataMachine};
+use broker::metadata_store::Metadata;
+use broker::{Broker, Endpoint};
+use controller::{
+    ClientOptions, Controller, ControllerClient, ControllerConfig, Fetched, StateMachine, Voters,
+};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+/// How long a starting node keeps trying to register (a cluster coming
+/// up needs a quorum of controllers first).
+const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The cluster side of a running node.
+pub(crate) struct Membership {
+    controller: Option<Controller<MetadataMachine>>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Membership {
+    /// Stops applying and heartbeating (the broker closes next), then the
+    /// controller.
+    pub(crate) async fn stop_tasks(&mut self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+    }
+
+    /// Stops the controller.
+    pub(crate) async fn shutdown_controller(self) {
+        if let Some(c) = self.controller {
+            c.shutdown().await;
+        }
+    }
+
+    /// This node's controller's address, in combined mode.
+    pub(crate) fn controller_addr(&self) -> Option<String> {
+        self.controller.as_ref().map(|c| c.local_addr().to_string())
+    }
+}
+
+/// Starts the controller (combined mode), registers, catches up and opens
+/// the broker.
+pub(crate) async fn join(
+    config: BrokerConfig,
+    endpoint: Endpoint,
+    endpoints: BTreeMap<String, String>,
+) -> anyhow::Result<(Arc<Broker>, Membership)> {
+    let voters: Voters = config
+        .string_value("controller.quorum.voters")
+        .parse()
+        .map_err(|e| anyhow::anyhow!("controller.quorum.voters: {e}"))?;
+    let node = config.node_id();
+    let combined = config.string_value("process.roles") == "broker,controller";
+    let is_voter = voters.addr(node as u64).is_some();
+    if combined && !is_voter {
+        anyhow::bail!(
+            "node {node} runs a controller (process.roles=broker,controller) but is not in controller.quorum.voters ({voters})"
+        );
+    }
+    if !combined && is_voter {
+        anyhow::bail!(
+            "node {node} is in controller.quorum.voters ({voters}) but process.roles=broker runs no controller; give it --controller-addr or another node id"
+        );
+    }
+    let mut cc = ControllerConfig::new(
+        node as u64,
+        voters.clone(),
+        config.data_dir.join("controller"),
+    );
+    let listen = config.string_value("controller.listen.address");
+    if !listen.is_empty() {
+        cc.listen_addr = Some(listen.trim_start_matches("PLAINTEXT://").to_string());
+    }
+    let session =
+        Duration::from_millis(config.int_value("broker.session.timeout.ms").max(1) as u64);
+    let heartbeat =
+        Duration::from_millis(config.int_value("broker.heartbeat.interval.ms").max(1) as u64);
+    let (stop, stop_rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+    let controller = if combined {
+        let c = Controller::start(cc.clone(), MetadataMachine::new())
+            .await
+            .map_err(|e| anyhow::anyhow!("controller: {e}"))?;
+        let service = BrokerService::new(c.handle(), session);
+        c.set_service(service.clone());
+        tasks.push(tokio::spawn(run_fencing(
+            service,
+            Duration::from_millis(500),
+            stop_rx.clone(),
+        )));
+        info!(node, addr = %c.local_addr(), "controller started");
+        Some(c)
+    } else {
+        None
+    };
+    let client = ControllerClient::new(voters.clone(), ClientOptions::from(&cc));
+    let link = Arc::new(ClusterLink::new(
+        client,
+        controller.as_ref().map(|c| c.handle()),
+        voters.iter().map(|(id, _)| id).collect(),
+        tokio::runtime::Handle::current(),
+        cc.submit_timeout + Duration::from_secs(5),
+    ));
+    let membership = Membership {
+        controller,
+        stop,
+        tasks,
+    };
+    let joined = register_and_open(
+        config, endpoint, endpoints, link, session, heartbeat, stop_rx,
+    )
+    .await;
+    match joined {
+        Ok((broker, more)) => {
+            let mut membership = membership;
+            membership.tasks.extend(more);
+            Ok((broker, membership))
+        }
+        Err(e) => {
+            let mut m = membership;
+            m.stop_tasks().await;
+            m.shutdown_controller().await;
+            Err(e)
+        }
+    }
+}
+
+async fn register_and_open(
+    config: BrokerConfig,
+    endpoint: Endpoint,
+    endpoints: BTreeMap<String, String>,
+    link: Arc<ClusterLink>,
+    session: Duration,
+    heartbeat: Duration,
+    stop: watch::Receiver<bool>,
+) -> anyhow::Result<(Arc<Broker>, Vec<JoinHandle<()>>)> {
+    let node = config.node_id();
+    let incarnation = uuid::Uuid::new_v4().to_string();
+    let (epoch, registered_at) = register(&link, node, &incarnation, endpoints, session).await?;
+    info!(
+        node,
+        epoch,
+        index = registered_at,
+        "registered with the controller quorum"
+    );
+    let (metadata, applied) = catch_up(&link, registered_at).await?;
+    let l = link.clone();
+    let broker = tokio::task::spawn_blocking(move || {
+        Broker::open_cluster(config, endpoint, l, metadata, applied)
+    })
+    .await??;
+    let tasks = vec![
+        tokio::spawn(follow(broker.clone(), link.clone(), stop.clone())),
+        tokio::spawn(heartbeats(
+            broker.clone(),
+            link,
+            epoch,
+            registered_at,
+            heartbeat,
+            stop,
+        )),
+    ];
+    Ok((broker, tasks))
+}
+
+async fn call(link: &ClusterLink, req: &ServiceRequest) -> anyhow::Result<ServiceResponse> {
+    let bytes = serde_json::to_vec(req)?;
+    let answer = link.call(bytes).await?;
+    Ok(serde_json::from_slice(&answer)?)
+}
+
+/// Registers, retrying while no controller leads; a node id another
+/// process holds is retried until that process's session would have
+/// expired (a crashed predecessor), then refused with a clear error.
+async fn register(
+    link: &ClusterLink,
+    node: i32,
+    incarnation: &str,
+    endpoints: BTreeMap<String, String>,
+    session: Duration,
+) -> anyhow::Result<(i64, u64)> {
+    let started = Instant::now();
+    let mut duplicate_since: Option<Instant> = None;
+    let req = ServiceRequest::Register {
+        node,
+        incarnation: incarnation.to_string(),
+        endpoints,
+    };
+    loop {
+        match call(link, &req).await {
+            Ok(ServiceResponse::Registered { epoch, index }) => return Ok((epoch, index)),
+            Ok(ServiceResponse::Refused(why)) => {
+                let since = *duplicate_since.get_or_insert_with(Instant::now);
+                if since.elapsed() > session + Duration::from_secs(2) {
+                    anyhow::bail!("the controller refused node {node}: {why}");
+                }
+                warn!(node, "registration refused ({why}); retrying until the other process's session expires");
+            }
+            Ok(other) => anyhow::bail!("unexpected registration answer {other:?}"),
+            Err(e) => {
+                if started.elapsed() > REGISTRATION_TIMEOUT {
+                    anyhow::bail!("could not register with the controller quorum: {e}");
+                }
+                info!(node, "waiting for the controller quorum: {e}");
+            }
+        }
+        // Waiting on the quorum (or on another process's session): a
+        // fixed pause between attempts, each bounded by its own timeout.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The metadata up to at least `index`: the snapshot if the log was
+/// compacted past where we start, then the records.
+async fn catch_up(link: &ClusterLink, index: u64) -> anyhow::Result<(Metadata, u64)> {
+    let mut machine = MetadataMachine::new();
+    let mut next = 1;
+    let mut applied = 0;
+    let deadline = Instant::now() + REGISTRATION_TIMEOUT;
+    while applied < index {
+        if Instant::now() > deadline {
+            anyhow::bail!("could not read the metadata log up to index {index}");
+        }
+        match link.fetch(next, Duration::from_secs(1)).await? {
+            Fetched::Records {
+                records,
+                next_index,
+                applied_index,
+            } => {
+                for (i, batch) in &records {
+                    machine.apply(*i, batch).ok();
+                }
+                next = next_index;
+                // Raft's own entries carry no record but count as applied.
+                applied = applied_index.unwrap_or(0).min(next_index.saturating_sub(1));
+            }
+            Fetched::SnapshotNeeded { .. } => {
+                let snap = link.fetch_snapshot().await?.ok_or_else(|| {
+                    anyhow::anyhow!("the log is compacted but there is no snapshot")
+                })?;
+                machine
+                    .restore(&snap.data)
+                    .map_err(|e| anyhow::anyhow!("unreadable metadata snapshot: {e}"))?;
+                next = snap.index + 1;
+                applied = snap.index;
+            }
+        }
+    }
+    Ok((machine.metadata, applied))
+}
+
+/// Applies the committed metadata as it comes, until `stop`.
+async fn follow(broker: Arc<Broker>, link: Arc<ClusterLink>, mut stop: watch::Receiver<bool>) {
+    let mut next = broker.applied_metadata_index() + 1;
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let fetched = tokio::select! {
+            f = link.fetch(next, Duration::from_secs(1)) => f,
+            _ = stop.changed() => return,
+        };
+        match fetched {
+            Ok(Fetched::Records {
+                records,
+                next_index,
+                ..
+            }) => {
+                next = next_index;
+                if records.is_empty() {
+                    continue;
+                }
+                let b = broker.clone();
+                let batches: Vec<(u64, MetadataBatch)> = records;
+                if let Err(e) =
+                    tokio::task::spawn_blocking(move || b.apply_committed(&batches)).await
+                {
+                    warn!("applying metadata failed: {e}");
+                }
+            }
+            Ok(Fetched::SnapshotNeeded { .. }) => match link.fetch_snapshot().await {
+                Ok(Some(snap)) => {
+                    let mut machine = MetadataMachine::new();
+                    if let Err(e) = machine.restore(&snap.data) {
+                        warn!("unreadable metadata snapshot: {e}");
+                        continue;
+                    }
+                    next = snap.index + 1;
+                    let b = broker.clone();
+                    let _ = tokio::task::spawn_blocking(move || {
+                        b.apply_snapshot(snap.index, machine.metadata)
+                    })
+                    .await;
+                }
+                Ok(None) => warn!("the metadata log is compacted but no snapshot is offered"),
+                Err(e) => warn!("cannot fetch the metadata snapshot: {e}"),
+            },
+            Err(e) => {
+                warn!("cannot fetch the metadata log: {e}");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                    _ = stop.changed() => return,
+                }
+            }
+        }
+    }
+}
+
+/// Heartbeats to the active controller every `every`, until `stop`.
+async fn heartbeats(
+    broker: Arc<Broker>,
+    link: Arc<ClusterLink>,
+    epoch: i64,
+    registered_at: u64,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let node = broker.node_id();
+    let mut fenced = true;
+    let mut interval = tokio::time::interval(every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = stop.changed() => return,
+        }
+        let req = ServiceRequest::Heartbeat {
+            node,
+            epoch,
+            applied: broker.applied_metadata_index(),
+            registered_at,
+        };
+        match call(&link, &req).await {
+            Ok(ServiceResponse::Heartbeat { fenced: now }) => {
+                if now != fenced {
+                    info!(node, epoch, fenced = now, "broker fencing changed");
+                }
+                fenced = now;
+            }
+            Ok(ServiceResponse::Refused(why)) => warn!(node, epoch, "heartbeat refused: {why}"),
+            Ok(other) => warn!("unexpected heartbeat answer {other:?}"),
+            Err(e) => warn!(node, "heartbeat failed: {e}"),
+        }
+    }
+}

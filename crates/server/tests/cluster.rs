@@ -1,0 +1,485 @@
+//! Three `magnetar broker` processes forming one cluster on loopback
+//! (issue 10): metadata changes made through any broker are seen by all,
+//! partitions and group coordinators spread over the brokers, librdkafka
+//! produces and consumes across them, the controller survives a SIGKILL of
+//! its leader, and a broker that was down while its topic was deleted and
+//! recreated cleans up as KIP-516's Scenario 2 says.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use common::cluster::Cluster;
+use common::{client_config, polled, RawConn};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{
+    ApiKey, FetchRequest, FindCoordinatorRequest, MetadataRequest, MetadataResponse, ResponseKind,
+};
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::Message;
+use uuid::Uuid;
+
+const UNKNOWN_TOPIC_ID: i16 = 100;
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Fast failure detection so tests do not wait out Kafka's 9 s session.
+const SETTINGS: &[&str] = &[
+    "broker.session.timeout.ms=4000",
+    "broker.heartbeat.interval.ms=500",
+    "offsets.topic.num.partitions=12",
+    "auto.create.topics.enable=false",
+];
+
+async fn metadata(addr: &str) -> MetadataResponse {
+    let mut conn = RawConn::connect(addr.parse().unwrap()).await;
+    let ResponseKind::Metadata(resp) = conn
+        .call(
+            ApiKey::Metadata,
+            12,
+            MetadataRequest::default().with_topics(None),
+        )
+        .await
+    else {
+        panic!("no metadata answer from {addr}")
+    };
+    resp
+}
+
+/// Partition → leader of `topic` as `addr` reports it, once it reports
+/// `partitions` of them.
+async fn leaders(addr: &str, topic: &str, partitions: usize) -> BTreeMap<i32, i32> {
+    common::eventually(DEADLINE, &format!("{topic} on {addr}"), || async {
+        let md = metadata(addr).await;
+        let t = md
+            .topics
+            .iter()
+            .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))?;
+        (t.error_code == 0 && t.partitions.len() == partitions).then(|| {
+            t.partitions
+                .iter()
+                .map(|p| (p.partition_index, p.leader_id.0))
+                .collect()
+        })
+    })
+    .await
+}
+
+async fn topic_id(addr: &str, topic: &str) -> Uuid {
+    let md = metadata(addr).await;
+    md.topics
+        .iter()
+        .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))
+        .map(|t| t.topic_id)
+        .unwrap_or_else(|| panic!("{topic} unknown to {addr}"))
+}
+
+/// Waits until every node reports `n` live brokers.
+async fn wait_brokers(c: &Cluster, nodes: &[usize], n: usize) {
+    for &id in nodes {
+        let addr = c.addr(id);
+        common::eventually(DEADLINE, &format!("{n} brokers seen by node {id}"), || {
+            let addr = addr.clone();
+            async move { (metadata(&addr).await.brokers.len() == n).then_some(()) }
+        })
+        .await;
+    }
+}
+
+fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
+    client_config(bootstrap).create().unwrap()
+}
+
+async fn create(bootstrap: &str, topic: NewTopic<'_>) {
+    let r = admin(bootstrap)
+        .create_topics(&[topic], &AdminOptions::new())
+        .await
+        .unwrap();
+    r[0].as_ref().unwrap_or_else(|e| panic!("create: {e:?}"));
+}
+
+async fn produce(bootstrap: &str, topic: &str, values: impl IntoIterator<Item = String>) {
+    let p: FutureProducer = client_config(bootstrap).create().unwrap();
+    for v in values {
+        p.send(
+            FutureRecord::to(topic).key(&v).payload(&v),
+            Duration::from_secs(20),
+        )
+        .await
+        .map_err(|(e, _)| e)
+        .unwrap();
+    }
+}
+
+async fn fetch_by_id(addr: &str, id: Uuid) -> (i16, Vec<String>) {
+    let mut conn = RawConn::connect(addr.parse().unwrap()).await;
+    common::fetch_by_id(&mut conn, id).await
+}
+
+/// Reads `values` (in any order) from `topic` with a consumer group
+/// bootstrapped from `bootstrap`; returns the consumer.
+fn consume_all(bootstrap: &str, group: &str, topic: &str, values: &[String]) -> BaseConsumer {
+    let mut cfg = client_config(bootstrap);
+    cfg.set("group.id", group)
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false");
+    let consumer: BaseConsumer = cfg.create().unwrap();
+    consumer.subscribe(&[topic]).unwrap();
+    let mut got = BTreeSet::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while got.len() < values.len() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "consumed {} of {}",
+            got.len(),
+            values.len()
+        );
+        if let Some(m) = polled(consumer.poll(Duration::from_millis(200))) {
+            got.insert(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
+        }
+    }
+    assert_eq!(got, values.iter().cloned().collect::<BTreeSet<_>>());
+    consumer
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn topics_partitions_and_groups_span_the_cluster() {
+    let mut c = Cluster::start(3, SETTINGS);
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+
+    // Created through node 2 only; every node reports it, its partitions
+    // led by all three brokers.
+    create(
+        &c.addr(2),
+        NewTopic::new("orders", 6, TopicReplication::Fixed(1)),
+    )
+    .await;
+    let seen: Vec<BTreeMap<i32, i32>> = futures::future::join_all((1..=3).map(|id| {
+        let addr = c.addr(id);
+        async move { leaders(&addr, "orders", 6).await }
+    }))
+    .await;
+    assert!(
+        seen.iter().all(|l| *l == seen[0]),
+        "nodes disagree: {seen:?}"
+    );
+    let owners: BTreeSet<i32> = seen[0].values().copied().collect();
+    assert_eq!(
+        owners,
+        BTreeSet::from([1, 2, 3]),
+        "partitions spread evenly"
+    );
+    let ids: BTreeSet<Uuid> = futures::future::join_all((1..=3).map(|id| {
+        let addr = c.addr(id);
+        async move { topic_id(&addr, "orders").await }
+    }))
+    .await
+    .into_iter()
+    .collect();
+    assert_eq!(ids.len(), 1, "one topic id everywhere");
+
+    // A broker asked for a partition it does not lead says so.
+    let (p, leader) = seen[0].iter().find(|(_, l)| **l != 1).unwrap();
+    let id = topic_id(&c.addr(1), "orders").await;
+    let mut conn = RawConn::connect(c.addr(1).parse().unwrap()).await;
+    let req = FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic_id(id)
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(*p)
+                .with_partition_max_bytes(1 << 20)])]);
+    let ResponseKind::Fetch(resp) = conn.call(ApiKey::Fetch, 13, req).await else {
+        panic!()
+    };
+    assert_eq!(
+        resp.responses[0].partitions[0].error_code, 6,
+        "NOT_LEADER_OR_FOLLOWER from node 1 for a partition of node {leader}"
+    );
+
+    // librdkafka producing through one node reaches every partition's
+    // leader; a group consuming through another reads everything back.
+    let values: Vec<String> = (0..300).map(|i| format!("v{i}")).collect();
+    produce(&c.addr(1), "orders", values.clone()).await;
+    let consumer = consume_all(&c.addr(3), "cluster-group", "orders", &values);
+    consumer.commit_consumer_state(CommitMode::Sync).unwrap();
+    let committed = consumer
+        .committed(Duration::from_secs(10))
+        .unwrap()
+        .elements()
+        .iter()
+        .filter(|e| e.offset().to_raw().is_some_and(|o| o > 0))
+        .count();
+    assert_eq!(committed, 6, "offsets committed for every partition");
+    drop(consumer);
+
+    // Batched FindCoordinator: every node gives the same answers, and the
+    // groups' coordinators are spread over the brokers.
+    let keys: Vec<StrBytes> = (0..40)
+        .map(|i| StrBytes::from_string(format!("group-{i}")))
+        .collect();
+    let mut answers = Vec::new();
+    for id in 1..=3 {
+        let mut conn = RawConn::connect(c.addr(id).parse().unwrap()).await;
+        let req = FindCoordinatorRequest::default()
+            .with_key_type(0)
+            .with_coordinator_keys(keys.clone());
+        let ResponseKind::FindCoordinator(resp) = conn.call(ApiKey::FindCoordinator, 4, req).await
+        else {
+            panic!()
+        };
+        assert!(resp.coordinators.iter().all(|x| x.error_code == 0));
+        answers.push(
+            resp.coordinators
+                .iter()
+                .map(|x| (x.node_id.0, x.port))
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+    let nodes: BTreeSet<i32> = answers[0].iter().map(|(n, _)| *n).collect();
+    assert!(
+        nodes.len() >= 2,
+        "coordinators on one broker only: {nodes:?}"
+    );
+    for (node, port) in &answers[0] {
+        assert_eq!(c.nodes[*node as usize - 1].addr.port() as i32, *port);
+    }
+    let _ = c.bootstrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metadata_survives_a_sigkill_of_the_controller_leader() {
+    let mut c = Cluster::start(3, SETTINGS);
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    create(
+        &c.bootstrap(),
+        NewTopic::new("before", 3, TopicReplication::Fixed(1)),
+    )
+    .await;
+    let values: Vec<String> = (0..60).map(|i| format!("b{i}")).collect();
+    produce(&c.bootstrap(), "before", values.clone()).await;
+
+    let leader = metadata(&c.addr(1)).await.controller_id.0 as usize;
+    assert!((1..=3).contains(&leader), "controller id {leader}");
+    c.node(leader).kill();
+    let survivors: Vec<usize> = (1..=3).filter(|i| *i != leader).collect();
+
+    // A new leader is elected and takes changes through either survivor.
+    let via = c.addr(survivors[0]);
+    common::eventually(DEADLINE, "a topic created after the failover", || {
+        let via = via.clone();
+        async move {
+            let r = admin(&via)
+                .create_topics(
+                    &[NewTopic::new("after", 2, TopicReplication::Fixed(1))],
+                    &AdminOptions::new().operation_timeout(Some(Duration::from_secs(15))),
+                )
+                .await
+                .ok()?;
+            match &r[0] {
+                Ok(_) => Some(()),
+                Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists)) => Some(()),
+                Err(_) => None,
+            }
+        }
+    })
+    .await;
+    for &id in &survivors {
+        leaders(&c.addr(id), "after", 2).await;
+        let md = metadata(&c.addr(id)).await;
+        assert_ne!(
+            md.controller_id.0 as usize, leader,
+            "a new controller leads"
+        );
+    }
+
+    // The killed node returns with everything it acknowledged.
+    c.node(leader).restart();
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    for id in 1..=3 {
+        let l = leaders(&c.addr(id), "before", 3).await;
+        assert!(
+            l.values().all(|n| *n > 0),
+            "all partitions led again: {l:?}"
+        );
+        leaders(&c.addr(id), "after", 2).await;
+    }
+    consume_all(&c.bootstrap(), "after-failover", "before", &values);
+}
+
+/// KIP-516 Scenario 2: node 1 leads `A`-p0 (id0) and is stopped; `A` is
+/// deleted and recreated (id1) on node 1, and `B` on node 1 is deleted;
+/// node 1 returns and stages both stale directories under `deleting/`,
+/// removes them after `log.dir.delete.delay.ms`, serves an empty and
+/// writable `A`-p0 of id1, and never returns a record of id0.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_broker_down_while_its_topic_is_recreated_cleans_up_on_return() {
+    let mut settings = SETTINGS.to_vec();
+    settings.push("log.dir.delete.delay.ms=3000");
+    let mut c = Cluster::start(3, &settings);
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    for name in ["A", "B"] {
+        create(
+            &c.addr(2),
+            NewTopic::new(name, 1, TopicReplication::Variable(&[&[1]])),
+        )
+        .await;
+        assert_eq!(leaders(&c.addr(1), name, 1).await[&0], 1);
+    }
+    let id0 = topic_id(&c.addr(1), "A").await;
+    let old: Vec<String> = (0..20).map(|i| format!("old{i}")).collect();
+    produce(&c.addr(1), "A", old.clone()).await;
+    produce(&c.addr(1), "B", old.clone()).await;
+    assert_eq!(fetch_by_id(&c.addr(1), id0).await.1, old);
+
+    assert_eq!(c.node(1).terminate(), Some(0));
+    // Node 1 may have led the quorum: the deletes wait for a new leader.
+    let via = c.addr(2);
+    for name in ["A", "B"] {
+        let via = via.clone();
+        common::eventually(DEADLINE, &format!("{name} deleted"), || {
+            let via = via.clone();
+            async move {
+                let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(15)));
+                let r = admin(&via).delete_topics(&[name], &opts).await.ok()?;
+                match &r[0] {
+                    Ok(_) => Some(()),
+                    // An earlier attempt that timed out on the client
+                    // committed after all.
+                    Err((_, rdkafka::types::RDKafkaErrorCode::UnknownTopicOrPartition)) => Some(()),
+                    Err(_) => None,
+                }
+            }
+        })
+        .await;
+    }
+    create(
+        &via,
+        NewTopic::new("A", 1, TopicReplication::Variable(&[&[1]])),
+    )
+    .await;
+    let id1 = topic_id(&via, "A").await;
+    assert_ne!(id0, id1);
+
+    c.node(1).restart();
+    let a_dir = format!("{id0}_0");
+    c.wait_for_log(1, &a_dir, DEADLINE);
+    c.wait_for_log(1, "staging a stale partition directory", DEADLINE);
+    let node1 = c.nodes[0].dir().to_path_buf();
+    let staged = node1.join("deleting");
+    let names = |d: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(d)
+            .map(|r| {
+                r.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // Staged right away (the delay has not passed yet), B's too.
+    assert!(names(&staged).contains(&a_dir), "{:?}", names(&staged));
+    assert_eq!(
+        names(&staged).len(),
+        2,
+        "A's and B's old directories: {:?}",
+        names(&staged)
+    );
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+
+    // The new A-p0 on node 1 is empty and writable; id0 is fenced.
+    assert_eq!(fetch_by_id(&c.addr(1), id1).await, (0, Vec::new()));
+    assert_eq!(fetch_by_id(&c.addr(1), id0).await.0, UNKNOWN_TOPIC_ID);
+    produce(&c.addr(3), "A", vec!["new".to_string()]).await;
+    assert_eq!(
+        fetch_by_id(&c.addr(1), id1).await,
+        (0, vec!["new".to_string()])
+    );
+    assert!(!node1.join("B-0").exists(), "B is gone from node 1");
+
+    // Removed once log.dir.delete.delay.ms has passed.
+    c.wait_for_log(1, "removed a staged partition", DEADLINE);
+    common::eventually(DEADLINE, "the staged directories removed", || {
+        let staged = staged.clone();
+        async move { names(&staged).is_empty().then_some(()) }
+    })
+    .await;
+    let (code, values) = fetch_by_id(&c.addr(1), id1).await;
+    assert_eq!((code, values), (0, vec!["new".to_string()]));
+}
+
+/// A broker-only node (not a voter) joins, reads the metadata from the
+/// voters and gets partitions; a second process with its node id is
+/// refused with a clear error while the first one is alive.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
+    let c = Cluster::start(3, SETTINGS);
+    let args = vec![
+        "--node-id".to_string(),
+        "4".to_string(),
+        "--controller-quorum".to_string(),
+        c.voters.clone(),
+    ];
+    let settings: Vec<&str> = SETTINGS.to_vec();
+    let four = common::BrokerProcess::start_node(c.dir().join("node-4"), &args, &settings);
+    wait_brokers(&c, &[1, 2, 3], 4).await;
+    create(
+        &four.bootstrap(),
+        NewTopic::new("wide", 8, TopicReplication::Fixed(1)),
+    )
+    .await;
+    let l = leaders(&four.bootstrap(), "wide", 8).await;
+    let owners: BTreeSet<i32> = l.values().copied().collect();
+    assert_eq!(owners, BTreeSet::from([1, 2, 3, 4]), "{l:?}");
+    let values: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
+    produce(&four.bootstrap(), "wide", values.clone()).await;
+    consume_all(&c.addr(1), "wide-group", "wide", &values);
+
+    // Node id 4 again, from another process and data directory.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_magnetar"))
+        .args(["broker", "--node-id", "4", "--controller-quorum", &c.voters])
+        .arg("--data-dir")
+        .arg(c.dir().join("node-4-twin"))
+        .args([
+            "--kafka-addr",
+            "127.0.0.1:0",
+            "--pulsar-addr",
+            "127.0.0.1:0",
+            "--http-addr",
+            "127.0.0.1:0",
+        ])
+        .args(SETTINGS.iter().flat_map(|s| ["--set", s]))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("refused node 4") && stderr.contains("another live process"),
+        "{stderr}"
+    );
+    // A voter's id as a broker-only node is refused at once.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_magnetar"))
+        .args(["broker", "--node-id", "2", "--controller-quorum", &c.voters])
+        .arg("--data-dir")
+        .arg(c.dir().join("node-2-twin"))
+        .args([
+            "--kafka-addr",
+            "127.0.0.1:0",
+            "--pulsar-addr",
+            "127.0.0.1:0",
+        ])
+        .args(["--http-addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is in controller.quorum.voters"),
+        "{stderr}"
+    );
+    drop(four);
+}

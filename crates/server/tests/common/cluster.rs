@@ -1,0 +1,98 @@
+//! A cluster of `magnetar broker` processes on loopback: combined nodes
+//! (each a broker and a controller voter), each with its own data
+//! directory and ports, so clusters of parallel tests never meet.
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use super::BrokerProcess;
+
+/// Nodes 1..=n of one cluster.
+pub struct Cluster {
+    /// The nodes, node `i` at index `i - 1`.
+    pub nodes: Vec<BrokerProcess>,
+    /// `controller.quorum.voters`.
+    pub voters: String,
+    tmp: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// Starts `n` combined nodes with the `--set` assignments `settings`
+    /// and waits until each serves Kafka (registered and caught up).
+    pub fn start(n: usize, settings: &[&str]) -> Cluster {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // Controller ports must be known before any node starts (each names
+        // all voters): reserve free ones, then hand them over.
+        let reserved: Vec<TcpListener> = (0..n)
+            .map(|_| TcpListener::bind("127.0.0.1:0").expect("reserve a port"))
+            .collect();
+        let ports: Vec<u16> = reserved
+            .iter()
+            .map(|l| l.local_addr().unwrap().port())
+            .collect();
+        drop(reserved);
+        let voters = ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1))
+            .collect::<Vec<_>>()
+            .join(",");
+        let settings: Vec<String> = settings.iter().map(|s| s.to_string()).collect();
+        // Started together: each waits for a quorum before it is ready.
+        let handles: Vec<_> = (1..=n)
+            .map(|id| {
+                let dir = tmp.path().join(format!("node-{id}"));
+                let args = vec![
+                    "--node-id".to_string(),
+                    id.to_string(),
+                    "--controller-quorum".to_string(),
+                    voters.clone(),
+                    "--controller-addr".to_string(),
+                    format!("127.0.0.1:{}", ports[id - 1]),
+                ];
+                let settings = settings.clone();
+                std::thread::spawn(move || {
+                    let s: Vec<&str> = settings.iter().map(String::as_str).collect();
+                    BrokerProcess::start_node(dir, &args, &s)
+                })
+            })
+            .collect();
+        let nodes = handles
+            .into_iter()
+            .map(|h| h.join().expect("a node did not start"))
+            .collect();
+        Cluster { nodes, voters, tmp }
+    }
+
+    /// Node `id` (1-based).
+    pub fn node(&mut self, id: usize) -> &mut BrokerProcess {
+        &mut self.nodes[id - 1]
+    }
+
+    /// The Kafka address of node `id`.
+    pub fn addr(&self, id: usize) -> String {
+        self.nodes[id - 1].bootstrap()
+    }
+
+    /// Every running node's Kafka address, for clients' bootstrap lists.
+    pub fn bootstrap(&mut self) -> String {
+        let mut out = Vec::new();
+        for n in &mut self.nodes {
+            if n.is_running() {
+                out.push(n.bootstrap());
+            }
+        }
+        out.join(",")
+    }
+
+    /// Where the data directories live.
+    pub fn dir(&self) -> &std::path::Path {
+        self.tmp.path()
+    }
+
+    /// Waits until node `id` logged a line containing `needle`.
+    pub fn wait_for_log(&self, id: usize, needle: &str, timeout: Duration) {
+        self.nodes[id - 1]
+            .wait_for_log_line(&format!("{needle:?}"), timeout, |l| l.contains(needle));
+    }
+}
