@@ -102,6 +102,20 @@ impl Broker {
     /// that belong to no live topic (deleted topics, or an older topic with
     /// the same name).
     pub fn open(mut config: BrokerConfig, endpoint: Endpoint) -> Result<Arc<Broker>, Error> {
+        if config
+            .data_dir
+            .join(crate::cluster::MEMBERSHIP_FILE)
+            .exists()
+        {
+            return Err(Error::Config {
+                key: "--data-dir".into(),
+                reason: format!(
+                    "{} belongs to a cluster node (see its {}); start it with magnetar broker",
+                    config.data_dir.display(),
+                    crate::cluster::MEMBERSHIP_FILE
+                ),
+            });
+        }
         let logs = prepare_data_dir(&config)?;
         let store = MetadataStore::open(&config.data_dir)?;
         for (k, v) in &store.data.broker_configs {

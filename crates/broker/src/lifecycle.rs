@@ -322,7 +322,7 @@ impl Broker {
         config: TopicConfig,
         validate_only: bool,
     ) -> Result<(), Error> {
-        self.update_topic_config(name, validate_only, |_| Ok(config))
+        self.update_topic_config(name, validate_only, |_| Ok(config.clone()))
     }
 
     /// Changes a topic's config overrides with `change`, which sees the
@@ -332,7 +332,7 @@ impl Broker {
         &self,
         name: &str,
         validate_only: bool,
-        change: impl FnOnce(&TopicConfig) -> Result<TopicConfig, Error>,
+        change: impl Fn(&TopicConfig) -> Result<TopicConfig, Error>,
     ) -> Result<(), Error> {
         if self.cluster.is_some() {
             return self.cluster_update_topic_config(name, validate_only, change);
@@ -412,8 +412,9 @@ impl Broker {
         let dynamic = next.dynamic_values();
         if self.cluster.is_some() {
             // Every broker applies it from the committed log, this one too.
+            let previous = store.data.broker_configs.clone();
             drop(store);
-            return self.cluster_set_broker_configs(dynamic);
+            return self.cluster_set_broker_configs(previous, dynamic);
         }
         store.commit(&[MetadataRecord::BrokerConfigsSet { values: dynamic }])?;
         *self.config.write() = next.clone();

@@ -141,12 +141,50 @@ pub enum MetadataRecord {
         /// Slot → broker.
         nodes: Vec<NodeId>,
     },
+    /// A guard: the batch it is in applies only if the metadata still is
+    /// as its submitter validated it against (a compare-and-set of the
+    /// records after it, which would otherwise overwrite a concurrent
+    /// change made through another broker).
+    Expect {
+        /// What must hold.
+        expect: Expectation,
+    },
     /// A broker left the cluster for good (its registration is removed).
     BrokerUnregistered {
         /// The broker's node id.
         node: NodeId,
         /// The registration removed (a newer one is left alone).
         epoch: i64,
+    },
+}
+
+/// What an [`MetadataRecord::Expect`] guard checks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "of", rename_all = "snake_case")]
+pub enum Expectation {
+    /// The topic (by id) has this many partitions.
+    PartitionCount {
+        /// The topic's id.
+        id: TopicId,
+        /// Its partition count.
+        count: i32,
+    },
+    /// The topic (by id) has exactly these overrides.
+    TopicConfig {
+        /// The topic's id.
+        id: TopicId,
+        /// Its overrides.
+        config: TopicConfig,
+    },
+    /// The dynamic broker keys are these.
+    BrokerConfigs {
+        /// Key → value.
+        values: BTreeMap<String, String>,
+    },
+    /// The tenants are these.
+    Tenants {
+        /// Tenant → record.
+        tenants: BTreeMap<String, TenantRecord>,
     },
 }
 
@@ -262,6 +300,28 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
                 return Err(conflict("no coordinator slots".into()));
             }
             m.coordinators = nodes.clone();
+        }
+        MetadataRecord::Expect { expect } => {
+            let topic = |id: &TopicId| m.topics.values().find(|t| t.id == *id);
+            let holds = match expect {
+                Expectation::PartitionCount { id, count } => {
+                    topic(id).is_some_and(|t| t.partitions == *count)
+                }
+                Expectation::TopicConfig { id, config } => {
+                    topic(id).is_some_and(|t| t.config == *config)
+                }
+                Expectation::BrokerConfigs { values } => m.broker_configs == *values,
+                Expectation::Tenants { tenants } => m.tenants == *tenants,
+            };
+            if !holds {
+                let what = match expect {
+                    Expectation::PartitionCount { .. } => "the topic's partitions",
+                    Expectation::TopicConfig { .. } => "the topic's configuration",
+                    Expectation::BrokerConfigs { .. } => "the broker configuration",
+                    Expectation::Tenants { .. } => "the tenants and namespaces",
+                };
+                return Err(conflict(format!("{what} changed meanwhile")));
+            }
         }
         MetadataRecord::BrokerUnregistered { node, epoch } => {
             if m.brokers.get(node).map(|b| b.epoch) != Some(*epoch) {

@@ -48,7 +48,7 @@ pub fn handle(
         None => broker
             .topics()
             .iter()
-            .filter_map(|t| describe(t, &mut (0..t.partitions.len() as i32)))
+            .filter_map(|t| describe(t, &mut t.partitions.iter().map(|p| p.tp.partition.0)))
             .collect(),
         Some(wanted) => wanted
             .iter()

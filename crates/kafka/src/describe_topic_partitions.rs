@@ -93,7 +93,7 @@ pub fn handle(
             Some(topic) => {
                 let from = start(&name).max(0) as usize;
                 let upto = topic.partition_count().min(from + remaining as usize);
-                topics.push(describe(&topic, from.min(upto)..upto));
+                topics.push(describe(broker, &topic, from.min(upto)..upto));
                 remaining -= (upto.saturating_sub(from)) as i32;
                 if upto < topic.partition_count() {
                     next_cursor = Some(cursor(&name, upto as i32));
@@ -132,6 +132,7 @@ fn cursor(topic: &str, partition: i32) -> Cursor {
 }
 
 fn describe(
+    broker: &Broker,
     topic: &Topic,
     partitions: std::ops::Range<usize>,
 ) -> DescribeTopicPartitionsResponseTopic {
@@ -146,15 +147,22 @@ fn describe(
                 .zip(partitions)
                 .map(|(state, index)| {
                     let nodes = |ids: &[i32]| ids.iter().map(|&n| BrokerId(n)).collect();
+                    let leader = broker.live_leader(state);
+                    // A fenced broker's replicas are offline.
+                    let offline: Vec<i32> = if leader < 0 {
+                        state.replicas.clone()
+                    } else {
+                        Vec::new()
+                    };
                     DescribeTopicPartitionsResponsePartition::default()
                         .with_partition_index(index as i32)
-                        .with_leader_id(BrokerId(state.leader))
+                        .with_leader_id(BrokerId(leader))
                         .with_leader_epoch(state.leader_epoch)
                         .with_replica_nodes(nodes(&state.replicas))
                         .with_isr_nodes(nodes(&state.isr))
                         .with_eligible_leader_replicas(Some(Vec::new()))
                         .with_last_known_elr(Some(Vec::new()))
-                        .with_offline_replicas(Vec::new())
+                        .with_offline_replicas(nodes(&offline))
                 })
                 .collect(),
         )

@@ -83,18 +83,24 @@ pub fn metadata_partitions(broker: &Broker, name: &str, allow: bool) -> Result<u
     }
 }
 
-/// Lookup: this broker serves every topic, so the answer is always
-/// "connect here", authoritative. A topic that does not exist and may not
-/// be created by a producer or consumer is TopicNotFound.
+/// Lookup: "connect to" the broker that leads the topic's partition,
+/// authoritative (a single node leads every partition: itself). A topic
+/// that does not exist and may not be created by a producer or consumer
+/// is TopicNotFound; one that does not exist yet is served here (the
+/// producer or consumer creating it is sent on by its next lookup if its
+/// partition lands elsewhere); a partition whose broker is fenced is
+/// ServiceNotReady, which clients retry.
 pub fn lookup(
     broker: &Broker,
     service_url: &str,
     cmd: &CommandLookupTopic,
 ) -> CommandLookupTopicResponse {
     let request_id = cmd.request_id;
-    match lookup_allowed(broker, &cmd.topic) {
-        Ok(()) => CommandLookupTopicResponse {
-            broker_service_url: Some(service_url.to_string()),
+    match lookup_allowed(broker, &cmd.topic)
+        .and_then(|()| owner_url(broker, service_url, &cmd.topic))
+    {
+        Ok(url) => CommandLookupTopicResponse {
+            broker_service_url: Some(url),
             response: Some(LookupResult::Connect as i32),
             request_id,
             authoritative: Some(true),
@@ -108,6 +114,38 @@ pub fn lookup(
             message: Some(e.message),
             ..Default::default()
         },
+    }
+}
+
+/// The service URL of the broker leading the partition `name` names (a
+/// non-partitioned topic: its one partition), `own` for this broker.
+pub fn owner_url(broker: &Broker, own: &str, name: &str) -> Result<String, PulsarError> {
+    if !broker.is_clustered() {
+        return Ok(own.to_string());
+    }
+    let t = topics::parse(broker, name)?;
+    let Some(topic) = broker.topic(t.kafka_name().as_str()) else {
+        return Ok(own.to_string());
+    };
+    let index = t.partition.unwrap_or(0) as usize;
+    let Some(state) = topic.placements.get(index) else {
+        return Ok(own.to_string());
+    };
+    let leader = broker.live_leader(state);
+    if leader == broker.node_id() {
+        return Ok(own.to_string());
+    }
+    let endpoint = broker
+        .live_brokers(broker::cluster::PULSAR_LISTENER)
+        .into_iter()
+        .find(|(n, _)| *n == leader)
+        .map(|(_, e)| e);
+    match endpoint {
+        Some(e) => Ok(format!("pulsar://{}:{}", e.host, e.port)),
+        None => Err(PulsarError::new(
+            ServerError::ServiceNotReady,
+            format!("the broker leading {name} (node {leader}) is not available"),
+        )),
     }
 }
 

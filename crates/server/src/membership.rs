@@ -273,6 +273,10 @@ async fn follow(broker: Arc<Broker>, link: Arc<ClusterLink>, mut stop: watch::Re
         if *stop.borrow() {
             return;
         }
+        if !broker.metadata_fully_applied() {
+            let b = broker.clone();
+            let _ = tokio::task::spawn_blocking(move || b.retry_pending_topics()).await;
+        }
         let fetched = tokio::select! {
             f = link.fetch(next, Duration::from_secs(1)) => f,
             _ = stop.changed() => return,
@@ -302,12 +306,13 @@ async fn follow(broker: Arc<Broker>, link: Arc<ClusterLink>, mut stop: watch::Re
                         warn!("unreadable metadata snapshot: {e}");
                         continue;
                     }
-                    next = snap.index + 1;
                     let b = broker.clone();
                     let _ = tokio::task::spawn_blocking(move || {
                         b.apply_snapshot(snap.index, machine.metadata)
                     })
                     .await;
+                    // An older snapshot than what is applied changes nothing.
+                    next = next.max(broker.applied_metadata_index() + 1);
                 }
                 Ok(None) => warn!("the metadata log is compacted but no snapshot is offered"),
                 Err(e) => warn!("cannot fetch the metadata snapshot: {e}"),
@@ -344,10 +349,19 @@ async fn heartbeats(
         let req = ServiceRequest::Heartbeat {
             node,
             epoch,
-            applied: broker.applied_metadata_index(),
+            // Not caught up while partitions it should host are not open.
+            applied: if broker.metadata_fully_applied() {
+                broker.applied_metadata_index()
+            } else {
+                0
+            },
             registered_at,
         };
-        match call(&link, &req).await {
+        let answer = tokio::select! {
+            a = call(&link, &req) => a,
+            _ = stop.changed() => return,
+        };
+        match answer {
             Ok(ServiceResponse::Heartbeat { fenced: now }) => {
                 if now != fenced {
                     info!(node, epoch, fenced = now, "broker fencing changed");

@@ -91,29 +91,44 @@ impl Node {
             let b = tokio::task::spawn_blocking(move || Broker::open(config, endpoint)).await??;
             (b, None)
         };
-        let kafka = magnetar_kafka::serve(listener, broker.clone())?;
-        let mut pulsar_url = None;
-        let mut pulsar_front_end = None;
-        let pulsar = match pulsar_listener {
-            Some(l) => {
-                let advertised = pulsar_advertised.clone().unwrap_or_default();
-                pulsar_url = Some(format!("pulsar://{advertised}"));
-                let (server, front_end) = magnetar_pulsar::serve(l, broker.clone(), advertised)?;
-                pulsar_front_end = Some(front_end);
-                Some(server)
+        let served = (|| -> anyhow::Result<_> {
+            let kafka = magnetar_kafka::serve(listener, broker.clone())?;
+            let mut pulsar_url = None;
+            let mut pulsar_front_end = None;
+            let pulsar = match pulsar_listener {
+                Some(l) => {
+                    let advertised = pulsar_advertised.clone().unwrap_or_default();
+                    pulsar_url = Some(format!("pulsar://{advertised}"));
+                    let (server, front_end) =
+                        magnetar_pulsar::serve(l, broker.clone(), advertised)?;
+                    pulsar_front_end = Some(front_end);
+                    Some(server)
+                }
+                None => None,
+            };
+            let http = match http_listener {
+                Some(l) => {
+                    let config = magnetar_http::HttpConfig {
+                        pulsar_url,
+                        pulsar: pulsar_front_end,
+                        http_url: format!("http://{}", http_advertised.clone().unwrap_or_default()),
+                    };
+                    Some(magnetar_http::serve(l, broker.clone(), config)?)
+                }
+                None => None,
+            };
+            Ok((kafka, pulsar, http))
+        })();
+        let (kafka, pulsar, http) = match served {
+            Ok(s) => s,
+            Err(e) => {
+                // Stop following the cluster before giving up.
+                if let Some(mut m) = membership {
+                    m.stop_tasks().await;
+                    m.shutdown_controller().await;
+                }
+                return Err(e);
             }
-            None => None,
-        };
-        let http = match http_listener {
-            Some(l) => {
-                let config = magnetar_http::HttpConfig {
-                    pulsar_url,
-                    pulsar: pulsar_front_end,
-                    http_url: format!("http://{}", http_advertised.clone().unwrap_or_default()),
-                };
-                Some(magnetar_http::serve(l, broker.clone(), config)?)
-            }
-            None => None,
         };
         let maintenance = broker::maintenance::spawn(broker.clone());
         Ok(Node {

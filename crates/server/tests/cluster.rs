@@ -483,3 +483,81 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
     );
     drop(four);
 }
+
+/// Runs a check of the Python Pulsar client suite against `service_url`.
+fn pulsar_check(check: &str, service_url: &str, extra: &[&str]) -> String {
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/python/pulsar_client_suite.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .arg(check)
+        .arg(service_url)
+        .arg("-")
+        .args(extra)
+        .output()
+        .expect("python3 with pulsar-client (tests/python/requirements.txt)");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "pulsar check {check} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The Python Pulsar client, given one broker's URL, is sent by Lookup to
+/// the broker leading each partition: what it produces lands on every
+/// partition (Kafka reads it back), and a consumer connected through
+/// another broker reads it all.
+#[tokio::test(flavor = "multi_thread")]
+async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
+    let mut c = Cluster::start(3, SETTINGS);
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    create(
+        &c.addr(1),
+        NewTopic::new("spread", 3, TopicReplication::Fixed(1)),
+    )
+    .await;
+    let l = leaders(&c.addr(1), "spread", 3).await;
+    assert_eq!(
+        l.values().copied().collect::<BTreeSet<_>>().len(),
+        3,
+        "{l:?}"
+    );
+    for id in 1..=3 {
+        leaders(&c.addr(id), "spread", 3).await;
+    }
+    let topic = "persistent://public/default/spread";
+    pulsar_check(
+        "interop-write",
+        &c.node(1).pulsar_url(),
+        &[topic, "30", "LZ4"],
+    );
+    let out = pulsar_check("interop-read", &c.node(2).pulsar_url(), &[topic, "30"]);
+    let partitions: BTreeSet<i64> = out
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["partition"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(partitions, BTreeSet::from([0, 1, 2]), "{out}");
+    let mut got = 0;
+    let consumer = {
+        let mut cfg = client_config(&c.bootstrap());
+        cfg.set("group.id", "pulsar-spread")
+            .set("auto.offset.reset", "earliest");
+        let consumer: BaseConsumer = cfg.create().unwrap();
+        consumer.subscribe(&["spread"]).unwrap();
+        consumer
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while got < 30 {
+        assert!(std::time::Instant::now() < deadline, "read {got} of 30");
+        if polled(consumer.poll(Duration::from_millis(200))).is_some() {
+            got += 1;
+        }
+    }
+}

@@ -42,6 +42,7 @@ impl Broker {
         metadata: Metadata,
         applied: u64,
     ) -> Result<Arc<Broker>, Error> {
+        check_membership(&config.data_dir, &metadata.cluster_id, config.node_id())?;
         let logs = prepare_data_dir(&config)?;
         for (k, v) in &metadata.broker_configs {
             if let Err(e) = config.set(k, v, ConfigSource::Dynamic) {
@@ -62,6 +63,7 @@ impl Broker {
             link,
             applied: watch::Sender::new(applied),
             view: RwLock::new(Arc::new(view)),
+            pending: Default::default(),
         };
         let broker = Broker::assemble(
             config,
@@ -134,6 +136,11 @@ impl Broker {
     /// that fell behind the quorum's log): the difference is applied as
     /// for records.
     pub fn apply_snapshot(&self, index: u64, state: Metadata) {
+        if index <= self.applied_metadata_index() {
+            // Older than what is applied here (another voter's): going back
+            // would unpublish newer topics.
+            return;
+        }
         let mut store = self.store.lock();
         self.switch_to(&mut store, state);
         drop(store);
@@ -192,10 +199,7 @@ impl Broker {
                 self.unpublish(b);
             }
             if let Some(a) = after {
-                match self.republish(a, new, &config) {
-                    Ok(()) => {}
-                    Err(e) => warn!(topic = %name, "could not open the partitions of a topic: {e}"),
-                }
+                self.republish_or_retry(a, new, &config);
             }
         }
         if configs_changed || tenants_changed {
@@ -204,6 +208,46 @@ impl Broker {
         if let Some(c) = &self.cluster {
             *c.view.write() = Arc::new(ClusterView::of(new));
         }
+    }
+
+    fn republish_or_retry(&self, rec: &TopicRecord, m: &Metadata, config: &BrokerConfig) {
+        let Some(c) = &self.cluster else { return };
+        match self.republish(rec, m, config) {
+            Ok(()) => {
+                c.pending.lock().remove(&rec.name);
+            }
+            Err(e) => {
+                warn!(topic = %rec.name, "could not open the partitions of a topic (retried): {e}");
+                c.pending.lock().insert(rec.name.clone());
+            }
+        }
+    }
+
+    /// Opens again the partitions that failed to open when their metadata
+    /// was applied. Blocking.
+    pub fn retry_pending_topics(&self) {
+        let Some(c) = &self.cluster else { return };
+        let names: Vec<TopicName> = c.pending.lock().iter().cloned().collect();
+        if names.is_empty() {
+            return;
+        }
+        let store = self.store.lock();
+        let config = self.config();
+        for name in names {
+            match store.data.topics.get(&name) {
+                Some(rec) => self.republish_or_retry(rec, &store.data, &config),
+                None => {
+                    c.pending.lock().remove(&name);
+                }
+            }
+        }
+    }
+
+    /// Whether every applied topic's partitions are open here.
+    pub fn metadata_fully_applied(&self) -> bool {
+        self.cluster
+            .as_ref()
+            .is_none_or(|c| c.pending.lock().is_empty())
     }
 
     /// Takes a deleted (or replaced) topic out of the table and forgets
@@ -283,5 +327,59 @@ impl Broker {
         t.by_id.insert(rec.id, rec.name.clone());
         t.by_name.insert(rec.name.clone(), Arc::new(topic));
         Ok(())
+    }
+}
+
+/// The file recording which cluster and node a data directory belongs to
+/// (Kafka's `meta.properties`).
+pub const MEMBERSHIP_FILE: &str = "meta.properties";
+
+/// Refuses a data directory of another cluster or node, or of a single
+/// node (its partitions would all look stale and be deleted); records the
+/// membership in a new one.
+pub(crate) fn check_membership(
+    dir: &std::path::Path,
+    cluster_id: &str,
+    node: i32,
+) -> Result<(), Error> {
+    let refuse = |reason: String| Error::Config {
+        key: "--data-dir".into(),
+        reason,
+    };
+    let path = dir.join(MEMBERSHIP_FILE);
+    let want = format!("cluster.id={cluster_id}\nnode.id={node}\n");
+    match std::fs::read_to_string(&path) {
+        Ok(text) if text == want => Ok(()),
+        Ok(text) => Err(refuse(format!(
+            "{} belongs to another cluster or node ({}), not cluster {cluster_id} node {node}",
+            dir.display(),
+            text.trim().replace('\n', ", ")
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if dir.join(crate::metadata_store::FILE_NAME).exists() {
+                return Err(refuse(format!(
+                    "{} holds a single node's data (magnetar standalone); a cluster node needs its own data directory",
+                    dir.display()
+                )));
+            }
+            std::fs::create_dir_all(dir).map_err(|source| Error::MetadataIo {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+            let tmp = dir.join(format!("{MEMBERSHIP_FILE}.tmp"));
+            let io = |source| Error::MetadataIo {
+                path: path.clone(),
+                source,
+            };
+            std::fs::write(&tmp, &want).map_err(io)?;
+            std::fs::File::open(&tmp)
+                .and_then(|f| f.sync_all())
+                .map_err(io)?;
+            std::fs::rename(&tmp, &path).map_err(io)?;
+            std::fs::File::open(dir)
+                .and_then(|f| f.sync_all())
+                .map_err(io)
+        }
+        Err(e) => Err(Error::MetadataIo { path, source: e }),
     }
 }

@@ -12,12 +12,13 @@ mod link;
 mod ops;
 mod service;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
+pub use apply::MEMBERSHIP_FILE;
 pub use link::ClusterLink;
 pub(crate) use ops::next_cluster_producer_id;
 pub use service::{run_fencing, BrokerService, ServiceRequest, ServiceResponse};
@@ -101,6 +102,10 @@ pub(crate) struct ClusterState {
     /// The last metadata index applied here.
     pub(crate) applied: watch::Sender<u64>,
     pub(crate) view: RwLock<Arc<ClusterView>>,
+    /// Topics whose hosted partitions could not be opened when their
+    /// metadata was applied (e.g. the disk was full): retried until they
+    /// open (see [`crate::Broker::retry_pending_topics`]).
+    pub(crate) pending: parking_lot::Mutex<BTreeSet<model::TopicName>>,
 }
 
 impl crate::Broker {
@@ -137,11 +142,15 @@ impl crate::Broker {
     }
 
     /// The node reported as the controller: the quorum's leader when this
-    /// node knows it (combined mode), else this broker.
+    /// node knows it (combined mode) and it is a live broker (clients send
+    /// admin requests there), else this broker, which forwards them.
     pub fn controller_id(&self) -> NodeId {
-        self.cluster
-            .as_ref()
-            .and_then(|c| c.link.leader())
+        let Some(c) = &self.cluster else {
+            return self.node_id();
+        };
+        c.link
+            .leader()
+            .filter(|l| c.view.read().is_live(*l))
             .unwrap_or_else(|| self.node_id())
     }
 
@@ -227,3 +236,7 @@ mod tests {
         assert_eq!(b.endpoint(PULSAR_LISTENER), None);
     }
 }
+
+#[cfg(test)]
+#[path = "apply_tests.rs"]
+mod apply_tests;

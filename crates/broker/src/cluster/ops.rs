@@ -16,7 +16,7 @@ use model::{ProducerId, TopicId};
 use crate::config::TopicConfig;
 use crate::core::{NewTopic, PRODUCER_ID_BLOCK};
 use crate::metadata_machine::MetadataBatch;
-use crate::metadata_records::{MetadataRecord, NodeId};
+use crate::metadata_records::{Expectation, MetadataRecord, NodeId};
 use crate::registry::Registry;
 use crate::topic::Topic;
 use crate::topic_control::{self, Placement};
@@ -96,6 +96,10 @@ impl Broker {
         namespace: Option<&Namespace>,
     ) -> Result<Arc<Topic>, Error> {
         let name = req.name.clone();
+        if name.is_internal() {
+            // __consumer_offsets is each broker's own log in a cluster.
+            return Err(Error::InternalTopic(name.to_string()));
+        }
         let created = self.change(|b| {
             let brokers = b.usable_brokers();
             let config = b.config();
@@ -147,8 +151,9 @@ impl Broker {
     ) -> Result<(), Error> {
         self.change(|b| {
             let brokers = b.usable_brokers();
+            let data = b.store.lock().data.clone();
             let rec = topic_control::create_partitions(
-                &b.store.lock().data,
+                &data,
                 name,
                 total,
                 Placement {
@@ -156,7 +161,16 @@ impl Broker {
                     seed: uuid::Uuid::new_v4().as_u64_pair().0,
                 },
             )?;
-            Ok((if validate_only { Vec::new() } else { vec![rec] }, ()))
+            if validate_only {
+                return Ok((Vec::new(), ()));
+            }
+            let MetadataRecord::PartitionsAdded { id, name, .. } = &rec else {
+                unreachable!("create_partitions answers PartitionsAdded")
+            };
+            // Two growths decided from the same count: only one applies.
+            let count = data.topics.get(name).map_or(0, |t| t.partitions);
+            let expect = Expectation::PartitionCount { id: *id, count };
+            Ok((vec![MetadataRecord::Expect { expect }, rec], ()))
         })
     }
 
@@ -164,10 +178,8 @@ impl Broker {
         &self,
         name: &str,
         validate_only: bool,
-        change: impl FnOnce(&TopicConfig) -> Result<TopicConfig, Error>,
+        change: impl Fn(&TopicConfig) -> Result<TopicConfig, Error>,
     ) -> Result<(), Error> {
-        let mut change = Some(change);
-        let mut computed: Option<TopicConfig> = None;
         self.change(|b| {
             let topic = b
                 .topic(name)
@@ -177,43 +189,49 @@ impl Broker {
                     "{name} is internal; its configuration is managed by the broker"
                 )));
             }
-            // The change sees the overrides once; a retry resubmits its
-            // answer against the newer state.
-            let config = match (&computed, change.take()) {
-                (Some(c), _) => c.clone(),
-                (None, Some(f)) => f(&topic.config)?,
-                (None, None) => unreachable!("computed on the first attempt"),
-            };
-            computed = Some(config.clone());
+            // Computed from the overrides it replaces, which must still be
+            // those when it applies (a retry computes it again).
+            let config = change(&topic.config)?;
             let data = b.store.lock().data.tenants.clone();
             tenancy::validate_topic_config(&data, &b.config(), &topic.name, &config)?;
             if validate_only {
                 return Ok((Vec::new(), ()));
             }
+            let expect = Expectation::TopicConfig {
+                id: topic.id,
+                config: topic.config.clone(),
+            };
             Ok((
-                vec![MetadataRecord::TopicConfigSet {
-                    id: topic.id,
-                    name: topic.name.clone(),
-                    config,
-                }],
+                vec![
+                    MetadataRecord::Expect { expect },
+                    MetadataRecord::TopicConfigSet {
+                        id: topic.id,
+                        name: topic.name.clone(),
+                        config,
+                    },
+                ],
                 (),
             ))
         })
     }
 
-    /// Commits the dynamic broker keys `values` cluster-wide.
+    /// Commits the dynamic broker keys `values` cluster-wide, decided from
+    /// `previous` (refused if they changed meanwhile).
     pub(crate) fn cluster_set_broker_configs(
         &self,
+        previous: std::collections::BTreeMap<String, String>,
         values: std::collections::BTreeMap<String, String>,
     ) -> Result<(), Error> {
-        self.change(|_| {
-            Ok((
-                vec![MetadataRecord::BrokerConfigsSet {
-                    values: values.clone(),
-                }],
-                (),
-            ))
-        })
+        let batch = vec![
+            MetadataRecord::Expect {
+                expect: Expectation::BrokerConfigs { values: previous },
+            },
+            MetadataRecord::BrokerConfigsSet { values },
+        ];
+        match self.submit_and_apply(batch)? {
+            Ok(()) => Ok(()),
+            Err(conflict) => Err(Error::MetadataConflict(conflict)),
+        }
     }
 
     /// Commits the tenants `change` makes of the current ones.
@@ -222,9 +240,17 @@ impl Broker {
         mut change: impl FnMut(&mut tenancy::Tenants) -> Result<T, Error>,
     ) -> Result<T, Error> {
         self.change(|b| {
-            let mut next = b.store.lock().data.tenants.clone();
+            let current = b.store.lock().data.tenants.clone();
+            let mut next = current.clone();
             let out = change(&mut next)?;
-            Ok((vec![MetadataRecord::TenantsSet { tenants: next }], out))
+            let expect = Expectation::Tenants { tenants: current };
+            Ok((
+                vec![
+                    MetadataRecord::Expect { expect },
+                    MetadataRecord::TenantsSet { tenants: next },
+                ],
+                out,
+            ))
         })
     }
 

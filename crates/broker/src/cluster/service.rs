@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use controller::{ControllerHandle, Service, ServiceFuture};
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-use tokio::sync::Mutex;
 use tracing::{info, warn};
 
 use crate::metadata_machine::{MetadataBatch, MetadataMachine};
@@ -59,6 +59,19 @@ pub enum ServiceResponse {
     },
     /// Refused, with why (a duplicate node id, a stale epoch).
     Refused(String),
+}
+
+/// What to answer once a decision's records are committed.
+enum Pending {
+    Registered {
+        node: NodeId,
+        epoch: i64,
+    },
+    Heartbeat {
+        node: NodeId,
+        epoch: i64,
+        fenced: bool,
+    },
 }
 
 struct State {
@@ -115,24 +128,27 @@ impl BrokerService {
         s.response.map(|()| s.index)
     }
 
-    async fn answer(&self, req: ServiceRequest) -> Result<ServiceResponse, String> {
-        let mut state = self.state.lock().await;
+    /// Decides `req` under the registry lock: the refusal to answer at
+    /// once, or the records to commit and what to answer once they are.
+    fn decide(
+        &self,
+        req: ServiceRequest,
+    ) -> Result<(Vec<MetadataRecord>, Pending), ServiceResponse> {
+        let mut state = self.state.lock();
         self.activate(&mut state);
         let m = self.controller.read(|sm| sm.metadata.clone());
         let now = self.now_ms();
+        let refused = |e: crate::registry::RegistryError| ServiceResponse::Refused(e.to_string());
         match req {
             ServiceRequest::Register {
                 node,
                 incarnation,
                 endpoints,
             } => {
-                let rec = match state
+                let rec = state
                     .registry
                     .register(&m, node, &incarnation, endpoints, now)
-                {
-                    Ok(r) => r,
-                    Err(e) => return Ok(ServiceResponse::Refused(e.to_string())),
-                };
+                    .map_err(refused)?;
                 let MetadataRecord::BrokerRegistered { registration, .. } = &rec else {
                     unreachable!("register answers BrokerRegistered")
                 };
@@ -144,9 +160,7 @@ impl BrokerService {
                     });
                 }
                 records.push(rec);
-                let index = self.commit(records).await?;
-                info!(node, epoch, "broker registered");
-                Ok(ServiceResponse::Registered { epoch, index })
+                Ok((records, Pending::Registered { node, epoch }))
             }
             ServiceRequest::Heartbeat {
                 node,
@@ -154,21 +168,51 @@ impl BrokerService {
                 applied,
                 registered_at,
             } => {
-                let ans =
-                    match state
-                        .registry
-                        .heartbeat(&m, node, epoch, applied >= registered_at, now)
-                    {
-                        Ok(a) => a,
-                        Err(e) => return Ok(ServiceResponse::Refused(e.to_string())),
-                    };
-                if !ans.records.is_empty() {
-                    self.commit(ans.records).await?;
-                    info!(node, epoch, "broker unfenced");
-                }
-                Ok(ServiceResponse::Heartbeat { fenced: ans.fenced })
+                let ans = state
+                    .registry
+                    .heartbeat(&m, node, epoch, applied >= registered_at, now)
+                    .map_err(refused)?;
+                Ok((
+                    ans.records,
+                    Pending::Heartbeat {
+                        node,
+                        epoch,
+                        fenced: ans.fenced,
+                    },
+                ))
             }
         }
+    }
+
+    // Decided under the lock, committed after it is released: a commit
+    // that stalls (no quorum) must not hold back other brokers'
+    // heartbeats until their sessions expire.
+    async fn answer(&self, req: ServiceRequest) -> Result<ServiceResponse, String> {
+        let (records, pending) = match self.decide(req) {
+            Ok(d) => d,
+            Err(answer) => return Ok(answer),
+        };
+        let index = if records.is_empty() {
+            0
+        } else {
+            self.commit(records).await?
+        };
+        Ok(match pending {
+            Pending::Registered { node, epoch } => {
+                info!(node, epoch, "broker registered");
+                ServiceResponse::Registered { epoch, index }
+            }
+            Pending::Heartbeat {
+                node,
+                epoch,
+                fenced,
+            } => {
+                if index > 0 {
+                    info!(node, epoch, "broker unfenced");
+                }
+                ServiceResponse::Heartbeat { fenced }
+            }
+        })
     }
 
     /// Fences the brokers whose session expired, when this node leads.
@@ -176,10 +220,12 @@ impl BrokerService {
         if self.controller.status().state != controller::ServerState::Leader {
             return;
         }
-        let mut state = self.state.lock().await;
-        self.activate(&mut state);
-        let m = self.controller.read(|sm| sm.metadata.clone());
-        let fence = state.registry.tick(&m, self.now_ms());
+        let fence = {
+            let mut state = self.state.lock();
+            self.activate(&mut state);
+            let m = self.controller.read(|sm| sm.metadata.clone());
+            state.registry.tick(&m, self.now_ms())
+        };
         if fence.is_empty() {
             return;
         }
@@ -221,7 +267,11 @@ pub async fn run_fencing(
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = interval.tick() => service.tick().await,
+            _ = interval.tick() => {}
+            _ = stop.changed() => return,
+        }
+        tokio::select! {
+            _ = service.tick() => {}
             _ = stop.changed() => return,
         }
     }

@@ -193,3 +193,58 @@ proptest! {
         prop_assert_eq!(apply_all(&Metadata::new("c".into()), &log).unwrap(), m);
     }
 }
+
+#[test]
+fn guards_refuse_batches_decided_from_an_older_state() {
+    let mut m = Metadata::new("c".into());
+    let t = topic("orders", 2);
+    apply(&mut m, &MetadataRecord::TopicCreated { topic: t.clone() }).unwrap();
+    // Two brokers grow the topic from 2 to 4 at once: both decided
+    // against 2 partitions, only the first batch applies.
+    let grow = vec![
+        MetadataRecord::Expect {
+            expect: Expectation::PartitionCount { id: t.id, count: 2 },
+        },
+        MetadataRecord::PartitionsAdded {
+            id: t.id,
+            name: t.name.clone(),
+            placements: vec![PartitionState::single(1), PartitionState::single(2)],
+        },
+    ];
+    let m = apply_all(&m, &grow).unwrap();
+    assert_eq!(m.topics[&t.name].partitions, 4);
+    assert!(apply_all(&m, &grow).is_err());
+    // Config, broker keys and tenants: a change decided from another
+    // value than the current one is refused.
+    let mut config = TopicConfig::default();
+    config.set("retention.ms", "1").unwrap();
+    let expect = |e| MetadataRecord::Expect { expect: e };
+    assert!(apply_all(
+        &m,
+        &[expect(Expectation::TopicConfig {
+            id: t.id,
+            config: config.clone()
+        })]
+    )
+    .is_err());
+    apply_all(
+        &m,
+        &[expect(Expectation::TopicConfig {
+            id: t.id,
+            config: TopicConfig::default(),
+        })],
+    )
+    .unwrap();
+    let values: BTreeMap<String, String> = [("num.partitions".to_string(), "3".to_string())].into();
+    assert!(apply_all(&m, &[expect(Expectation::BrokerConfigs { values })]).is_err());
+    let mut tenants = m.tenants.clone();
+    apply_all(
+        &m,
+        &[expect(Expectation::Tenants {
+            tenants: tenants.clone(),
+        })],
+    )
+    .unwrap();
+    tenants.insert("acme".into(), Default::default());
+    assert!(apply_all(&m, &[expect(Expectation::Tenants { tenants })]).is_err());
+}
