@@ -251,8 +251,21 @@ impl Broker {
         total: i32,
         validate_only: bool,
     ) -> Result<(), Error> {
+        self.create_partitions_assigned(name, total, &[], validate_only)
+    }
+
+    /// Grows a topic to `total` partitions, the new ones on the replicas
+    /// `assignments` names (one list per new partition; empty: placed by
+    /// the controller).
+    pub fn create_partitions_assigned(
+        &self,
+        name: &str,
+        total: i32,
+        assignments: &[Vec<NodeId>],
+        validate_only: bool,
+    ) -> Result<(), Error> {
         if self.cluster.is_some() {
-            return self.cluster_create_partitions(name, total, validate_only);
+            return self.cluster_create_partitions(name, total, assignments, validate_only);
         }
         let mut store = self.store.lock();
         let added = topic_control::create_partitions(
@@ -260,6 +273,7 @@ impl Broker {
             name,
             total,
             self.placement(&[self.node_id()]),
+            assignments,
         )?;
         if validate_only {
             return Ok(());

@@ -156,6 +156,7 @@ pub fn create_partitions(
     name: &str,
     total: i32,
     placement: Placement<'_>,
+    assignments: &[Vec<NodeId>],
 ) -> Result<MetadataRecord, Error> {
     let topic = TopicName::new(name)
         .ok()
@@ -183,10 +184,21 @@ pub fn create_partitions(
         )));
     }
     let replication_factor = topic.placements.first().map_or(1, |s| s.replicas.len());
+    let placements = if assignments.is_empty() {
+        placement.place(current, total - current, replication_factor)?
+    } else {
+        manual_placements(
+            m,
+            placement,
+            assignments,
+            total - current,
+            replication_factor,
+        )?
+    };
     Ok(MetadataRecord::PartitionsAdded {
         id: topic.id,
         name: topic.name.clone(),
-        placements: placement.place(current, total - current, replication_factor)?,
+        placements,
     })
 }
 
@@ -287,7 +299,7 @@ mod tests {
         ));
 
         // Growing continues the stripe with the topic's replication factor.
-        let grow = create_partitions(&m, "orders", 8, THREE).unwrap();
+        let grow = create_partitions(&m, "orders", 8, THREE, &[]).unwrap();
         match &grow {
             MetadataRecord::PartitionsAdded { placements, .. } => {
                 assert_eq!(placements.len(), 2);
@@ -297,11 +309,11 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            create_partitions(&m, "orders", 6, THREE),
+            create_partitions(&m, "orders", 6, THREE, &[]),
             Err(Error::InvalidPartitions(_))
         ));
         assert!(matches!(
-            create_partitions(&m, "missing", 6, THREE),
+            create_partitions(&m, "missing", 6, THREE, &[]),
             Err(Error::UnknownTopic(_))
         ));
 

@@ -34,6 +34,10 @@ pub fn handle(
     if req.group_id.is_empty() {
         return invalid("the group id is empty");
     }
+    if !broker.coordinates(req.group_id.as_str()) {
+        return ConsumerGroupHeartbeatResponse::default()
+            .with_error_code(ResponseError::NotCoordinator.code());
+    }
     if ctx.api_version >= 1 && req.member_id.is_empty() {
         return invalid("the member id is empty (ConsumerGroupHeartbeat v1 clients choose it)");
     }

@@ -47,10 +47,22 @@ fn grow(broker: &Arc<Broker>, t: &CreatePartitionsTopic, validate_only: bool) ->
                 assignments.len()
             )));
         }
+        // As many replicas as the topic's partitions have.
+        let rf = topic.placements.first().map(|s| s.replicas.len());
         for a in assignments {
-            // Every partition of a topic here has one replica.
-            replica_assignment::validate(broker, &a.broker_ids, Some(1))?;
+            replica_assignment::validate(broker, &a.broker_ids, rf)?;
         }
     }
-    broker.create_partitions(topic.name.as_str(), t.count, validate_only)
+    let assignments: Vec<Vec<i32>> = t
+        .assignments
+        .iter()
+        .flatten()
+        .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+        .collect();
+    let assignments = if t.count > current {
+        assignments
+    } else {
+        Vec::new()
+    };
+    broker.create_partitions_assigned(topic.name.as_str(), t.count, &assignments, validate_only)
 }

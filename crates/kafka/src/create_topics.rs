@@ -67,7 +67,7 @@ pub fn handle(
                     });
                     base.with_topic_id(topic.id.0)
                         .with_num_partitions(topic.partitions)
-                        .with_replication_factor(1)
+                        .with_replication_factor(topic.replication_factor)
                         .with_configs(configs)
                 }
                 Err(e) => base
@@ -83,6 +83,7 @@ struct Created {
     name: model::TopicName,
     id: model::TopicId,
     partitions: i32,
+    replication_factor: i16,
     config: TopicConfig,
 }
 
@@ -152,10 +153,17 @@ fn create(broker: &Arc<Broker>, t: CreatableTopic, validate_only: bool) -> Resul
     } else {
         topic.partition_count() as i32
     };
+    let replication_factor = topic
+        .placements
+        .first()
+        .map(|s| s.replicas.len() as i16)
+        .or(replication.filter(|r| *r > 0))
+        .unwrap_or(1);
     Ok(Created {
         name: topic.name.clone(),
         id: topic.id,
         partitions,
+        replication_factor,
         config: topic.config.clone(),
     })
 }

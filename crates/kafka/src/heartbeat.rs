@@ -18,6 +18,9 @@ pub fn handle(broker: &Arc<Broker>, req: HeartbeatRequest) -> HeartbeatResponse 
     if req.group_id.is_empty() {
         return HeartbeatResponse::default().with_error_code(ResponseError::InvalidGroupId.code());
     }
+    if !broker.coordinates(req.group_id.as_str()) {
+        return HeartbeatResponse::default().with_error_code(ResponseError::NotCoordinator.code());
+    }
     let result = broker.groups().heartbeat(
         req.group_id.as_str(),
         req.member_id.as_str(),

@@ -32,6 +32,9 @@ pub async fn handle(
     if req.group_id.is_empty() {
         return fail(ResponseError::InvalidGroupId, req.member_id);
     }
+    if !broker.coordinates(req.group_id.as_str()) {
+        return fail(ResponseError::NotCoordinator, req.member_id);
+    }
     let join = JoinRequest {
         request: 0,
         member_id: req.member_id.to_string(),

@@ -19,6 +19,9 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: LeaveGroupRequest) -> Lea
     if req.group_id.is_empty() {
         return LeaveGroupResponse::default().with_error_code(ResponseError::InvalidGroupId.code());
     }
+    if !broker.coordinates(req.group_id.as_str()) {
+        return LeaveGroupResponse::default().with_error_code(ResponseError::NotCoordinator.code());
+    }
     let members: Vec<(String, Option<String>)> = if version >= 3 {
         req.members
             .iter()

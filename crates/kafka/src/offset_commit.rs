@@ -31,11 +31,13 @@ pub fn handle(
     let now = now_ms().0;
     // Per partition: Ok(offset to store) or the error for it.
     let mut checked: Vec<(usize, i32, Result<CommittedOffset, ResponseError>)> = Vec::new();
+    let coordinated = broker.coordinates(req.group_id.as_str());
     for (ti, t) in req.topics.iter().enumerate() {
         let topic = super::find_topic(broker, t.name.as_str());
         for p in &t.partitions {
             let r = match &topic {
                 _ if req.group_id.is_empty() => Err(ResponseError::InvalidGroupId),
+                _ if !coordinated => Err(ResponseError::NotCoordinator),
                 Err(_) => Err(ResponseError::UnknownTopicOrPartition),
                 Ok(topic) if !topic.has_partition(PartitionId(p.partition_index)) => {
                     Err(ResponseError::UnknownTopicOrPartition)

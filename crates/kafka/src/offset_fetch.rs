@@ -46,6 +46,11 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: OffsetFetchRequest) -> Of
                     (true, _) => OffsetFetchResponseGroup::default()
                         .with_group_id(g.group_id)
                         .with_error_code(ResponseError::InvalidGroupId.code()),
+                    (false, _) if !broker.coordinates(g.group_id.as_str()) => {
+                        OffsetFetchResponseGroup::default()
+                            .with_group_id(g.group_id)
+                            .with_error_code(ResponseError::NotCoordinator.code())
+                    }
                     (false, Err(e)) => OffsetFetchResponseGroup::default()
                         .with_group_id(g.group_id)
                         .with_error_code(coordinator_error(&e).code()),
@@ -63,6 +68,10 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: OffsetFetchRequest) -> Of
     if req.group_id.is_empty() {
         return OffsetFetchResponse::default()
             .with_error_code(ResponseError::InvalidGroupId.code());
+    }
+    if !broker.coordinates(req.group_id.as_str()) {
+        return OffsetFetchResponse::default()
+            .with_error_code(ResponseError::NotCoordinator.code());
     }
     let wanted: Wanted = req.topics.map(|ts| {
         ts.iter()

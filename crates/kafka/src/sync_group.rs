@@ -23,6 +23,9 @@ pub async fn handle(
     if req.group_id.is_empty() {
         return SyncGroupResponse::default().with_error_code(ResponseError::InvalidGroupId.code());
     }
+    if !broker.coordinates(req.group_id.as_str()) {
+        return SyncGroupResponse::default().with_error_code(ResponseError::NotCoordinator.code());
+    }
     let sync = SyncRequest {
         request: 0,
         member_id: req.member_id.to_string(),

@@ -14,7 +14,8 @@ use common::cluster::Cluster;
 use common::{client_config, polled, RawConn};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{
-    ApiKey, FetchRequest, FindCoordinatorRequest, MetadataRequest, MetadataResponse, ResponseKind,
+    ApiKey, FetchRequest, FindCoordinatorRequest, GroupId, HeartbeatRequest, MetadataRequest,
+    MetadataResponse, ResponseKind,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -249,6 +250,19 @@ async fn topics_partitions_and_groups_span_the_cluster() {
     for (node, port) in &answers[0] {
         assert_eq!(c.nodes[*node as usize - 1].addr.port() as i32, *port);
     }
+    // A group request sent to another broker than the group's coordinator
+    // is refused with NOT_COORDINATOR (16), so clients look it up again.
+    let (coordinator, _) = answers[0][0];
+    let other = (1..=3).find(|n| *n != coordinator as usize).unwrap();
+    let mut conn = RawConn::connect(c.addr(other).parse().unwrap()).await;
+    let req = HeartbeatRequest::default()
+        .with_group_id(GroupId(keys[0].clone()))
+        .with_member_id(StrBytes::from_static_str("m"))
+        .with_generation_id(1);
+    let ResponseKind::Heartbeat(resp) = conn.call(ApiKey::Heartbeat, 4, req).await else {
+        panic!()
+    };
+    assert_eq!(resp.error_code, 16, "NOT_COORDINATOR from node {other}");
     let _ = c.bootstrap();
 }
 

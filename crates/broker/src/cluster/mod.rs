@@ -163,6 +163,20 @@ impl crate::Broker {
         }
     }
 
+    /// Whether this broker coordinates the group or transactional id `key`
+    /// (a single node: every one). A cluster member that does not answers
+    /// NOT_COORDINATOR, so a client with a stale coordinator looks it up
+    /// again instead of making a second copy of the group here.
+    pub fn coordinates(&self, key: &str) -> bool {
+        match self.cluster_view() {
+            None => true,
+            Some(v) => {
+                !v.coordinators.is_empty()
+                    && v.coordinators[coordinator_slot(key, v.coordinators.len())] == self.node_id()
+            }
+        }
+    }
+
     /// The coordinator of a group or transactional id and its endpoint on
     /// `listener`: the broker of the id's slot (placed on first use), or
     /// this broker on a single node. [`crate::Error::ControllerUnavailable`]

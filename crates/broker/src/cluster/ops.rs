@@ -100,6 +100,15 @@ impl Broker {
             // __consumer_offsets is each broker's own log in a cluster.
             return Err(Error::InternalTopic(name.to_string()));
         }
+        let rf = req.replication_factor.unwrap_or(1);
+        if rf > 1 || req.assignments.iter().any(|a| a.len() > 1) {
+            // Replicas that do not replicate would promise durability that
+            // is not there.
+            return Err(Error::InvalidReplicationFactor(
+                "partitions have one replica: replication between brokers is not implemented yet"
+                    .into(),
+            ));
+        }
         let created = self.change(|b| {
             let brokers = b.usable_brokers();
             let config = b.config();
@@ -147,6 +156,7 @@ impl Broker {
         &self,
         name: &str,
         total: i32,
+        assignments: &[Vec<NodeId>],
         validate_only: bool,
     ) -> Result<(), Error> {
         self.change(|b| {
@@ -160,6 +170,7 @@ impl Broker {
                     brokers: &brokers,
                     seed: uuid::Uuid::new_v4().as_u64_pair().0,
                 },
+                assignments,
             )?;
             if validate_only {
                 return Ok((Vec::new(), ()));

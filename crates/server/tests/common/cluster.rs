@@ -20,6 +20,20 @@ impl Cluster {
     /// Starts `n` combined nodes with the `--set` assignments `settings`
     /// and waits until each serves Kafka (registered and caught up).
     pub fn start(n: usize, settings: &[&str]) -> Cluster {
+        // The controller ports are reserved and released before the nodes
+        // bind them, so another test's listener can take one in between:
+        // then the cluster starts again on other free ports.
+        for _ in 0..5 {
+            match Self::try_start(n, settings) {
+                Ok(c) => return c,
+                Err(log) if log.contains("cannot listen") => continue,
+                Err(log) => panic!("a node did not start; its log:\n{log}"),
+            }
+        }
+        panic!("no free controller ports after 5 attempts");
+    }
+
+    fn try_start(n: usize, settings: &[&str]) -> Result<Cluster, String> {
         let tmp = tempfile::tempdir().expect("tempdir");
         // Controller ports must be known before any node starts (each names
         // all voters): reserve free ones, then hand them over.
@@ -53,15 +67,23 @@ impl Cluster {
                 let settings = settings.clone();
                 std::thread::spawn(move || {
                     let s: Vec<&str> = settings.iter().map(String::as_str).collect();
-                    BrokerProcess::start_node(dir, &args, &s)
+                    BrokerProcess::try_start_node(dir, &args, &s)
                 })
             })
             .collect();
-        let nodes = handles
-            .into_iter()
-            .map(|h| h.join().expect("a node did not start"))
-            .collect();
-        Cluster { nodes, voters, tmp }
+        let mut nodes = Vec::new();
+        let mut failed = None;
+        for h in handles {
+            match h.join().expect("node start thread") {
+                Ok(node) => nodes.push(node),
+                Err(log) => failed = failed.or(Some(log)),
+            }
+        }
+        match failed {
+            // The others are stopped when dropped.
+            Some(log) => Err(log),
+            None => Ok(Cluster { nodes, voters, tmp }),
+        }
     }
 
     /// Node `id` (1-based).

@@ -89,6 +89,17 @@ impl BrokerProcess {
     /// Starts a `magnetar broker` cluster node on `data_dir` (kept by the
     /// caller) with its cluster flags in `args`.
     pub fn start_node(data_dir: PathBuf, args: &[String], settings: &[&str]) -> BrokerProcess {
+        Self::try_start_node(data_dir, args, settings)
+            .unwrap_or_else(|log| panic!("broker did not start; log:\n{log}"))
+    }
+
+    /// [`BrokerProcess::start_node`], answering the node's log if it
+    /// exits or does not get ready.
+    pub fn try_start_node(
+        data_dir: PathBuf,
+        args: &[String],
+        settings: &[&str],
+    ) -> Result<BrokerProcess, String> {
         let mut b = BrokerProcess {
             child: None,
             addr: "127.0.0.1:0".parse().unwrap(),
@@ -106,8 +117,29 @@ impl BrokerProcess {
             http_seen: Arc::default(),
             command: "broker",
         };
-        b.spawn("127.0.0.1:0");
-        b
+        let (mut child, rx) = b.spawn_child("127.0.0.1:0");
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(addr) => {
+                b.addr = addr.parse().unwrap();
+                b.pulsar_addr = *b.pulsar_seen.lock().unwrap();
+                b.http_addr = *b.http_seen.lock().unwrap();
+                b.child = Some(child);
+                Ok(b)
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                // The reader thread may still be draining stderr: wait for
+                // the exit message (`magnetar: <why>`), with a deadline.
+                let deadline = Instant::now() + Duration::from_secs(5);
+                let exited =
+                    |l: &String| l.starts_with("magnetar: ") && !l.contains(" listener on ");
+                while Instant::now() < deadline && !b.log.lock().unwrap().iter().any(exited) {
+                    std::thread::park_timeout(Duration::from_millis(10));
+                }
+                Err(b.log_text())
+            }
+        }
     }
 
     /// Starts a broker with extra environment variables.
