@@ -52,6 +52,8 @@ fn records_apply_and_conflicts_change_nothing() {
     };
     assert!(apply(&mut m, &stale).is_err());
     assert!(apply(&mut m, &MetadataRecord::ProducerIdsReserved { limit: -5 }).is_err());
+    // Two reservations from the same limit: the second gets no block.
+    assert!(apply(&mut m, &MetadataRecord::ProducerIdsReserved { limit: 0 }).is_err());
     assert_eq!(m, before);
 
     apply(
@@ -117,7 +119,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0u8..5, 1i32..3).prop_map(|(name, more)| Op::Grow { name, more }),
         2 => (0u8..5, 1i64..1_000_000).prop_map(|(name, retention)| Op::Config { name, retention }),
         2 => (0u8..5).prop_map(|name| Op::Delete { name }),
-        1 => (0i64..2000).prop_map(|more| Op::Reserve { more }),
+        1 => (1i64..2000).prop_map(|more| Op::Reserve { more }),
         1 => any::<u16>().prop_map(|value| Op::BrokerConfig { value }),
     ]
 }
