@@ -352,15 +352,7 @@ impl Broker {
             return self.cluster_update_topic_config(name, validate_only, change);
         }
         let mut store = self.store.lock();
-        let topic = self
-            .topic(name)
-            .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
-        if topic.name.is_internal() {
-            // Its retention and cleanup are what keep committed offsets.
-            return Err(Error::InvalidRequest(format!(
-                "{name} is internal; its configuration is managed by the broker"
-            )));
-        }
+        let topic = self.configurable_topic(name)?;
         let config = change(&topic.config)?;
         let broker_config = self.config.read().clone();
         tenancy::validate_topic_config(&store.data.tenants, &broker_config, &topic.name, &config)?;
@@ -386,6 +378,20 @@ impl Broker {
             partitions: topic.partitions.clone(),
         });
         Ok(())
+    }
+
+    /// The topic `name` if clients may change its configuration.
+    pub(crate) fn configurable_topic(&self, name: &str) -> Result<Arc<Topic>, Error> {
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
+        if topic.name.is_internal() {
+            // Its retention and cleanup are what keep committed offsets.
+            return Err(Error::InvalidRequest(format!(
+                "{name} is internal; its configuration is managed by the broker"
+            )));
+        }
+        Ok(topic)
     }
 
     /// Changes broker keys at runtime (`None` = back to default), persists

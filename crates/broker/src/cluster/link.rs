@@ -55,11 +55,6 @@ impl ClusterLink {
         }
     }
 
-    /// The controller of this node, in combined mode.
-    pub fn local(&self) -> Option<&ControllerHandle<MetadataMachine>> {
-        self.local.as_ref()
-    }
-
     /// The node the quorum's leader runs on, if this node knows.
     pub fn leader(&self) -> Option<NodeId> {
         self.local

@@ -8,7 +8,6 @@
 //! client the right error.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use model::pulsar_name::Namespace;
 use model::{ProducerId, TopicId};
@@ -192,14 +191,7 @@ impl Broker {
         change: impl Fn(&TopicConfig) -> Result<TopicConfig, Error>,
     ) -> Result<(), Error> {
         self.change(|b| {
-            let topic = b
-                .topic(name)
-                .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
-            if topic.name.is_internal() {
-                return Err(Error::InvalidRequest(format!(
-                    "{name} is internal; its configuration is managed by the broker"
-                )));
-            }
+            let topic = b.configurable_topic(name)?;
             // Computed from the overrides it replaces, which must still be
             // those when it applies (a retry computes it again).
             let config = change(&topic.config)?;
@@ -307,11 +299,6 @@ impl Broker {
         // Another broker may place them first: theirs stand.
         let _ = self.submit_and_apply(vec![MetadataRecord::CoordinatorsPlaced { nodes }])?;
         Ok(c.view.read().coordinators.clone())
-    }
-
-    /// How long cluster metadata changes may take.
-    pub fn change_timeout(&self) -> Option<Duration> {
-        self.cluster.as_ref().map(|c| c.link.change_timeout)
     }
 }
 
