@@ -112,6 +112,12 @@ pub struct BrokerRegistration {
     /// same node id and another incarnation is refused while this one is
     /// alive.
     pub incarnation: String,
+    /// The id of the broker's data directory (Kafka's `directory.id` in
+    /// `meta.properties`): a directory is locked by one live process, so
+    /// a new process registering from the same one replaces a crashed
+    /// predecessor at once. Empty in registrations written before it.
+    #[serde(default)]
+    pub directory: String,
     /// Listener name → `host:port` the broker advertises.
     pub endpoints: BTreeMap<String, String>,
     /// A fenced broker leads nothing and gets no new partitions; a broker

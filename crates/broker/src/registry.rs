@@ -90,21 +90,26 @@ impl Registry {
             .is_some_and(|t| now_ms.saturating_sub(*t) < self.session_timeout_ms)
     }
 
-    /// A broker process starts and registers. The same incarnation again
-    /// (a retried request) or a node whose session expired registers anew
-    /// with a higher epoch, fenced; another incarnation while the current
+    /// A broker process starts and registers from its data directory
+    /// `directory`. The same incarnation again (a retried request), a node
+    /// whose session expired or ended (a clean shutdown), or a new process
+    /// on the same data directory (its predecessor, which held the
+    /// directory's lock, is gone) registers anew with a higher epoch,
+    /// fenced; another incarnation on another directory while the current
     /// one still has a session (fenced or not, as Kafka checks) is refused.
     pub fn register(
         &mut self,
         m: &Metadata,
         node: NodeId,
         incarnation: &str,
+        directory: &str,
         endpoints: BTreeMap<String, String>,
         now_ms: u64,
     ) -> Result<MetadataRecord, RegistryError> {
         let old = m.brokers.get(&node);
         if let Some(old) = old {
-            if old.incarnation != incarnation && self.alive(node, now_ms) {
+            let same_directory = !directory.is_empty() && old.directory == directory;
+            if old.incarnation != incarnation && !same_directory && self.alive(node, now_ms) {
                 return Err(RegistryError::Duplicate(node));
             }
         }
@@ -114,6 +119,7 @@ impl Registry {
             registration: BrokerRegistration {
                 epoch: m.last_broker_epoch + 1,
                 incarnation: incarnation.to_string(),
+                directory: directory.to_string(),
                 endpoints,
                 fenced: true,
             },
@@ -153,6 +159,34 @@ impl Registry {
             records: Vec::new(),
             fenced: reg.fenced,
         })
+    }
+
+    /// `node`'s registration `epoch` shuts down cleanly (Kafka's controlled
+    /// shutdown): its session ends now, so it is fenced at once (its
+    /// partitions are reported offline instead of pointing clients at a
+    /// closed port) and its next process registers without waiting.
+    pub fn shutdown(
+        &mut self,
+        m: &Metadata,
+        node: NodeId,
+        epoch: i64,
+    ) -> Result<Vec<MetadataRecord>, RegistryError> {
+        let reg = m
+            .brokers
+            .get(&node)
+            .ok_or(RegistryError::NotRegistered(node))?;
+        if reg.epoch != epoch {
+            return Err(RegistryError::StaleEpoch { node, sent: epoch });
+        }
+        self.last_seen_ms.remove(&node);
+        if reg.fenced {
+            return Ok(Vec::new());
+        }
+        Ok(vec![MetadataRecord::BrokerFencing {
+            node,
+            epoch,
+            fenced: true,
+        }])
     }
 
     /// Time passed: fence every unfenced broker whose session expired.
@@ -197,7 +231,7 @@ mod tests {
     fn register_catch_up_unfence_expire_and_come_back() {
         let mut m = Metadata::new("c".into());
         let mut r = Registry::new(9_000);
-        let rec = r.register(&m, 1, "a", endpoints(9092), 0).unwrap();
+        let rec = r.register(&m, 1, "a", "", endpoints(9092), 0).unwrap();
         commit(&mut m, &[rec]);
         assert_eq!(m.brokers[&1].epoch, 1);
         assert!(m.brokers[&1].fenced, "a broker starts fenced");
@@ -220,15 +254,15 @@ mod tests {
         // Another process with the same id is refused while this one lives.
         let mut fresh = Metadata::new("c".into());
         let mut r2 = Registry::new(9_000);
-        let first = r2.register(&fresh, 5, "a", endpoints(1), 0).unwrap();
+        let first = r2.register(&fresh, 5, "a", "", endpoints(1), 0).unwrap();
         commit(&mut fresh, &[first]);
         assert_eq!(
-            r2.register(&fresh, 5, "b", endpoints(2), 100),
+            r2.register(&fresh, 5, "b", "", endpoints(2), 100),
             Err(RegistryError::Duplicate(5)),
             "even while the first is still fenced"
         );
         assert_eq!(
-            r.register(&m, 1, "b", endpoints(9093), 5_000),
+            r.register(&m, 1, "b", "", endpoints(9093), 5_000),
             Err(RegistryError::Duplicate(1))
         );
         // Heartbeats stop: fenced once the session has expired, not before.
@@ -247,7 +281,7 @@ mod tests {
 
         // The new process registers with a higher epoch; the old one's
         // heartbeats are stale from then on.
-        let rec = r.register(&m, 1, "b", endpoints(9093), 12_000).unwrap();
+        let rec = r.register(&m, 1, "b", "", endpoints(9093), 12_000).unwrap();
         commit(&mut m, &[rec]);
         assert_eq!(m.brokers[&1].epoch, 2);
         assert_eq!(
@@ -268,7 +302,7 @@ mod tests {
             &mut m,
             &[MetadataRecord::BrokerUnregistered { node: 1, epoch: 2 }],
         );
-        let rec = r.register(&m, 1, "c", endpoints(9094), 30_000).unwrap();
+        let rec = r.register(&m, 1, "c", "", endpoints(9094), 30_000).unwrap();
         commit(&mut m, &[rec]);
         assert_eq!(m.brokers[&1].epoch, 3);
         assert_eq!(
@@ -294,7 +328,7 @@ mod tests {
         let mut r = Registry::new(9_000);
         for node in 1..=3 {
             let rec = r
-                .register(&m, node, "x", endpoints(9000 + node as u16), 0)
+                .register(&m, node, "x", "", endpoints(9000 + node as u16), 0)
                 .unwrap();
             commit(&mut m, &[rec]);
             let epoch = m.brokers[&node].epoch;
@@ -322,5 +356,56 @@ mod tests {
             })
             .collect();
         assert_eq!(fenced, vec![1, 3]);
+    }
+
+    #[test]
+    fn the_same_data_directory_or_a_clean_shutdown_registers_at_once() {
+        let mut m = Metadata::new("c".into());
+        let mut r = Registry::new(9_000);
+        let rec = r.register(&m, 1, "a", "dir-1", endpoints(1), 0).unwrap();
+        commit(&mut m, &[rec]);
+        let a = r.heartbeat(&m, 1, 1, true, 100).unwrap();
+        commit(&mut m, &a.records);
+        // Another directory is another process: refused while alive.
+        assert_eq!(
+            r.register(&m, 1, "b", "dir-2", endpoints(1), 200),
+            Err(RegistryError::Duplicate(1))
+        );
+        assert_eq!(
+            r.register(&m, 1, "b", "", endpoints(1), 200),
+            Err(RegistryError::Duplicate(1)),
+            "no directory id proves nothing"
+        );
+        // A crashed process's successor on the same directory: at once.
+        let rec = r.register(&m, 1, "b", "dir-1", endpoints(1), 300).unwrap();
+        commit(&mut m, &[rec]);
+        assert_eq!(m.brokers[&1].epoch, 2);
+        assert!(m.brokers[&1].fenced);
+        let a = r.heartbeat(&m, 1, 2, true, 400).unwrap();
+        commit(&mut m, &a.records);
+        assert_eq!(Registry::usable(&m), vec![1]);
+
+        // A clean shutdown fences at once and ends the session, so even a
+        // process on another directory registers without waiting.
+        assert_eq!(
+            r.shutdown(&m, 1, 1),
+            Err(RegistryError::StaleEpoch { node: 1, sent: 1 })
+        );
+        let down = r.shutdown(&m, 1, 2).unwrap();
+        assert_eq!(
+            down,
+            vec![MetadataRecord::BrokerFencing {
+                node: 1,
+                epoch: 2,
+                fenced: true
+            }]
+        );
+        commit(&mut m, &down);
+        assert!(Registry::usable(&m).is_empty());
+        assert!(r.shutdown(&m, 1, 2).unwrap().is_empty(), "already fenced");
+        assert!(r.tick(&m, 500).is_empty());
+        let rec = r.register(&m, 1, "c", "dir-3", endpoints(1), 600).unwrap();
+        commit(&mut m, &[rec]);
+        assert_eq!(m.brokers[&1].epoch, 3);
     }
 }

@@ -74,6 +74,16 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Standalone(args) => standalone::main(args),
         Command::Broker(args) => standalone::broker_main(args),
-        Command::Client(command) => cli::run(command),
+        Command::Client(command) => {
+            // Output piped into `head` and the like ends quietly when the
+            // reader goes, as other command-line tools do, instead of a
+            // panic on the broken pipe. (The broker keeps ignoring SIGPIPE:
+            // a client closing its socket must not kill it.)
+            // SAFETY: setting a signal disposition has no preconditions.
+            unsafe {
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            }
+            cli::run(command)
+        }
     }
 }

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use broker::cluster::{run_fencing, BrokerService, ClusterLink, ServiceRequest, ServiceResponse};
+use broker::cluster::{
+    run_fencing, BrokerService, ClusterDir, ClusterLink, ServiceRequest, ServiceResponse,
+};
 use broker::config::BrokerConfig;
 use broker::metadata_machine::{MetadataBatch, MetadataMachine};
 use broker::metadata_store::Metadata;
@@ -30,7 +32,14 @@ pub(crate) struct Membership {
     controller: Option<Controller<MetadataMachine>>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    /// How to reach the quorum and this node's registration, once it
+    /// registered: for the controlled shutdown.
+    registered: Option<(Arc<ClusterLink>, i32, i64)>,
 }
+
+/// How long a clean shutdown waits for the controller to fence this
+/// broker before it stops anyway (the session then expires).
+const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Membership {
     /// Stops applying and heartbeating (the broker closes next), then the
@@ -39,6 +48,28 @@ impl Membership {
         let _ = self.stop.send(true);
         for t in self.tasks.drain(..) {
             let _ = t.await;
+        }
+    }
+
+    /// Tells the controller this broker stops (Kafka's controlled
+    /// shutdown): it is fenced at once, so clients are not sent to a
+    /// closed port for a session timeout, and the next process on this
+    /// data directory registers without waiting.
+    pub(crate) async fn controlled_shutdown(&mut self) {
+        let Some((link, node, epoch)) = self.registered.take() else {
+            return;
+        };
+        let req = ServiceRequest::Shutdown { node, epoch };
+        match tokio::time::timeout(CONTROLLED_SHUTDOWN_TIMEOUT, call(&link, &req)).await {
+            Ok(Ok(ServiceResponse::Heartbeat { fenced: true })) => {
+                info!(node, epoch, "fenced for shutdown")
+            }
+            Ok(Ok(other)) => warn!(node, "controlled shutdown answered {other:?}"),
+            Ok(Err(e)) => warn!(node, "controlled shutdown failed: {e}"),
+            Err(_) => warn!(
+                node,
+                "no controller answered the controlled shutdown; the session will expire"
+            ),
         }
     }
 
@@ -122,15 +153,17 @@ pub(crate) async fn join(
         controller,
         stop,
         tasks,
+        registered: None,
     };
     let joined = register_and_open(
         config, endpoint, endpoints, link, session, heartbeat, stop_rx,
     )
     .await;
     match joined {
-        Ok((broker, more)) => {
+        Ok((broker, more, registered)) => {
             let mut membership = membership;
             membership.tasks.extend(more);
+            membership.registered = Some(registered);
             Ok((broker, membership))
         }
         Err(e) => {
@@ -150,10 +183,20 @@ async fn register_and_open(
     session: Duration,
     heartbeat: Duration,
     stop: watch::Receiver<bool>,
-) -> anyhow::Result<(Arc<Broker>, Vec<JoinHandle<()>>)> {
+) -> anyhow::Result<(
+    Arc<Broker>,
+    Vec<JoinHandle<()>>,
+    (Arc<ClusterLink>, i32, i64),
+)> {
     let node = config.node_id();
     let incarnation = uuid::Uuid::new_v4().to_string();
-    let (epoch, registered_at) = register(&link, node, &incarnation, endpoints, session).await?;
+    // Locked before registering: a second process on this directory must
+    // fail here, not replace the registration of the one that holds it.
+    let c = config.clone();
+    let dir = tokio::task::spawn_blocking(move || ClusterDir::open(&c)).await??;
+    let directory = dir.directory_id().to_string();
+    let (epoch, registered_at) =
+        register(&link, node, &incarnation, &directory, endpoints, session).await?;
     info!(
         node,
         epoch,
@@ -163,21 +206,21 @@ async fn register_and_open(
     let (metadata, applied) = catch_up(&link, registered_at).await?;
     let l = link.clone();
     let broker = tokio::task::spawn_blocking(move || {
-        Broker::open_cluster(config, endpoint, l, metadata, applied)
+        Broker::open_cluster(config, dir, endpoint, l, metadata, applied)
     })
     .await??;
     let tasks = vec![
         tokio::spawn(follow(broker.clone(), link.clone(), stop.clone())),
         tokio::spawn(heartbeats(
             broker.clone(),
-            link,
+            link.clone(),
             epoch,
             registered_at,
             heartbeat,
             stop,
         )),
     ];
-    Ok((broker, tasks))
+    Ok((broker, tasks, (link, node, epoch)))
 }
 
 async fn call(link: &ClusterLink, req: &ServiceRequest) -> anyhow::Result<ServiceResponse> {
@@ -193,6 +236,7 @@ async fn register(
     link: &ClusterLink,
     node: i32,
     incarnation: &str,
+    directory: &str,
     endpoints: BTreeMap<String, String>,
     session: Duration,
 ) -> anyhow::Result<(i64, u64)> {
@@ -201,6 +245,7 @@ async fn register(
     let req = ServiceRequest::Register {
         node,
         incarnation: incarnation.to_string(),
+        directory: directory.to_string(),
         endpoints,
     };
     loop {

@@ -181,6 +181,7 @@ impl Node {
         let mut membership = self.membership;
         if let Some(m) = membership.as_mut() {
             m.stop_tasks().await;
+            m.controlled_shutdown().await;
         }
         let b = self.broker;
         tokio::task::spawn_blocking(move || b.shutdown()).await??;

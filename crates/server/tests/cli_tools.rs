@@ -581,3 +581,32 @@ fn bench_over_pulsar_counts_every_message_once() {
     );
     assert_eq!(code(&unreachable), 4, "unreachable broker: exit 4");
 }
+
+/// Output piped into a reader that stops early (`| head`) ends the command
+/// quietly, as other Unix tools do, instead of a panic on the broken pipe.
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let broker = BrokerProcess::start(&["auto.create.topics.enable=false"]);
+    let b = broker.bootstrap();
+    ok(&magnetar(&b, &["topic", "create", "wide", "-p", "5000"], None));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_magnetar"))
+        .args(["topic", "describe", "wide", "--bootstrap", &b])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 64];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The read end is closed here, with most of the table unwritten.
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    // Ended by SIGPIPE, as `cat` would be (the table is far larger than
+    // a pipe's buffer, so the write did meet the closed end).
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(13), "{:?}", out.status);
+    assert!(String::from_utf8_lossy(&first).starts_with("topic wide"));
+}

@@ -495,6 +495,40 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
         stderr.contains("is in controller.quorum.voters"),
         "{stderr}"
     );
+
+    // A clean shutdown fences node 4 at once (controlled shutdown): its
+    // partitions are offline rather than pointing at a closed port.
+    let mut four = four;
+    assert_eq!(four.terminate(), Some(0));
+    assert!(
+        four.log_text().contains("fenced for shutdown"),
+        "{}",
+        four.log_text()
+    );
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    let offline: Vec<i32> = l
+        .iter()
+        .filter(|(_, leader)| **leader == 4)
+        .map(|(p, _)| *p)
+        .collect();
+    let now = leaders(&c.addr(1), "wide", 8).await;
+    for p in &offline {
+        assert_eq!(now[p], -1, "partition {p} of the stopped node: {now:?}");
+    }
+    // Back on its data directory, after the clean stop and after SIGKILL,
+    // it registers without waiting for its old session to expire.
+    four.restart();
+    wait_brokers(&c, &[1, 2, 3], 4).await;
+    four.kill();
+    four.restart();
+    wait_brokers(&c, &[1, 2, 3], 4).await;
+    assert!(
+        !four.log_text().contains("registration refused"),
+        "{}",
+        four.log_text()
+    );
+    assert_eq!(leaders(&c.addr(1), "wide", 8).await, l);
+    consume_all(&four.bootstrap(), "wide-again", "wide", &values);
     drop(four);
 }
 

@@ -15,9 +15,10 @@ use storage::LogSpec;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use super::dir::{check_membership, ClusterDir};
 use super::{ClusterLink, ClusterState, ClusterView};
 use crate::config::{BrokerConfig, ConfigSource, TopicConfig};
-use crate::core::{open_hosted, prepare_data_dir, reconcile_disk, Endpoint};
+use crate::core::{open_hosted, reconcile_disk, Endpoint};
 use crate::group::store::OFFSETS_TOPIC;
 use crate::lifecycle::{into_partitions, partition_specs};
 use crate::metadata_machine::MetadataBatch;
@@ -37,13 +38,14 @@ impl Broker {
     /// `__consumer_offsets` log outside the cluster metadata.
     pub fn open_cluster(
         mut config: BrokerConfig,
+        dir: ClusterDir,
         endpoint: Endpoint,
         link: Arc<ClusterLink>,
         metadata: Metadata,
         applied: u64,
     ) -> Result<Arc<Broker>, Error> {
         check_membership(&config.data_dir, &metadata.cluster_id, config.node_id())?;
-        let logs = prepare_data_dir(&config)?;
+        let logs = dir.logs;
         for (k, v) in &metadata.broker_configs {
             if let Err(e) = config.set(k, v, ConfigSource::Dynamic) {
                 warn!("ignoring a cluster-wide dynamic config: {e}");
@@ -327,59 +329,5 @@ impl Broker {
         t.by_id.insert(rec.id, rec.name.clone());
         t.by_name.insert(rec.name.clone(), Arc::new(topic));
         Ok(())
-    }
-}
-
-/// The file recording which cluster and node a data directory belongs to
-/// (Kafka's `meta.properties`).
-pub const MEMBERSHIP_FILE: &str = "meta.properties";
-
-/// Refuses a data directory of another cluster or node, or of a single
-/// node (its partitions would all look stale and be deleted); records the
-/// membership in a new one.
-pub(crate) fn check_membership(
-    dir: &std::path::Path,
-    cluster_id: &str,
-    node: i32,
-) -> Result<(), Error> {
-    let refuse = |reason: String| Error::Config {
-        key: "--data-dir".into(),
-        reason,
-    };
-    let path = dir.join(MEMBERSHIP_FILE);
-    let want = format!("cluster.id={cluster_id}\nnode.id={node}\n");
-    match std::fs::read_to_string(&path) {
-        Ok(text) if text == want => Ok(()),
-        Ok(text) => Err(refuse(format!(
-            "{} belongs to another cluster or node ({}), not cluster {cluster_id} node {node}",
-            dir.display(),
-            text.trim().replace('\n', ", ")
-        ))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if dir.join(crate::metadata_store::FILE_NAME).exists() {
-                return Err(refuse(format!(
-                    "{} holds a single node's data (magnetar standalone); a cluster node needs its own data directory",
-                    dir.display()
-                )));
-            }
-            std::fs::create_dir_all(dir).map_err(|source| Error::MetadataIo {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-            let tmp = dir.join(format!("{MEMBERSHIP_FILE}.tmp"));
-            let io = |source| Error::MetadataIo {
-                path: path.clone(),
-                source,
-            };
-            std::fs::write(&tmp, &want).map_err(io)?;
-            std::fs::File::open(&tmp)
-                .and_then(|f| f.sync_all())
-                .map_err(io)?;
-            std::fs::rename(&tmp, &path).map_err(io)?;
-            std::fs::File::open(dir)
-                .and_then(|f| f.sync_all())
-                .map_err(io)
-        }
-        Err(e) => Err(Error::MetadataIo { path, source: e }),
     }
 }

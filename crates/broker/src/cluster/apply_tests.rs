@@ -62,7 +62,8 @@ fn open(rt: &tokio::runtime::Runtime, dir: &std::path::Path, m: Metadata) -> Arc
         host: "127.0.0.1".into(),
         port: 9092,
     };
-    Broker::open_cluster(config, endpoint, link, m, 7).unwrap()
+    let dir = super::ClusterDir::open(&config).unwrap();
+    Broker::open_cluster(config, dir, endpoint, link, m, 7).unwrap()
 }
 
 fn staged(b: &Broker) -> Vec<String> {
@@ -198,13 +199,13 @@ fn the_first_state_reconciles_the_disk_and_deltas_follow() {
 #[test]
 fn a_data_directory_of_another_cluster_or_a_single_node_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    super::apply::check_membership(dir.path(), "c1", 1).unwrap();
-    super::apply::check_membership(dir.path(), "c1", 1).unwrap();
-    assert!(super::apply::check_membership(dir.path(), "c2", 1).is_err());
-    assert!(super::apply::check_membership(dir.path(), "c1", 2).is_err());
+    super::dir::check_membership(dir.path(), "c1", 1).unwrap();
+    super::dir::check_membership(dir.path(), "c1", 1).unwrap();
+    assert!(super::dir::check_membership(dir.path(), "c2", 1).is_err());
+    assert!(super::dir::check_membership(dir.path(), "c1", 2).is_err());
     let single = tempfile::tempdir().unwrap();
     drop(crate::testing::broker_with_topics(single.path(), &[]));
-    assert!(super::apply::check_membership(single.path(), "c1", 1).is_err());
+    assert!(super::dir::check_membership(single.path(), "c1", 1).is_err());
     // And a single node refuses a cluster node's directory.
     let e = Broker::open(
         BrokerConfig::new(dir.path(), "127.0.0.1:9092".parse().unwrap()),
@@ -215,4 +216,53 @@ fn a_data_directory_of_another_cluster_or_a_single_node_is_refused() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("magnetar broker"), "{e}");
+}
+
+#[test]
+fn a_data_directory_keeps_its_id_and_is_locked_before_registration() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = BrokerConfig::new(dir.path(), "127.0.0.1:9092".parse().unwrap());
+    config
+        .set("node.id", "3", crate::config::ConfigSource::Static)
+        .unwrap();
+    let first = super::ClusterDir::open(&config).unwrap();
+    let id = first.directory_id().to_string();
+    assert!(!id.is_empty());
+    let e = super::ClusterDir::open(&config).unwrap_err();
+    assert!(
+        e.to_string().contains("lock") || e.to_string().contains("use"),
+        "{e}"
+    );
+    drop(first);
+    // The id survives, and joining the cluster keeps it.
+    super::dir::check_membership(dir.path(), "c1", 3).unwrap();
+    let again = super::ClusterDir::open(&config).unwrap();
+    assert_eq!(again.directory_id(), id);
+    drop(again);
+    let text = std::fs::read_to_string(dir.path().join(super::MEMBERSHIP_FILE)).unwrap();
+    assert!(
+        text.contains("cluster.id=c1") && text.contains("node.id=3"),
+        "{text}"
+    );
+    // Another node id on this directory is refused before it registers.
+    config
+        .set("node.id", "4", crate::config::ConfigSource::Static)
+        .unwrap();
+    let e = super::ClusterDir::open(&config).unwrap_err();
+    assert!(e.to_string().contains("belongs to node 3"), "{e}");
+    // A directory written before directory ids gets one.
+    let old = tempfile::tempdir().unwrap();
+    std::fs::write(
+        old.path().join(super::MEMBERSHIP_FILE),
+        "cluster.id=c1\nnode.id=4\n",
+    )
+    .unwrap();
+    let mut c = BrokerConfig::new(old.path(), "127.0.0.1:9092".parse().unwrap());
+    c.set("node.id", "4", crate::config::ConfigSource::Static)
+        .unwrap();
+    let d = super::ClusterDir::open(&c).unwrap();
+    assert!(!d.directory_id().is_empty());
+    drop(d);
+    super::dir::check_membership(old.path(), "c1", 4).unwrap();
+    assert!(super::dir::check_membership(old.path(), "c2", 4).is_err());
 }

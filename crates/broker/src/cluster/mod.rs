@@ -8,6 +8,7 @@
 //! applies the same records itself; see `lifecycle`.
 
 mod apply;
+mod dir;
 mod link;
 mod ops;
 mod service;
@@ -18,7 +19,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
-pub use apply::MEMBERSHIP_FILE;
+pub use dir::{ClusterDir, MEMBERSHIP_FILE};
 pub use link::ClusterLink;
 pub(crate) use ops::next_cluster_producer_id;
 pub use service::{run_fencing, BrokerService, ServiceRequest, ServiceResponse};

@@ -25,6 +25,9 @@ pub enum ServiceRequest {
         node: NodeId,
         /// A random id of this process.
         incarnation: String,
+        /// The id of its data directory (`directory.id`).
+        #[serde(default)]
+        directory: String,
         /// Listener name → advertised `host:port`.
         endpoints: BTreeMap<String, String>,
     },
@@ -39,6 +42,14 @@ pub enum ServiceRequest {
         /// The index its registration committed at: once it applied that,
         /// it has caught up and may be unfenced.
         registered_at: u64,
+    },
+    /// A broker shuts down cleanly (Kafka's controlled shutdown): fenced at
+    /// once, its session over.
+    Shutdown {
+        /// Its node id.
+        node: NodeId,
+        /// The epoch its registration got.
+        epoch: i64,
     },
 }
 
@@ -71,6 +82,10 @@ enum Pending {
         node: NodeId,
         epoch: i64,
         fenced: bool,
+    },
+    Shutdown {
+        node: NodeId,
+        epoch: i64,
     },
 }
 
@@ -113,8 +128,9 @@ impl BrokerService {
     fn activate(&self, state: &mut State) {
         let term = self.controller.status().term;
         if state.active_term != Some(term) {
-            let m = self.controller.read(|sm| sm.metadata.clone());
-            state.registry.activate(&m, self.now_ms());
+            let now = self.now_ms();
+            self.controller
+                .read(|sm| state.registry.activate(&sm.metadata, now));
             state.active_term = Some(term);
         }
     }
@@ -136,52 +152,60 @@ impl BrokerService {
     ) -> Result<(Vec<MetadataRecord>, Pending), ServiceResponse> {
         let mut state = self.state.lock();
         self.activate(&mut state);
-        let m = self.controller.read(|sm| sm.metadata.clone());
         let now = self.now_ms();
         let refused = |e: crate::registry::RegistryError| ServiceResponse::Refused(e.to_string());
-        match req {
-            ServiceRequest::Register {
-                node,
-                incarnation,
-                endpoints,
-            } => {
-                let rec = state
-                    .registry
-                    .register(&m, node, &incarnation, endpoints, now)
-                    .map_err(refused)?;
-                let MetadataRecord::BrokerRegistered { registration, .. } = &rec else {
-                    unreachable!("register answers BrokerRegistered")
-                };
-                let epoch = registration.epoch;
-                let mut records = Vec::new();
-                if m.cluster_id.is_empty() {
-                    records.push(MetadataRecord::ClusterInitialized {
-                        cluster_id: crate::metadata_store::new_cluster_id(),
-                    });
+        let registry = &mut state.registry;
+        // Decided on the applied metadata in place: cloning it for every
+        // heartbeat would cost in proportion to the partitions.
+        self.controller.read(|sm| {
+            let m = &sm.metadata;
+            match req {
+                ServiceRequest::Register {
+                    node,
+                    incarnation,
+                    directory,
+                    endpoints,
+                } => {
+                    let rec = registry
+                        .register(m, node, &incarnation, &directory, endpoints, now)
+                        .map_err(refused)?;
+                    let MetadataRecord::BrokerRegistered { registration, .. } = &rec else {
+                        unreachable!("register answers BrokerRegistered")
+                    };
+                    let epoch = registration.epoch;
+                    let mut records = Vec::new();
+                    if m.cluster_id.is_empty() {
+                        records.push(MetadataRecord::ClusterInitialized {
+                            cluster_id: crate::metadata_store::new_cluster_id(),
+                        });
+                    }
+                    records.push(rec);
+                    Ok((records, Pending::Registered { node, epoch }))
                 }
-                records.push(rec);
-                Ok((records, Pending::Registered { node, epoch }))
+                ServiceRequest::Heartbeat {
+                    node,
+                    epoch,
+                    applied,
+                    registered_at,
+                } => {
+                    let ans = registry
+                        .heartbeat(m, node, epoch, applied >= registered_at, now)
+                        .map_err(refused)?;
+                    Ok((
+                        ans.records,
+                        Pending::Heartbeat {
+                            node,
+                            epoch,
+                            fenced: ans.fenced,
+                        },
+                    ))
+                }
+                ServiceRequest::Shutdown { node, epoch } => {
+                    let records = registry.shutdown(m, node, epoch).map_err(refused)?;
+                    Ok((records, Pending::Shutdown { node, epoch }))
+                }
             }
-            ServiceRequest::Heartbeat {
-                node,
-                epoch,
-                applied,
-                registered_at,
-            } => {
-                let ans = state
-                    .registry
-                    .heartbeat(&m, node, epoch, applied >= registered_at, now)
-                    .map_err(refused)?;
-                Ok((
-                    ans.records,
-                    Pending::Heartbeat {
-                        node,
-                        epoch,
-                        fenced: ans.fenced,
-                    },
-                ))
-            }
-        }
+        })
     }
 
     // Decided under the lock, committed after it is released: a commit
@@ -212,6 +236,10 @@ impl BrokerService {
                 }
                 ServiceResponse::Heartbeat { fenced }
             }
+            Pending::Shutdown { node, epoch } => {
+                info!(node, epoch, "broker shut down cleanly: fenced");
+                ServiceResponse::Heartbeat { fenced: true }
+            }
         })
     }
 
@@ -223,8 +251,9 @@ impl BrokerService {
         let fence = {
             let mut state = self.state.lock();
             self.activate(&mut state);
-            let m = self.controller.read(|sm| sm.metadata.clone());
-            state.registry.tick(&m, self.now_ms())
+            let now = self.now_ms();
+            self.controller
+                .read(|sm| state.registry.tick(&sm.metadata, now))
         };
         if fence.is_empty() {
             return;

@@ -1,0 +1,154 @@
+//! A cluster member's data directory: locked before the node registers,
+//! and its `meta.properties` (Kafka's file and keys): the cluster and node
+//! it belongs to, and the directory's own id (`directory.id`, KIP-858),
+//! which the node registers with so that a process that replaces a crashed
+//! one on the same directory is known to be its successor.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use storage::LogManager;
+
+use crate::config::BrokerConfig;
+use crate::core::prepare_data_dir;
+use crate::Error;
+
+/// The membership file in a cluster member's data directory.
+pub const MEMBERSHIP_FILE: &str = "meta.properties";
+
+/// A cluster member's data directory, locked by this process.
+pub struct ClusterDir {
+    pub(crate) logs: LogManager,
+    directory_id: String,
+}
+
+impl std::fmt::Debug for ClusterDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterDir")
+            .field("directory_id", &self.directory_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClusterDir {
+    /// Locks `config`'s data directory (another process holding it is
+    /// refused) and reads its membership, giving a new directory its id.
+    /// A single node's directory, or another node's, is refused. Blocking.
+    pub fn open(config: &BrokerConfig) -> Result<ClusterDir, Error> {
+        let dir = &config.data_dir;
+        let logs = prepare_data_dir(config)?;
+        let mut props = read(dir)?;
+        if props.is_empty() && dir.join(crate::metadata_store::FILE_NAME).exists() {
+            return Err(refuse(format!(
+                "{} holds a single node's data (magnetar standalone); a cluster node needs its own data directory",
+                dir.display()
+            )));
+        }
+        let node = config.node_id().to_string();
+        if let Some(theirs) = props.get("node.id") {
+            if *theirs != node {
+                return Err(refuse(format!(
+                    "{} belongs to node {theirs}, not node {node}",
+                    dir.display()
+                )));
+            }
+        }
+        let directory_id = match props.get("directory.id") {
+            Some(id) if !id.is_empty() => id.clone(),
+            _ => {
+                let id = crate::metadata_store::new_cluster_id();
+                props.insert("node.id".into(), node);
+                props.insert("directory.id".into(), id.clone());
+                write(dir, &props)?;
+                id
+            }
+        };
+        Ok(ClusterDir { logs, directory_id })
+    }
+
+    /// The directory's id, as registered with the controller.
+    pub fn directory_id(&self) -> &str {
+        &self.directory_id
+    }
+}
+
+fn refuse(reason: String) -> Error {
+    Error::Config {
+        key: "--data-dir".into(),
+        reason,
+    }
+}
+
+/// The `key=value` lines of `meta.properties` (none if it is absent).
+fn read(dir: &Path) -> Result<BTreeMap<String, String>, Error> {
+    let path = dir.join(MEMBERSHIP_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+        Err(source) => Err(Error::MetadataIo { path, source }),
+    }
+}
+
+/// Replaces `meta.properties` atomically and durably.
+fn write(dir: &Path, props: &BTreeMap<String, String>) -> Result<(), Error> {
+    let path = dir.join(MEMBERSHIP_FILE);
+    let tmp = dir.join(format!("{MEMBERSHIP_FILE}.tmp"));
+    let io = |source| Error::MetadataIo {
+        path: path.clone(),
+        source,
+    };
+    let mut text = String::new();
+    for (k, v) in props {
+        text.push_str(&format!("{k}={v}\n"));
+    }
+    std::fs::write(&tmp, text).map_err(io)?;
+    std::fs::File::open(&tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(io)?;
+    std::fs::rename(&tmp, &path).map_err(io)?;
+    std::fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(io)
+}
+
+/// Refuses a data directory of another cluster or node, or of a single
+/// node (its partitions would all look stale and be deleted); records the
+/// cluster in a directory that has none yet.
+pub(crate) fn check_membership(dir: &Path, cluster_id: &str, node: i32) -> Result<(), Error> {
+    let mut props = read(dir)?;
+    if props.is_empty() && dir.join(crate::metadata_store::FILE_NAME).exists() {
+        return Err(refuse(format!(
+            "{} holds a single node's data (magnetar standalone); a cluster node needs its own data directory",
+            dir.display()
+        )));
+    }
+    let node = node.to_string();
+    let theirs_node = props.get("node.id").cloned();
+    let theirs_cluster = props.get("cluster.id").cloned();
+    let mismatch = theirs_node.as_ref().is_some_and(|n| *n != node)
+        || theirs_cluster.as_ref().is_some_and(|c| c != cluster_id);
+    if mismatch {
+        return Err(refuse(format!(
+            "{} belongs to another cluster or node (cluster.id={}, node.id={}), not cluster {cluster_id} node {node}",
+            dir.display(),
+            theirs_cluster.unwrap_or_default(),
+            theirs_node.unwrap_or_default(),
+        )));
+    }
+    if theirs_node.is_none() || theirs_cluster.is_none() {
+        std::fs::create_dir_all(dir).map_err(|source| Error::MetadataIo {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        props.insert("cluster.id".into(), cluster_id.to_string());
+        props.insert("node.id".into(), node);
+        write(dir, &props)?;
+    }
+    Ok(())
+}
