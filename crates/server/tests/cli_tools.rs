@@ -590,7 +590,11 @@ fn output_into_a_closed_pipe_ends_quietly() {
     use std::process::{Command, Stdio};
     let broker = BrokerProcess::start(&["auto.create.topics.enable=false"]);
     let b = broker.bootstrap();
-    ok(&magnetar(&b, &["topic", "create", "wide", "-p", "5000"], None));
+    ok(&magnetar(
+        &b,
+        &["topic", "create", "wide", "-p", "5000"],
+        None,
+    ));
     let mut child = Command::new(env!("CARGO_BIN_EXE_magnetar"))
         .args(["topic", "describe", "wide", "--bootstrap", &b])
         .stdout(Stdio::piped())
