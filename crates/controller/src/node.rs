@@ -43,6 +43,14 @@ pub struct Status {
     pub snapshot_index: Option<u64>,
     /// The log is purged up to here.
     pub purged_index: Option<u64>,
+    /// The voters of the current membership and their addresses, in id
+    /// order.
+    pub voters: Vec<(NodeId, String)>,
+    /// On the leader: the last index each voter's log is known to match
+    /// (the leader's own is its last log index); elsewhere `None`.
+    pub replication: Option<BTreeMap<NodeId, Option<u64>>>,
+    /// On the leader: how long ago a quorum last acknowledged it.
+    pub millis_since_quorum_ack: Option<u64>,
 }
 
 pub(crate) struct Inner<S: StateMachine> {
@@ -422,6 +430,22 @@ impl<S: StateMachine> Inner<S> {
             applied_index: m.last_applied.map(|l| l.index),
             snapshot_index: m.snapshot.map(|l| l.index),
             purged_index: m.purged.map(|l| l.index),
+            voters: {
+                let membership = m.membership_config.membership();
+                membership
+                    .voter_ids()
+                    .map(|id| {
+                        let addr = membership.get_node(&id).map(|n| n.addr.clone());
+                        (id, addr.unwrap_or_default())
+                    })
+                    .collect()
+            },
+            replication: m.replication.as_ref().map(|r| {
+                r.iter()
+                    .map(|(id, matched)| (*id, matched.map(|l| l.index)))
+                    .collect()
+            }),
+            millis_since_quorum_ack: m.millis_since_quorum_ack,
         }
     }
 

@@ -29,6 +29,7 @@ mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
 mod describe_producers;
+mod describe_quorum;
 mod describe_topic_partitions;
 mod elect_leaders;
 pub mod error;
@@ -139,6 +140,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, Versions)] = &[
         ApiKey::ListPartitionReassignments,
         list_partition_reassignments::VERSIONS,
     ),
+    (ApiKey::DescribeQuorum, describe_quorum::VERSIONS),
     (ApiKey::DescribeProducers, describe_producers::VERSIONS),
     (ApiKey::ListConfigResources, list_config_resources::VERSIONS),
     (
@@ -294,6 +296,10 @@ fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestK
         }
         RequestKind::InitProducerId(r) => {
             ResponseKind::InitProducerId(init_producer_id::handle(broker, r))
+        }
+        // Asks the quorum's leader.
+        RequestKind::DescribeQuorum(r) => {
+            ResponseKind::DescribeQuorum(describe_quorum::handle(broker, v, r))
         }
         RequestKind::OffsetForLeaderEpoch(r) => {
             ResponseKind::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(broker, r))

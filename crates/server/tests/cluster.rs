@@ -14,8 +14,8 @@ use common::cluster::Cluster;
 use common::{client_config, polled, RawConn};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{
-    ApiKey, FetchRequest, FindCoordinatorRequest, GroupId, HeartbeatRequest, MetadataRequest,
-    MetadataResponse, ResponseKind,
+    ApiKey, DescribeQuorumRequest, DescribeQuorumResponse, FetchRequest, FindCoordinatorRequest,
+    GroupId, HeartbeatRequest, MetadataRequest, MetadataResponse, ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -88,6 +88,23 @@ async fn wait_brokers(c: &Cluster, nodes: &[usize], n: usize) {
             async move { (metadata(&addr).await.brokers.len() == n).then_some(()) }
         })
         .await;
+    }
+}
+
+/// DescribeQuorum as `kafka-metadata-quorum describe --status --replication`
+/// reads it, from a broker-only node (forwarded to the leader).
+async fn describe_quorum(addr: &str, version: i16) -> DescribeQuorumResponse {
+    use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
+    let mut conn = RawConn::connect(addr.parse().unwrap()).await;
+    let req = DescribeQuorumRequest::default().with_topics(vec![TopicData::default()
+        .with_topic_name(TopicName(StrBytes::from_static_str("__cluster_metadata")))
+        .with_partitions(vec![
+            PartitionData::default().with_partition_index(0),
+            PartitionData::default().with_partition_index(1),
+        ])]);
+    match conn.call(ApiKey::DescribeQuorum, version, req).await {
+        ResponseKind::DescribeQuorum(r) => r,
+        other => panic!("{other:?}"),
     }
 }
 
@@ -452,6 +469,56 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
     let values: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
     produce(&four.bootstrap(), "wide", values.clone()).await;
     consume_all(&c.addr(1), "wide-group", "wide", &values);
+
+    // The quorum as its leader sees it, asked of the broker-only node: the
+    // three voters (all caught up, eventually) and node 4 as an observer.
+    let q = common::eventually(DEADLINE, "every voter and observer caught up", || async {
+        let q = describe_quorum(&four.bootstrap(), 2).await;
+        let p = &q.topics[0].partitions[0];
+        let caught_up = |r: &kafka_protocol::messages::describe_quorum_response::ReplicaState| {
+            r.log_end_offset >= p.high_watermark && r.last_caught_up_timestamp > 0
+        };
+        (q.error_code == 0
+            && p.current_voters.len() == 3
+            && p.current_voters.iter().all(caught_up)
+            && p.observers.len() == 1
+            && p.observers.iter().all(caught_up))
+        .then_some(q)
+    })
+    .await;
+    let p = &q.topics[0].partitions[0];
+    assert_eq!(p.error_code, 0);
+    assert!((1..=3).contains(&p.leader_id.0), "{p:?}");
+    assert!(p.leader_epoch >= 1 && p.high_watermark > 0, "{p:?}");
+    let voters: BTreeSet<i32> = p.current_voters.iter().map(|r| r.replica_id.0).collect();
+    assert_eq!(voters, BTreeSet::from([1, 2, 3]));
+    assert_eq!(p.observers[0].replica_id.0, 4);
+    assert_eq!(
+        q.topics[0].partitions[1].error_code, 3,
+        "only partition 0 exists (UNKNOWN_TOPIC_OR_PARTITION)"
+    );
+    let nodes: Vec<String> = q
+        .nodes
+        .iter()
+        .map(|n| {
+            let l = &n.listeners[0];
+            format!("{}@{}:{}", n.node_id.0, l.host.as_str(), l.port)
+        })
+        .collect();
+    assert_eq!(
+        nodes.join(","),
+        c.voters,
+        "the voters' controller listeners"
+    );
+    // Every broker answers the same leader; v0 has no timestamps or nodes.
+    for id in 1..=3 {
+        let q0 = describe_quorum(&c.addr(id), 0).await;
+        assert_eq!(q0.error_code, 0);
+        assert!(q0.nodes.is_empty());
+        let p0 = &q0.topics[0].partitions[0];
+        assert_eq!(p0.leader_id, p.leader_id, "node {id}");
+        assert_eq!(p0.current_voters.len(), 3);
+    }
 
     // Node id 4 again, from another process and data directory.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_magnetar"))

@@ -572,3 +572,21 @@ async fn config_resources_and_cluster_endpoint_types() {
         assert_eq!(r.endpoint_type, endpoint_type);
     }
 }
+
+/// A standalone node has no controller quorum: DescribeQuorum answers
+/// UNSUPPORTED_VERSION with why, as a Kafka broker without Raft metadata.
+#[tokio::test]
+async fn describe_quorum_on_a_standalone_node_says_there_is_no_quorum() {
+    use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
+    let b = BrokerProcess::start(&[]);
+    let mut conn = RawConn::connect(b.addr).await;
+    let req = DescribeQuorumRequest::default().with_topics(vec![TopicData::default()
+        .with_topic_name(name("__cluster_metadata"))
+        .with_partitions(vec![PartitionData::default().with_partition_index(0)])]);
+    let ResponseKind::DescribeQuorum(r) = conn.call(ApiKey::DescribeQuorum, 2, req).await else {
+        panic!("not a DescribeQuorum response")
+    };
+    assert_eq!(r.error_code, 35, "UNSUPPORTED_VERSION");
+    let why = r.error_message.unwrap();
+    assert!(why.contains("standalone"), "{why}");
+}

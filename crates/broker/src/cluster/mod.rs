@@ -22,7 +22,9 @@ use tokio::sync::watch;
 pub use dir::{ClusterDir, MEMBERSHIP_FILE};
 pub use link::ClusterLink;
 pub(crate) use ops::next_cluster_producer_id;
-pub use service::{run_fencing, BrokerService, ServiceRequest, ServiceResponse};
+pub use service::{
+    run_fencing, BrokerService, QuorumDescription, ReplicaProgress, ServiceRequest, ServiceResponse,
+};
 
 use crate::core::Endpoint;
 use crate::metadata_records::NodeId;

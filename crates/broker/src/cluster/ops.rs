@@ -271,6 +271,35 @@ impl Broker {
         })
     }
 
+    /// The controller quorum as its leader describes it (Kafka's
+    /// DescribeQuorum); `None` on a single node, which has no quorum.
+    /// Blocking: asks the leader.
+    pub fn describe_quorum(&self) -> Result<Option<super::QuorumDescription>, Error> {
+        let Some(c) = &self.cluster else {
+            return Ok(None);
+        };
+        let link = c.link.clone();
+        let timeout = link.change_timeout;
+        let request = serde_json::to_vec(&super::ServiceRequest::DescribeQuorum)
+            .map_err(|e| Error::ControllerUnavailable(e.to_string()))?;
+        let l = link.clone();
+        let answer = link.block_on(async move {
+            tokio::time::timeout(timeout, l.call(request))
+                .await
+                .map_err(|_| Error::ControllerUnavailable("no controller answered".into()))?
+                .map_err(super::link::unavailable)
+        })??;
+        match serde_json::from_slice(&answer) {
+            Ok(super::ServiceResponse::Quorum(q)) => Ok(Some(q)),
+            Ok(other) => Err(Error::ControllerUnavailable(format!(
+                "the controller answered {other:?}"
+            ))),
+            Err(e) => Err(Error::ControllerUnavailable(format!(
+                "unreadable controller answer: {e}"
+            ))),
+        }
+    }
+
     /// Places the coordinator slots over the usable brokers if no one has
     /// yet (the first FindCoordinator of a cluster, as Kafka creates
     /// `__consumer_offsets` then); the slots.

@@ -51,6 +51,41 @@ pub enum ServiceRequest {
         /// The epoch its registration got.
         epoch: i64,
     },
+    /// The state of the controller quorum (Kafka's DescribeQuorum), as
+    /// the leader knows it.
+    DescribeQuorum,
+}
+
+/// How far one node has come in the metadata log (Kafka's
+/// `ReplicaState`); `-1` where the leader does not know.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaProgress {
+    /// The node.
+    pub node: NodeId,
+    /// The end of its metadata log (a voter's matched index; an observer's
+    /// last applied index, as its heartbeat said).
+    pub log_end_offset: i64,
+    /// When (epoch milliseconds) the leader last heard from it.
+    pub last_fetch_ms: i64,
+    /// When it was last known to be caught up with the leader.
+    pub last_caught_up_ms: i64,
+}
+
+/// The controller quorum as its leader describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuorumDescription {
+    /// The leader's node id.
+    pub leader: NodeId,
+    /// Its term (Kafka's leader epoch).
+    pub leader_epoch: i64,
+    /// The last index known committed (applied on the leader).
+    pub high_watermark: i64,
+    /// The voters.
+    pub voters: Vec<ReplicaProgress>,
+    /// Each voter's controller address, `host:port`.
+    pub voter_addrs: Vec<(NodeId, String)>,
+    /// Registered brokers that do not vote.
+    pub observers: Vec<ReplicaProgress>,
 }
 
 /// The controller's answer.
@@ -70,6 +105,8 @@ pub enum ServiceResponse {
     },
     /// Refused, with why (a duplicate node id, a stale epoch).
     Refused(String),
+    /// The quorum's state.
+    Quorum(QuorumDescription),
 }
 
 /// What to answer once a decision's records are committed.
@@ -91,6 +128,8 @@ enum Pending {
 
 struct State {
     registry: Registry,
+    /// Each broker's last reported applied index and when (epoch ms).
+    progress: BTreeMap<NodeId, (u64, i64)>,
     /// The term this controller activated the registry in.
     active_term: Option<u64>,
 }
@@ -113,6 +152,7 @@ impl BrokerService {
             controller,
             state: Mutex::new(State {
                 registry: Registry::new(session_timeout.as_millis() as u64),
+                progress: BTreeMap::new(),
                 active_term: None,
             }),
             started: Instant::now(),
@@ -154,6 +194,12 @@ impl BrokerService {
         self.activate(&mut state);
         let now = self.now_ms();
         let refused = |e: crate::registry::RegistryError| ServiceResponse::Refused(e.to_string());
+        if matches!(req, ServiceRequest::DescribeQuorum) {
+            return Err(self.describe_quorum(&state));
+        }
+        if let ServiceRequest::Heartbeat { node, applied, .. } = &req {
+            state.progress.insert(*node, (*applied, wall_ms()));
+        }
         let registry = &mut state.registry;
         // Decided on the applied metadata in place: cloning it for every
         // heartbeat would cost in proportion to the partitions.
@@ -204,7 +250,80 @@ impl BrokerService {
                     let records = registry.shutdown(m, node, epoch).map_err(refused)?;
                     Ok((records, Pending::Shutdown { node, epoch }))
                 }
+                ServiceRequest::DescribeQuorum => unreachable!("answered above"),
             }
+        })
+    }
+
+    /// The quorum as this leader sees it: voters from Raft's replication
+    /// progress, observers from their heartbeats.
+    fn describe_quorum(&self, state: &State) -> ServiceResponse {
+        let status = self.controller.status();
+        let Some(replication) = status.replication.clone() else {
+            return ServiceResponse::Refused("this controller is not the leader".into());
+        };
+        let now = wall_ms();
+        let high_watermark = status.applied_index.map_or(-1, |i| i as i64);
+        let heard = |node: NodeId| state.progress.get(&node).map_or(-1, |(_, at)| *at);
+        let voters = status
+            .voters
+            .iter()
+            .map(|&(id, _)| {
+                let end = if id == status.id {
+                    status.last_log_index
+                } else {
+                    replication.get(&id).copied().flatten()
+                };
+                let end = end.map_or(-1, |i| i as i64);
+                let node = id as NodeId;
+                let (fetch, caught_up) = if id == status.id {
+                    (now, now)
+                } else {
+                    let at = heard(node);
+                    (at, if end >= high_watermark { at } else { -1 })
+                };
+                ReplicaProgress {
+                    node,
+                    log_end_offset: end,
+                    last_fetch_ms: fetch,
+                    last_caught_up_ms: caught_up,
+                }
+            })
+            .collect();
+        let observers = self.controller.read(|sm| {
+            sm.metadata
+                .brokers
+                .keys()
+                .filter(|n| !status.voters.iter().any(|(v, _)| *v == **n as u64))
+                .map(|&node| {
+                    let (end, at) = state
+                        .progress
+                        .get(&node)
+                        .map_or((-1, -1), |(a, at)| (*a as i64, *at));
+                    ReplicaProgress {
+                        node,
+                        log_end_offset: end,
+                        last_fetch_ms: at,
+                        last_caught_up_ms: if end >= 0 && end >= high_watermark {
+                            at
+                        } else {
+                            -1
+                        },
+                    }
+                })
+                .collect()
+        });
+        ServiceResponse::Quorum(QuorumDescription {
+            leader: status.id as NodeId,
+            leader_epoch: status.term as i64,
+            high_watermark,
+            voters,
+            voter_addrs: status
+                .voters
+                .iter()
+                .map(|(id, a)| (*id as NodeId, a.clone()))
+                .collect(),
+            observers,
         })
     }
 
@@ -273,6 +392,13 @@ impl BrokerService {
             Err(e) => warn!("could not fence brokers: {e}"),
         }
     }
+}
+
+/// The wall clock in epoch milliseconds (what Kafka reports timestamps in).
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl Service for BrokerService {
