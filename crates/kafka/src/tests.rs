@@ -362,6 +362,15 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
                     .with_partition_indexes(vec![0, 5]),
             ]))
         }
+        ApiKey::DescribeQuorum => {
+            RequestKind::DescribeQuorum(DescribeQuorumRequest::default().with_topics(vec![
+                describe_quorum_request::TopicData::default()
+                    .with_topic_name(TopicName(StrBytes::from_static_str("__cluster_metadata")))
+                    .with_partitions(vec![
+                        describe_quorum_request::PartitionData::default().with_partition_index(0),
+                    ]),
+            ]))
+        }
         other => panic!("no test request for {other:?}"),
     }
 }
