@@ -9,7 +9,7 @@ use parking_lot::{Mutex, RwLock};
 use storage::{LogManager, LogSpec};
 use tracing::{info, warn};
 
-use crate::config::{BrokerConfig, ConfigSource, TopicConfig, TopicKind};
+use crate::config::{BrokerConfig, TopicConfig, TopicKind};
 use crate::group::coordinator::GroupCoordinator;
 use crate::group::store::{GroupLog, OFFSETS_TOPIC};
 use crate::lifecycle::{into_partitions, partition_specs, topic_from};
@@ -69,6 +69,10 @@ pub(crate) struct ProducerIds {
 /// A single-node broker's core state.
 pub struct Broker {
     pub(crate) config: RwLock<BrokerConfig>,
+    // The configuration as started (defaults, file, `--set`): the dynamic
+    // layers are applied over it, so removing a dynamic key brings back
+    // the start-up value.
+    pub(crate) static_config: BrokerConfig,
     endpoint: Endpoint,
     pub(crate) logs: LogManager,
     pub(crate) topics: RwLock<TopicTable>,
@@ -118,11 +122,8 @@ impl Broker {
         }
         let logs = prepare_data_dir(&config)?;
         let store = MetadataStore::open(&config.data_dir)?;
-        for (k, v) in &store.data.broker_configs {
-            if let Err(e) = config.set(k, v, ConfigSource::Dynamic) {
-                warn!("ignoring stored dynamic config: {e}");
-            }
-        }
+        let static_config = config.clone();
+        config = store.data.dynamic_config(&static_config, config.node_id());
         // Files written before placements were stored: every partition
         // is this node's.
         let node = config.node_id();
@@ -139,7 +140,7 @@ impl Broker {
         let limit = store.data.producer_id_limit;
         let cluster_id = store.data.cluster_id.clone();
         info!(topics = table.by_name.len(), %cluster_id, "broker state loaded");
-        let broker = Broker::assemble(config, endpoint, logs, store, table, None);
+        let broker = Broker::assemble(static_config, config, endpoint, logs, store, table, None);
         broker.producer_ids.lock().next = limit;
         broker.producer_ids.lock().limit = limit;
         let offsets = broker.offsets_partition()?;
@@ -148,7 +149,11 @@ impl Broker {
     }
 
     /// The broker over its parts, before its group coordinator starts.
+    // Several parts, each opened separately by the two ways a broker
+    // starts; a struct for them would only repeat this list.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn assemble(
+        static_config: BrokerConfig,
         config: BrokerConfig,
         endpoint: Endpoint,
         logs: LogManager,
@@ -160,6 +165,7 @@ impl Broker {
         let tenants = RwLock::new(Arc::new(store.data.tenants.clone()));
         Broker {
             config: RwLock::new(config),
+            static_config,
             endpoint,
             logs,
             topics: RwLock::new(table),

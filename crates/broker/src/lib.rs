@@ -8,6 +8,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(test)]
+mod broker_config_tests;
 pub mod cluster;
 mod codec;
 pub mod config;
@@ -39,6 +41,7 @@ pub mod traffic;
 
 pub use crate::core::{Broker, Endpoint, NewTopic, MAX_PARTITIONS_PER_TOPIC};
 pub use error::Error;
+pub use lifecycle::BrokerScope;
 pub use topic::{complete_disk_work, Partition, ProducerAttachment, Topic};
 
 /// Milliseconds since the Unix epoch, now.

@@ -22,6 +22,26 @@ use crate::topic::{Partition, Topic};
 use crate::topic_control;
 use crate::{Broker, Error};
 
+/// Which dynamic layer of broker keys a change is made in, as Kafka's
+/// broker config resources name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerScope {
+    /// Every broker's (the resource with an empty name, `--entity-default`).
+    ClusterDefault,
+    /// This broker's own (the resource named by its id), over the defaults.
+    ThisBroker,
+}
+
+impl BrokerScope {
+    /// The source DescribeConfigs reports for a key set in this layer.
+    pub fn source(self) -> ConfigSource {
+        match self {
+            BrokerScope::ClusterDefault => ConfigSource::DynamicDefault,
+            BrokerScope::ThisBroker => ConfigSource::Dynamic,
+        }
+    }
+}
+
 impl Broker {
     /// Partition-metadata lookup: the topic if it exists; otherwise it is
     /// created only when the caller asked (`allow_auto_create`) *and* the
@@ -394,15 +414,39 @@ impl Broker {
         Ok(topic)
     }
 
-    /// Changes broker keys at runtime (`None` = back to default), persists
-    /// them, and pushes new log defaults to topics that do not override them.
+    /// Changes broker keys at runtime in one dynamic layer (`scope`): set
+    /// (`Some`) or removed (`None`: the value below it applies again, the
+    /// cluster-wide default's, the start-up one or the built-in default).
+    /// The layer is persisted (committed through the quorum in a cluster,
+    /// where the defaults reach every broker and a broker's own keys only
+    /// it), and topics that do not override the keys get the new log
+    /// defaults.
     pub fn alter_broker_config(
         &self,
+        scope: BrokerScope,
         changes: &[(String, Option<String>)],
         validate_only: bool,
     ) -> Result<(), Error> {
-        let mut store = self.store.lock();
-        let mut next = self.config.read().clone();
+        let node = self.node_id();
+        let store = self.store.lock();
+        let (defaults, own) = (
+            store.data.broker_configs.clone(),
+            store
+                .data
+                .node_configs
+                .get(&node)
+                .cloned()
+                .unwrap_or_default(),
+        );
+        let source = scope.source();
+        let mut layer = match scope {
+            BrokerScope::ClusterDefault => defaults.clone(),
+            BrokerScope::ThisBroker => own.clone(),
+        };
+        let none = std::collections::BTreeMap::new();
+        // Values are checked and normalized on the defaults alone: a layer
+        // holds what it was given, whatever the start-up values below it.
+        let base = BrokerConfig::new(&self.static_config.data_dir, self.static_config.kafka_addr);
         for (k, v) in changes {
             let spec = crate::config::BROKER_KEYS
                 .iter()
@@ -418,28 +462,90 @@ impl Broker {
                 });
             }
             match v {
-                Some(v) => next.set(k, v, ConfigSource::Dynamic),
-                None => next.reset(k),
+                Some(v) => {
+                    base.clone().set(k, v, source).map_err(|e| match e {
+                        Error::Config { key, reason } => Error::InvalidConfig { key, reason },
+                        other => other,
+                    })?;
+                    layer.insert(k.clone(), v.clone());
+                }
+                None => {
+                    layer.remove(k);
+                }
             }
-            .map_err(|e| match e {
-                Error::Config { key, reason } => Error::InvalidConfig { key, reason },
-                other => other,
-            })?;
         }
+        // Stored as the configuration reads them back: canonical keys,
+        // normalized values.
+        let layer = base
+            .with_dynamic(&none, &layer)
+            .values_from(crate::config::ConfigSource::Dynamic);
         if validate_only {
             return Ok(());
         }
-        let dynamic = next.dynamic_values();
+        let (previous, record) = match scope {
+            BrokerScope::ClusterDefault => (
+                crate::metadata_records::Expectation::BrokerConfigs { values: defaults },
+                MetadataRecord::BrokerConfigsSet {
+                    values: layer.clone(),
+                },
+            ),
+            BrokerScope::ThisBroker => (
+                crate::metadata_records::Expectation::NodeConfigs { node, values: own },
+                MetadataRecord::NodeConfigsSet {
+                    node,
+                    values: layer.clone(),
+                },
+            ),
+        };
         if self.cluster.is_some() {
             // Every broker applies it from the committed log, this one too.
-            let previous = store.data.broker_configs.clone();
             drop(store);
-            return self.cluster_set_broker_configs(previous, dynamic);
+            return self.cluster_set_broker_configs(previous, record);
         }
-        store.commit(&[MetadataRecord::BrokerConfigsSet { values: dynamic }])?;
+        let mut store = store;
+        store.commit(&[record])?;
+        let next = store.data.dynamic_config(&self.static_config, node);
         *self.config.write() = next.clone();
         self.refresh_log_configs(&store.data.tenants, &next);
         Ok(())
+    }
+
+    /// Every layer that sets broker key `key`, highest first, with its
+    /// value (DescribeConfigs' synonyms): this broker's own, the
+    /// cluster-wide default, the start-up value, the built-in default.
+    pub fn broker_config_synonyms(&self, key: &str) -> Vec<(String, ConfigSource)> {
+        let mut out = Vec::new();
+        for scope in [BrokerScope::ThisBroker, BrokerScope::ClusterDefault] {
+            if let Some(v) = self.dynamic_broker_configs(scope).get(key) {
+                out.push((v.clone(), scope.source()));
+            }
+        }
+        if let Some((v, s)) = self.static_config.get(key) {
+            if s == ConfigSource::Static {
+                out.push((v.to_string(), s));
+            }
+        }
+        if let Some(spec) = crate::config::BROKER_KEYS.iter().find(|k| k.name == key) {
+            out.push((spec.default.to_string(), ConfigSource::Default));
+        }
+        out
+    }
+
+    /// The keys of one dynamic layer, as stored.
+    pub fn dynamic_broker_configs(
+        &self,
+        scope: BrokerScope,
+    ) -> std::collections::BTreeMap<String, String> {
+        let store = self.store.lock();
+        match scope {
+            BrokerScope::ClusterDefault => store.data.broker_configs.clone(),
+            BrokerScope::ThisBroker => store
+                .data
+                .node_configs
+                .get(&self.node_id())
+                .cloned()
+                .unwrap_or_default(),
+        }
     }
 
     /// Pushes every topic's storage settings to its partitions after a

@@ -100,8 +100,17 @@ pub enum MetadataRecord {
         /// Its name.
         name: TopicName,
     },
-    /// The broker keys changed at runtime (the whole set).
+    /// The broker keys changed at runtime for every broker (the whole
+    /// set of cluster-wide defaults).
     BrokerConfigsSet {
+        /// Key → value.
+        values: BTreeMap<String, String>,
+    },
+    /// The broker keys changed at runtime for broker `node` (its whole
+    /// set; empty removes them).
+    NodeConfigsSet {
+        /// The broker.
+        node: NodeId,
         /// Key → value.
         values: BTreeMap<String, String>,
     },
@@ -178,6 +187,13 @@ pub enum Expectation {
     },
     /// The dynamic broker keys are these.
     BrokerConfigs {
+        /// Key → value.
+        values: BTreeMap<String, String>,
+    },
+    /// Broker `node`'s own dynamic keys are these.
+    NodeConfigs {
+        /// The broker.
+        node: NodeId,
         /// Key → value.
         values: BTreeMap<String, String>,
     },
@@ -258,6 +274,13 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
             m.topics.remove(name);
         }
         MetadataRecord::BrokerConfigsSet { values } => m.broker_configs = values.clone(),
+        MetadataRecord::NodeConfigsSet { node, values } => {
+            if values.is_empty() {
+                m.node_configs.remove(node);
+            } else {
+                m.node_configs.insert(*node, values.clone());
+            }
+        }
         MetadataRecord::ProducerIdsReserved { limit } => {
             // Strictly above: two brokers reserving from the same limit
             // must not both get the same block.
@@ -311,6 +334,9 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
                     topic(id).is_some_and(|t| t.config == *config)
                 }
                 Expectation::BrokerConfigs { values } => m.broker_configs == *values,
+                Expectation::NodeConfigs { node, values } => {
+                    m.node_configs.get(node).cloned().unwrap_or_default() == *values
+                }
                 Expectation::Tenants { tenants } => m.tenants == *tenants,
             };
             if !holds {
@@ -318,6 +344,7 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
                     Expectation::PartitionCount { .. } => "the topic's partitions",
                     Expectation::TopicConfig { .. } => "the topic's configuration",
                     Expectation::BrokerConfigs { .. } => "the broker configuration",
+                    Expectation::NodeConfigs { .. } => "the broker's own configuration",
                     Expectation::Tenants { .. } => "the tenants and namespaces",
                 };
                 return Err(conflict(format!("{what} changed meanwhile")));

@@ -77,9 +77,14 @@ pub struct Metadata {
     pub producer_id_limit: i64,
     /// Topics by name.
     pub topics: BTreeMap<TopicName, TopicRecord>,
-    /// Broker keys changed at runtime.
+    /// Broker keys changed at runtime for every broker (the cluster-wide
+    /// defaults).
     #[serde(default)]
     pub broker_configs: BTreeMap<String, String>,
+    /// Broker keys changed at runtime for one broker, by node; they
+    /// override the cluster-wide defaults on that broker only.
+    #[serde(default)]
+    pub node_configs: BTreeMap<crate::metadata_records::NodeId, BTreeMap<String, String>>,
     /// Tenants by name (files written before tenants existed have none;
     /// `public` and `public/default` are added when a file is opened).
     #[serde(default)]
@@ -127,6 +132,18 @@ pub struct BrokerRegistration {
 }
 
 impl Metadata {
+    /// `static_config` under the dynamic broker keys broker `node` gets:
+    /// the cluster-wide defaults, then its own.
+    pub fn dynamic_config(
+        &self,
+        static_config: &crate::config::BrokerConfig,
+        node: crate::metadata_records::NodeId,
+    ) -> crate::config::BrokerConfig {
+        let none = BTreeMap::new();
+        let own = self.node_configs.get(&node).unwrap_or(&none);
+        static_config.with_dynamic(&self.broker_configs, own)
+    }
+
     /// Empty metadata of a new cluster with `cluster_id`, holding the
     /// `public/default` namespace.
     pub fn new(cluster_id: String) -> Metadata {
@@ -136,6 +153,7 @@ impl Metadata {
             producer_id_limit: 0,
             topics: BTreeMap::new(),
             broker_configs: BTreeMap::new(),
+            node_configs: BTreeMap::new(),
             tenants: BTreeMap::new(),
             brokers: BTreeMap::new(),
             last_broker_epoch: 0,

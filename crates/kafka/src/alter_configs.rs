@@ -36,9 +36,9 @@ pub fn handle(broker: &Arc<Broker>, req: AlterConfigsRequest) -> AlterConfigsRes
                         )?;
                         broker.set_topic_config(topic.name.as_str(), config, req.validate_only)
                     }),
-                    Resource::ThisBroker => {
-                        // Whole-set semantics: every dynamic key not given is reset.
-                        let dynamic = broker.config().dynamic_values();
+                    Resource::Broker(scope) => {
+                        // Whole-set semantics: every key of the layer not given is reset.
+                        let dynamic = broker.dynamic_broker_configs(scope);
                         let mut changes: Vec<(String, Option<String>)> = BROKER_KEYS
                             .iter()
                             .filter(|k| {
@@ -49,7 +49,7 @@ pub fn handle(broker: &Arc<Broker>, req: AlterConfigsRequest) -> AlterConfigsRes
                             .map(|k| (k.name.to_string(), None))
                             .collect();
                         changes.extend(pairs.iter().cloned());
-                        broker.alter_broker_config(&changes, req.validate_only)
+                        broker.alter_broker_config(scope, &changes, req.validate_only)
                     }
                 },
             );

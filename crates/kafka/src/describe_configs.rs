@@ -13,7 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::error::response_error;
 use super::Versions;
 use broker::config::{ConfigKey, ConfigSource, BROKER_KEYS, TOPIC_KEYS};
-use broker::Broker;
+use broker::{Broker, BrokerScope};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(1, 4);
@@ -32,23 +32,31 @@ pub fn source_code(s: ConfigSource) -> i8 {
     match s {
         ConfigSource::Topic => 1,
         ConfigSource::Dynamic => 2,
-        ConfigSource::Namespace => 3,
+        ConfigSource::DynamicDefault | ConfigSource::Namespace => 3,
         ConfigSource::Static => 4,
         ConfigSource::Default => 5,
     }
 }
 
-/// Whether `name` is one of the broker's ids for itself ("" = this broker).
-pub fn is_this_broker(broker: &Broker, name: &str) -> bool {
-    name.is_empty() || name == broker.node_id().to_string()
+/// The dynamic layer a broker resource name addresses on this broker: ""
+/// the cluster-wide defaults, this broker's id its own keys; another id
+/// is not here.
+pub fn broker_scope(broker: &Broker, name: &str) -> Option<BrokerScope> {
+    if name.is_empty() {
+        Some(BrokerScope::ClusterDefault)
+    } else if name == broker.node_id().to_string() {
+        Some(BrokerScope::ThisBroker)
+    } else {
+        None
+    }
 }
 
 /// A configurable resource named by a config request.
 pub enum Resource<'a> {
     /// A topic, by name.
     Topic(&'a str),
-    /// This broker.
-    ThisBroker,
+    /// A layer of broker keys.
+    Broker(BrokerScope),
 }
 
 /// Resolves a request's resource type and name, or the error Kafka gives.
@@ -59,11 +67,13 @@ pub fn resource<'a>(
 ) -> Result<Resource<'a>, broker::Error> {
     match resource_type {
         RESOURCE_TOPIC => Ok(Resource::Topic(name)),
-        RESOURCE_BROKER if is_this_broker(broker, name) => Ok(Resource::ThisBroker),
-        RESOURCE_BROKER => Err(broker::Error::InvalidRequest(format!(
-            "this is broker {}, not {name}",
-            broker.node_id()
-        ))),
+        RESOURCE_BROKER => match broker_scope(broker, name) {
+            Some(scope) => Ok(Resource::Broker(scope)),
+            None => Err(broker::Error::InvalidRequest(format!(
+                "this is broker {}, not {name}",
+                broker.node_id()
+            ))),
+        },
         other => Err(broker::Error::InvalidRequest(format!(
             "unsupported resource type {other}"
         ))),
@@ -150,28 +160,46 @@ pub fn handle(
                         .with_error_code(response_error(&e).code())
                         .with_error_message(Some(StrBytes::from_string(e.to_string()))),
                 },
-                RESOURCE_BROKER if is_this_broker(broker, r.resource_name.as_str()) => {
-                    let configs = BROKER_KEYS
-                        .iter()
-                        .filter(|k| wanted(k.name))
-                        .filter_map(|spec| {
-                            let (v, s) = broker_config.get(spec.name)?;
-                            let mut syn = vec![synonym(spec.name, v, s)];
-                            if s != ConfigSource::Default {
-                                syn.push(synonym(spec.name, spec.default, ConfigSource::Default));
-                            }
-                            Some(entry(spec, v, s, syn))
-                        })
-                        .collect();
-                    out.with_configs(configs)
-                }
-                RESOURCE_BROKER => out
-                    .with_error_code(ResponseError::InvalidRequest.code())
-                    .with_error_message(Some(StrBytes::from_string(format!(
-                        "this is broker {}, not {}",
-                        broker.node_id(),
-                        r.resource_name.as_str()
-                    )))),
+                RESOURCE_BROKER => match broker_scope(broker, r.resource_name.as_str()) {
+                    // The cluster-wide defaults alone, as Kafka describes
+                    // the default resource.
+                    Some(BrokerScope::ClusterDefault) => {
+                        let defaults = broker.dynamic_broker_configs(BrokerScope::ClusterDefault);
+                        let configs = BROKER_KEYS
+                            .iter()
+                            .filter(|k| wanted(k.name))
+                            .filter_map(|spec| {
+                                let v = defaults.get(spec.name)?;
+                                let s = ConfigSource::DynamicDefault;
+                                Some(entry(spec, v, s, vec![synonym(spec.name, v, s)]))
+                            })
+                            .collect();
+                        out.with_configs(configs)
+                    }
+                    Some(BrokerScope::ThisBroker) => {
+                        let configs = BROKER_KEYS
+                            .iter()
+                            .filter(|k| wanted(k.name))
+                            .filter_map(|spec| {
+                                let (v, s) = broker_config.get(spec.name)?;
+                                let syn = broker
+                                    .broker_config_synonyms(spec.name)
+                                    .into_iter()
+                                    .map(|(v, s)| synonym(spec.name, &v, s))
+                                    .collect();
+                                Some(entry(spec, v, s, syn))
+                            })
+                            .collect();
+                        out.with_configs(configs)
+                    }
+                    None => out
+                        .with_error_code(ResponseError::InvalidRequest.code())
+                        .with_error_message(Some(StrBytes::from_string(format!(
+                            "this is broker {}, not {}",
+                            broker.node_id(),
+                            r.resource_name.as_str()
+                        )))),
+                },
                 other => out
                     .with_error_code(ResponseError::InvalidRequest.code())
                     .with_error_message(Some(StrBytes::from_string(format!(

@@ -36,7 +36,9 @@ pub fn handle(
                     Resource::Topic(name) => {
                         alter_topic(broker, name, &r.configs, req.validate_only)
                     }
-                    Resource::ThisBroker => alter_broker(broker, &r.configs, req.validate_only),
+                    Resource::Broker(scope) => {
+                        alter_broker(broker, scope, &r.configs, req.validate_only)
+                    }
                 },
             );
             let (code, message) = code_and_message(&result);
@@ -124,6 +126,7 @@ fn apply_ops(
 
 fn alter_broker(
     broker: &Arc<Broker>,
+    scope: broker::BrokerScope,
     ops: &[AlterableConfig],
     validate_only: bool,
 ) -> Result<(), Error> {
@@ -144,7 +147,7 @@ fn alter_broker(
             }
         }
     }
-    broker.alter_broker_config(&changes, validate_only)
+    broker.alter_broker_config(scope, &changes, validate_only)
 }
 
 fn missing_value(key: &str) -> Error {

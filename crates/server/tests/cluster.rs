@@ -13,12 +13,19 @@ use std::time::Duration;
 use common::cluster::Cluster;
 use common::{client_config, polled, RawConn};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
+use kafka_protocol::messages::IncrementalAlterConfigsRequest;
 use kafka_protocol::messages::{
     ApiKey, DescribeQuorumRequest, DescribeQuorumResponse, FetchRequest, FindCoordinatorRequest,
     GroupId, HeartbeatRequest, MetadataRequest, MetadataResponse, ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{
+    AdminClient, AdminOptions, AlterConfig, ConfigSource as RdConfigSource, NewTopic,
+    ResourceSpecifier, TopicReplication,
+};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -280,6 +287,60 @@ async fn topics_partitions_and_groups_span_the_cluster() {
         panic!()
     };
     assert_eq!(resp.error_code, 16, "NOT_COORDINATOR from node {other}");
+
+    // Broker keys in layers: broker 2's own (`--entity-name 2`, through
+    // librdkafka) reaches broker 2 only; the cluster-wide default (the
+    // empty name) every broker, under broker 2's own.
+    let a = admin(&c.addr(2));
+    let alter = AlterConfig::new(ResourceSpecifier::Broker(2)).set("num.partitions", "6");
+    let r = a
+        .alter_configs(&[alter], &AdminOptions::new())
+        .await
+        .unwrap();
+    assert!(r[0].is_ok(), "{r:?}");
+    let mut conn = RawConn::connect(c.addr(3).parse().unwrap()).await;
+    let req = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(StrBytes::from_static_str(""))
+            .with_configs(vec![AlterableConfig::default()
+                .with_name(StrBytes::from_static_str("num.partitions"))
+                .with_config_operation(0)
+                .with_value(Some(StrBytes::from_static_str("4")))]),
+    ]);
+    let ResponseKind::IncrementalAlterConfigs(resp) =
+        conn.call(ApiKey::IncrementalAlterConfigs, 1, req).await
+    else {
+        panic!()
+    };
+    assert_eq!(resp.responses[0].error_code, 0, "{resp:?}");
+    for (node, want, source) in [
+        (1, "4", RdConfigSource::DynamicDefaultBroker),
+        (2, "6", RdConfigSource::DynamicBroker),
+        (3, "4", RdConfigSource::DynamicDefaultBroker),
+    ] {
+        let a = admin(&c.addr(node));
+        common::eventually(
+            DEADLINE,
+            &format!("num.partitions on broker {node}"),
+            || {
+                let (a, source) = (&a, &source);
+                async move {
+                    let r = a
+                        .describe_configs(
+                            &[ResourceSpecifier::Broker(node as i32)],
+                            &AdminOptions::new(),
+                        )
+                        .await
+                        .ok()?;
+                    let res = r[0].as_ref().ok()?;
+                    let e = res.get("num.partitions")?;
+                    (e.value.as_deref() == Some(want) && e.source == *source).then_some(())
+                }
+            },
+        )
+        .await;
+    }
     let _ = c.bootstrap();
 }
 

@@ -297,7 +297,11 @@ async fn incremental_alter_configs_and_broker_configs() {
     let res = r[0].as_ref().unwrap();
     let np = res.get("num.partitions").unwrap();
     assert_eq!(np.value.as_deref(), Some("4"));
-    assert_eq!(np.source, ConfigSource::DynamicBroker);
+    assert_eq!(
+        np.source,
+        ConfigSource::DynamicDefaultBroker,
+        "set on the default resource (the empty name)"
+    );
     assert!(res.get("socket.request.max.bytes").unwrap().is_read_only);
 
     let mut conn = RawConn::connect(broker.addr).await;

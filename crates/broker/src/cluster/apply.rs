@@ -17,7 +17,7 @@ use tracing::{info, warn};
 
 use super::dir::{check_membership, ClusterDir};
 use super::{ClusterLink, ClusterState, ClusterView};
-use crate::config::{BrokerConfig, ConfigSource, TopicConfig};
+use crate::config::{BrokerConfig, TopicConfig};
 use crate::core::{open_hosted, reconcile_disk, Endpoint};
 use crate::group::store::OFFSETS_TOPIC;
 use crate::lifecycle::{into_partitions, partition_specs};
@@ -46,12 +46,9 @@ impl Broker {
     ) -> Result<Arc<Broker>, Error> {
         check_membership(&config.data_dir, &metadata.cluster_id, config.node_id())?;
         let logs = dir.logs;
-        for (k, v) in &metadata.broker_configs {
-            if let Err(e) = config.set(k, v, ConfigSource::Dynamic) {
-                warn!("ignoring a cluster-wide dynamic config: {e}");
-            }
-        }
         let node = config.node_id();
+        let static_config = config.clone();
+        config = metadata.dynamic_config(&static_config, node);
         reconcile_disk(&logs, &metadata, node, &[OFFSETS_TOPIC])?;
         let table = open_hosted(&logs, &metadata, &config, node)?;
         info!(
@@ -68,6 +65,7 @@ impl Broker {
             pending: Default::default(),
         };
         let broker = Broker::assemble(
+            static_config,
             config,
             endpoint,
             logs,
@@ -171,20 +169,11 @@ impl Broker {
             }
         }
         // Broker keys and tenants first: new logs take their defaults.
-        let configs_changed = old.broker_configs != new.broker_configs;
+        let me = self.node_id();
+        let configs_changed = old.broker_configs != new.broker_configs
+            || old.node_configs.get(&me) != new.node_configs.get(&me);
         if configs_changed {
-            let mut config = self.config.read().clone();
-            for k in old.broker_configs.keys() {
-                if !new.broker_configs.contains_key(k) {
-                    config.reset(k).ok();
-                }
-            }
-            for (k, v) in &new.broker_configs {
-                if let Err(e) = config.set(k, v, ConfigSource::Dynamic) {
-                    warn!("ignoring a cluster-wide dynamic config: {e}");
-                }
-            }
-            *self.config.write() = config;
+            *self.config.write() = new.dynamic_config(&self.static_config, me);
         }
         let tenants_changed = old.tenants != new.tenants;
         if tenants_changed {

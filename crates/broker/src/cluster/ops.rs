@@ -218,19 +218,14 @@ impl Broker {
         })
     }
 
-    /// Commits the dynamic broker keys `values` cluster-wide, decided from
-    /// `previous` (refused if they changed meanwhile).
+    /// Commits a layer of dynamic broker keys (`record`), decided from
+    /// `previous` (refused if it changed meanwhile).
     pub(crate) fn cluster_set_broker_configs(
         &self,
-        previous: std::collections::BTreeMap<String, String>,
-        values: std::collections::BTreeMap<String, String>,
+        previous: Expectation,
+        record: MetadataRecord,
     ) -> Result<(), Error> {
-        let batch = vec![
-            MetadataRecord::Expect {
-                expect: Expectation::BrokerConfigs { values: previous },
-            },
-            MetadataRecord::BrokerConfigsSet { values },
-        ];
+        let batch = vec![MetadataRecord::Expect { expect: previous }, record];
         match self.submit_and_apply(batch)? {
             Ok(()) => Ok(()),
             Err(conflict) => Err(Error::MetadataConflict(conflict)),

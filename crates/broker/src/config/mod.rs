@@ -68,8 +68,12 @@ pub enum ConfigSource {
     Default,
     /// Set at start-up (config file or `--set`).
     Static,
-    /// Changed at runtime through IncrementalAlterConfigs (broker level).
+    /// Changed at runtime for this broker (AlterConfigs and
+    /// IncrementalAlterConfigs on the broker resource named by its id).
     Dynamic,
+    /// Changed at runtime for every broker: the cluster-wide default
+    /// (the broker resource with an empty name, `--entity-default`).
+    DynamicDefault,
     /// A topic's own override.
     Topic,
     /// A policy of the topic's namespace (e.g. its retention), inherited by
@@ -213,13 +217,42 @@ impl BrokerConfig {
         Some((v.as_str(), src))
     }
 
-    /// Keys changed at runtime, to persist across restarts.
+    /// Keys changed at runtime for this broker, to persist across restarts.
     pub fn dynamic_values(&self) -> BTreeMap<String, String> {
+        self.values_from(ConfigSource::Dynamic)
+    }
+
+    /// The keys whose effective value comes from `source`, with it.
+    pub fn values_from(&self, source: ConfigSource) -> BTreeMap<String, String> {
         self.explicit
             .iter()
-            .filter(|(_, s)| **s == ConfigSource::Dynamic)
+            .filter(|(_, s)| **s == source)
             .map(|(k, _)| (k.to_string(), self.values[k].clone()))
             .collect()
+    }
+
+    /// This configuration (defaults and start-up values) under the dynamic
+    /// layers, as Kafka layers them: the cluster-wide defaults, then this
+    /// broker's own. Removing a key from a layer brings back the value
+    /// below it (another layer's, the start-up one or the default). A
+    /// stored key that is no longer valid is skipped with a warning.
+    pub fn with_dynamic(
+        &self,
+        defaults: &BTreeMap<String, String>,
+        own: &BTreeMap<String, String>,
+    ) -> BrokerConfig {
+        let mut c = self.clone();
+        for (source, layer) in [
+            (ConfigSource::DynamicDefault, defaults),
+            (ConfigSource::Dynamic, own),
+        ] {
+            for (k, v) in layer {
+                if let Err(e) = c.set(k, v, source) {
+                    tracing::warn!("ignoring a stored dynamic broker config: {e}");
+                }
+            }
+        }
+        c
     }
 
     /// The value of a string key (`controller.quorum.voters`, ...), empty
