@@ -121,7 +121,7 @@ impl Broker {
             });
         }
         let logs = prepare_data_dir(&config)?;
-        let store = MetadataStore::open(&config.data_dir)?;
+        let store = MetadataStore::open(&config.data_dir, config.node_id())?;
         let static_config = config.clone();
         config = store.data.dynamic_config(&static_config, config.node_id());
         // Files written before placements were stored: every partition

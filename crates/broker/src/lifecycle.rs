@@ -427,6 +427,30 @@ impl Broker {
         changes: &[(String, Option<String>)],
         validate_only: bool,
     ) -> Result<(), Error> {
+        self.change_broker_config(scope, changes, false, validate_only)
+    }
+
+    /// Replaces one dynamic layer (`scope`) with the keys `values` sets
+    /// (the legacy AlterConfigs' whole-set semantics: every key not given,
+    /// or given no value, is removed), decided on the layer as it is when
+    /// the change is made, so a key set concurrently is removed too rather
+    /// than surviving the replacement.
+    pub fn replace_broker_config(
+        &self,
+        scope: BrokerScope,
+        values: &[(String, Option<String>)],
+        validate_only: bool,
+    ) -> Result<(), Error> {
+        self.change_broker_config(scope, values, true, validate_only)
+    }
+
+    fn change_broker_config(
+        &self,
+        scope: BrokerScope,
+        changes: &[(String, Option<String>)],
+        replace: bool,
+        validate_only: bool,
+    ) -> Result<(), Error> {
         let node = self.node_id();
         let store = self.store.lock();
         let (defaults, own) = (
@@ -440,6 +464,7 @@ impl Broker {
         );
         let source = scope.source();
         let mut layer = match scope {
+            _ if replace => Default::default(),
             BrokerScope::ClusterDefault => defaults.clone(),
             BrokerScope::ThisBroker => own.clone(),
         };

@@ -140,6 +140,11 @@ pub enum MetadataRecord {
         epoch: i64,
         /// Fenced (true) or unfenced.
         fenced: bool,
+        /// A controlled shutdown: the registration is fenced for good, and
+        /// a later unfencing of it (decided before the shutdown) changes
+        /// nothing. Absent in records written before it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        shutdown: bool,
     },
     /// The group and transaction coordinators were placed: coordinator
     /// slot `i` (a hash of the group or transactional id modulo the slot
@@ -307,8 +312,16 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
             node,
             epoch,
             fenced,
+            shutdown,
         } => match m.brokers.get_mut(node) {
-            Some(b) if b.epoch == *epoch => b.fenced = *fenced,
+            Some(b) if b.epoch == *epoch => {
+                if *shutdown {
+                    b.fenced = true;
+                    b.shut_down = true;
+                } else if !b.shut_down {
+                    b.fenced = *fenced;
+                }
+            }
             _ => {
                 return Err(conflict(format!(
                     "broker {node} has no registration of epoch {epoch}"

@@ -18,7 +18,10 @@ use crate::Error;
 
 /// File name inside the data directory.
 pub const FILE_NAME: &str = "cluster-metadata.json";
-const VERSION: u32 = 1;
+/// 2: broker keys in layers (`broker_configs` the cluster-wide defaults,
+/// `node_configs` each broker's own); version 1 had one layer, the
+/// broker's own, in `broker_configs`.
+const VERSION: u32 = 2;
 
 /// A topic as persisted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,6 +132,10 @@ pub struct BrokerRegistration {
     /// starts fenced and is unfenced once it has caught up with the
     /// metadata, and is fenced again when its heartbeats stop.
     pub fenced: bool,
+    /// The registration ended with a controlled shutdown: fenced for good
+    /// (its process is gone; the next one registers anew).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shut_down: bool,
 }
 
 impl Metadata {
@@ -175,8 +182,15 @@ pub struct MetadataStore {
 }
 
 impl MetadataStore {
-    /// Loads the file, or makes a new cluster id if there is none.
-    pub fn open(data_dir: &Path) -> Result<MetadataStore, Error> {
+    /// Loads the file of node `node`, or makes a new cluster id if there is
+    /// none. A version 1 file is upgraded (and rewritten): its dynamic
+    /// broker keys were the node's own, so they stay its own rather than
+    /// becoming cluster-wide defaults that the node's resource could not
+    /// remove.
+    pub fn open(
+        data_dir: &Path,
+        node: crate::metadata_records::NodeId,
+    ) -> Result<MetadataStore, Error> {
         let path = data_dir.join(FILE_NAME);
         let io = |source| Error::MetadataIo {
             path: path.clone(),
@@ -189,7 +203,7 @@ impl MetadataStore {
                         path: path.clone(),
                         reason: e.to_string(),
                     })?;
-                if data.version != VERSION {
+                if data.version != VERSION && data.version != 1 {
                     return Err(Error::MetadataCorrupt {
                         path,
                         reason: format!("unsupported version {}", data.version),
@@ -197,11 +211,23 @@ impl MetadataStore {
                 }
                 let mut data = data;
                 add_default_namespace(&mut data.tenants);
-                Ok(MetadataStore {
+                let upgrade = data.version == 1;
+                if upgrade {
+                    let own = std::mem::take(&mut data.broker_configs);
+                    if !own.is_empty() {
+                        data.node_configs.entry(node).or_default().extend(own);
+                    }
+                    data.version = VERSION;
+                }
+                let mut store = MetadataStore {
                     path,
                     memory_only: false,
                     data,
-                })
+                };
+                if upgrade {
+                    store.save()?;
+                }
+                Ok(store)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut store = MetadataStore {
@@ -314,7 +340,7 @@ mod tests {
     #[test]
     fn persists_and_reloads() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = MetadataStore::open(dir.path()).unwrap();
+        let mut s = MetadataStore::open(dir.path(), 1).unwrap();
         let cluster = s.data.cluster_id.clone();
         assert_eq!(cluster.len(), 22);
         let name = TopicName::new("t").unwrap();
@@ -330,7 +356,7 @@ mod tests {
             },
         }])
         .unwrap();
-        let s2 = MetadataStore::open(dir.path()).unwrap();
+        let s2 = MetadataStore::open(dir.path(), 1).unwrap();
         assert_eq!(s2.data.cluster_id, cluster);
         assert_eq!(s2.data.topics[&name].id, id);
         assert_eq!(s2.data.topics[&name].kind, TopicKind::NonPartitioned);
@@ -343,7 +369,7 @@ mod tests {
     #[test]
     fn a_refused_record_commits_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = MetadataStore::open(dir.path()).unwrap();
+        let mut s = MetadataStore::open(dir.path(), 1).unwrap();
         let before = s.data.clone();
         let e = s
             .commit(&[
@@ -356,7 +382,7 @@ mod tests {
             .unwrap_err();
         assert!(matches!(e, Error::MetadataConflict(_)), "{e}");
         assert_eq!(s.data, before);
-        assert_eq!(MetadataStore::open(dir.path()).unwrap().data, before);
+        assert_eq!(MetadataStore::open(dir.path(), 1).unwrap().data, before);
     }
 
     #[test]
@@ -368,7 +394,7 @@ mod tests {
             br#"{"version":1,"cluster_id":"abc","producer_id_limit":0,"topics":{}}"#,
         )
         .unwrap();
-        let s = MetadataStore::open(dir.path()).unwrap();
+        let s = MetadataStore::open(dir.path(), 1).unwrap();
         assert_eq!(s.data.cluster_id, "abc");
         let public = &s.data.tenants["public"];
         assert!(public.namespaces.contains_key("default"));
@@ -381,7 +407,7 @@ mod tests {
     #[test]
     fn tenants_and_namespace_policies_persist() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = MetadataStore::open(dir.path()).unwrap();
+        let mut s = MetadataStore::open(dir.path(), 1).unwrap();
         let mut tenants = s.data.tenants.clone();
         let t = tenants.entry("acme".into()).or_default();
         t.admin_roles.insert("ops".into());
@@ -390,17 +416,36 @@ mod tests {
         t.namespaces
             .insert("billing".into(), NamespaceRecord { config });
         s.commit(&[MetadataRecord::TenantsSet { tenants }]).unwrap();
-        let s2 = MetadataStore::open(dir.path()).unwrap();
+        let s2 = MetadataStore::open(dir.path(), 1).unwrap();
         assert_eq!(s2.data.tenants, s.data.tenants);
         let ns = &s2.data.tenants["acme"].namespaces["billing"];
         assert_eq!(ns.config.overrides()["retention.ms"], "60000");
     }
 
     #[test]
+    fn version_1_broker_keys_stay_the_nodes_own() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join(FILE_NAME),
+            br#"{"version":1,"cluster_id":"abc","producer_id_limit":0,"topics":{},"broker_configs":{"log.retention.ms":"60000"}}"#,
+        )
+        .unwrap();
+        let s = MetadataStore::open(dir.path(), 3).unwrap();
+        assert!(s.data.broker_configs.is_empty());
+        assert_eq!(s.data.node_configs[&3]["log.retention.ms"], "60000");
+        // Rewritten as version 2: opened again, nothing moves.
+        let again = MetadataStore::open(dir.path(), 3).unwrap();
+        assert_eq!(again.data, s.data);
+        let text = fs::read(dir.path().join(FILE_NAME)).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        assert_eq!(v["version"], 2);
+    }
+
+    #[test]
     fn corrupt_file_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join(FILE_NAME), b"{not json").unwrap();
-        let e = MetadataStore::open(dir.path()).unwrap_err().to_string();
+        let e = MetadataStore::open(dir.path(), 1).unwrap_err().to_string();
         assert!(e.contains("corrupt"), "{e}");
     }
 }

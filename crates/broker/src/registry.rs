@@ -23,15 +23,41 @@ pub enum RegistryError {
     /// Another live process holds this node id (Kafka's
     /// DUPLICATE_BROKER_REGISTRATION).
     Duplicate(NodeId),
-    /// A heartbeat of an older registration (STALE_BROKER_EPOCH).
+    /// A heartbeat of another registration than the current one
+    /// (STALE_BROKER_EPOCH): older, when another process registered since
+    /// (see [`RegistryError::superseded`]), or newer than the metadata
+    /// this controller has applied so far.
     StaleEpoch {
         /// The node.
         node: NodeId,
         /// The epoch the heartbeat carried.
         sent: i64,
+        /// The node's registration epoch in the metadata.
+        current: i64,
     },
     /// A heartbeat from a broker that never registered.
     NotRegistered(NodeId),
+    /// A new process on the data directory of a registration that still
+    /// heartbeated moments ago: it may be a copy of a live broker's
+    /// directory rather than the crashed broker's successor, so it waits
+    /// until the old registration misses its heartbeats.
+    PredecessorAlive(NodeId),
+    /// A heartbeat of a registration that ended with a controlled
+    /// shutdown.
+    ShutDown {
+        /// The node.
+        node: NodeId,
+        /// The registration that shut down.
+        epoch: i64,
+    },
+}
+
+impl RegistryError {
+    /// Whether the broker that sent the request was replaced by a later
+    /// registration of its node id: that process must stop serving.
+    pub fn superseded(&self) -> bool {
+        matches!(self, RegistryError::StaleEpoch { sent, current, .. } if current > sent)
+    }
 }
 
 impl std::fmt::Display for RegistryError {
@@ -40,13 +66,24 @@ impl std::fmt::Display for RegistryError {
             RegistryError::Duplicate(n) => {
                 write!(f, "broker {n} is registered by another live process")
             }
-            RegistryError::StaleEpoch { node, sent } => {
+            RegistryError::StaleEpoch {
+                node,
+                sent,
+                current,
+            } => {
                 write!(
                     f,
-                    "broker {node} epoch {sent} is not its current registration"
+                    "broker {node} epoch {sent} is not its current registration (epoch {current})"
                 )
             }
             RegistryError::NotRegistered(n) => write!(f, "broker {n} is not registered"),
+            RegistryError::PredecessorAlive(n) => write!(
+                f,
+                "broker {n} heartbeated from this data directory moments ago (a copied directory, or a process that has not stopped yet)"
+            ),
+            RegistryError::ShutDown { node, epoch } => {
+                write!(f, "broker {node} epoch {epoch} has shut down")
+            }
         }
     }
 }
@@ -64,24 +101,39 @@ pub struct HeartbeatAnswer {
 #[derive(Debug, Clone)]
 pub struct Registry {
     session_timeout_ms: u64,
+    heartbeat_interval_ms: u64,
     last_seen_ms: BTreeMap<NodeId, u64>,
 }
 
 impl Registry {
     /// A registry that fences a broker `session_timeout_ms` after its last
-    /// heartbeat.
-    pub fn new(session_timeout_ms: u64) -> Registry {
+    /// heartbeat; brokers heartbeat every `heartbeat_interval_ms`.
+    pub fn new(session_timeout_ms: u64, heartbeat_interval_ms: u64) -> Registry {
         Registry {
             session_timeout_ms,
+            heartbeat_interval_ms,
             last_seen_ms: BTreeMap::new(),
         }
     }
 
     /// This controller became active at `now_ms`: every registered broker
     /// gets a full session from now, since earlier heartbeats went to
-    /// another controller.
+    /// another controller (except those that shut down).
     pub fn activate(&mut self, m: &Metadata, now_ms: u64) {
-        self.last_seen_ms = m.brokers.keys().map(|n| (*n, now_ms)).collect();
+        self.last_seen_ms = m
+            .brokers
+            .iter()
+            .filter(|(_, b)| !b.shut_down)
+            .map(|(n, _)| (*n, now_ms))
+            .collect();
+    }
+
+    /// Whether `node` heartbeated within the last two intervals: a process
+    /// that has stopped misses them, a live one does not.
+    fn heartbeating(&self, node: NodeId, now_ms: u64) -> bool {
+        self.last_seen_ms
+            .get(&node)
+            .is_some_and(|t| now_ms.saturating_sub(*t) < 2 * self.heartbeat_interval_ms)
     }
 
     fn alive(&self, node: NodeId, now_ms: u64) -> bool {
@@ -93,10 +145,12 @@ impl Registry {
     /// A broker process starts and registers from its data directory
     /// `directory`. The same incarnation again (a retried request), a node
     /// whose session expired or ended (a clean shutdown), or a new process
-    /// on the same data directory (its predecessor, which held the
-    /// directory's lock, is gone) registers anew with a higher epoch,
-    /// fenced; another incarnation on another directory while the current
-    /// one still has a session (fenced or not, as Kafka checks) is refused.
+    /// on the same data directory once the old registration has missed two
+    /// heartbeats (its predecessor, which held the directory's lock, is
+    /// gone; one still heartbeating runs on a copy of the directory)
+    /// registers anew with a higher epoch, fenced; another incarnation
+    /// while the current one still has a session (fenced or not, as Kafka
+    /// checks) is refused.
     pub fn register(
         &mut self,
         m: &Metadata,
@@ -109,8 +163,13 @@ impl Registry {
         let old = m.brokers.get(&node);
         if let Some(old) = old {
             let same_directory = !directory.is_empty() && old.directory == directory;
-            if old.incarnation != incarnation && !same_directory && self.alive(node, now_ms) {
-                return Err(RegistryError::Duplicate(node));
+            if old.incarnation != incarnation && !old.shut_down && self.alive(node, now_ms) {
+                if !same_directory {
+                    return Err(RegistryError::Duplicate(node));
+                }
+                if self.heartbeating(node, now_ms) {
+                    return Err(RegistryError::PredecessorAlive(node));
+                }
             }
         }
         self.last_seen_ms.insert(node, now_ms);
@@ -122,6 +181,7 @@ impl Registry {
                 directory: directory.to_string(),
                 endpoints,
                 fenced: true,
+                shut_down: false,
             },
         })
     }
@@ -142,7 +202,15 @@ impl Registry {
             .get(&node)
             .ok_or(RegistryError::NotRegistered(node))?;
         if reg.epoch != epoch {
-            return Err(RegistryError::StaleEpoch { node, sent: epoch });
+            return Err(RegistryError::StaleEpoch {
+                node,
+                sent: epoch,
+                current: reg.epoch,
+            });
+        }
+        if reg.shut_down {
+            // A heartbeat sent before the shutdown, arriving after it.
+            return Err(RegistryError::ShutDown { node, epoch });
         }
         self.last_seen_ms.insert(node, now_ms);
         if reg.fenced && caught_up {
@@ -151,6 +219,7 @@ impl Registry {
                     node,
                     epoch,
                     fenced: false,
+                    shutdown: false,
                 }],
                 fenced: false,
             });
@@ -164,7 +233,10 @@ impl Registry {
     /// `node`'s registration `epoch` shuts down cleanly (Kafka's controlled
     /// shutdown): its session ends now, so it is fenced at once (its
     /// partitions are reported offline instead of pointing clients at a
-    /// closed port) and its next process registers without waiting.
+    /// closed port) and its next process registers without waiting. The
+    /// registration stays fenced for good: an unfencing decided before
+    /// and committed after the shutdown, or a late heartbeat, cannot undo
+    /// it (see [`MetadataRecord::BrokerFencing`]).
     pub fn shutdown(
         &mut self,
         m: &Metadata,
@@ -176,16 +248,21 @@ impl Registry {
             .get(&node)
             .ok_or(RegistryError::NotRegistered(node))?;
         if reg.epoch != epoch {
-            return Err(RegistryError::StaleEpoch { node, sent: epoch });
+            return Err(RegistryError::StaleEpoch {
+                node,
+                sent: epoch,
+                current: reg.epoch,
+            });
         }
         self.last_seen_ms.remove(&node);
-        if reg.fenced {
+        if reg.shut_down {
             return Ok(Vec::new());
         }
         Ok(vec![MetadataRecord::BrokerFencing {
             node,
             epoch,
             fenced: true,
+            shutdown: true,
         }])
     }
 
@@ -198,6 +275,7 @@ impl Registry {
                 node: *n,
                 epoch: b.epoch,
                 fenced: true,
+                shutdown: false,
             })
             .collect()
     }
@@ -230,7 +308,7 @@ mod tests {
     #[test]
     fn register_catch_up_unfence_expire_and_come_back() {
         let mut m = Metadata::new("c".into());
-        let mut r = Registry::new(9_000);
+        let mut r = Registry::new(9_000, 1_000);
         let rec = r.register(&m, 1, "a", "", endpoints(9092), 0).unwrap();
         commit(&mut m, &[rec]);
         assert_eq!(m.brokers[&1].epoch, 1);
@@ -253,7 +331,7 @@ mod tests {
 
         // Another process with the same id is refused while this one lives.
         let mut fresh = Metadata::new("c".into());
-        let mut r2 = Registry::new(9_000);
+        let mut r2 = Registry::new(9_000, 1_000);
         let first = r2.register(&fresh, 5, "a", "", endpoints(1), 0).unwrap();
         commit(&mut fresh, &[first]);
         assert_eq!(
@@ -273,7 +351,8 @@ mod tests {
             vec![MetadataRecord::BrokerFencing {
                 node: 1,
                 epoch: 1,
-                fenced: true
+                fenced: true,
+                shutdown: false,
             }]
         );
         commit(&mut m, &fence);
@@ -286,7 +365,11 @@ mod tests {
         assert_eq!(m.brokers[&1].epoch, 2);
         assert_eq!(
             r.heartbeat(&m, 1, 1, true, 12_500),
-            Err(RegistryError::StaleEpoch { node: 1, sent: 1 })
+            Err(RegistryError::StaleEpoch {
+                node: 1,
+                sent: 1,
+                current: 2
+            })
         );
         assert_eq!(
             r.heartbeat(&m, 2, 1, true, 12_500),
@@ -307,7 +390,11 @@ mod tests {
         assert_eq!(m.brokers[&1].epoch, 3);
         assert_eq!(
             r.heartbeat(&m, 1, 2, true, 30_100),
-            Err(RegistryError::StaleEpoch { node: 1, sent: 2 })
+            Err(RegistryError::StaleEpoch {
+                node: 1,
+                sent: 2,
+                current: 3
+            })
         );
         // A stale registration record cannot overwrite a newer one.
         let mut older = m.brokers[&1].clone();
@@ -325,7 +412,7 @@ mod tests {
     #[test]
     fn a_new_controller_gives_every_broker_a_full_session() {
         let mut m = Metadata::new("c".into());
-        let mut r = Registry::new(9_000);
+        let mut r = Registry::new(9_000, 1_000);
         for node in 1..=3 {
             let rec = r
                 .register(&m, node, "x", "", endpoints(9000 + node as u16), 0)
@@ -337,7 +424,7 @@ mod tests {
         }
         assert_eq!(Registry::usable(&m), vec![1, 2, 3]);
         // The controller fails over at t=60s; the new one knows no heartbeat.
-        let mut next = Registry::new(9_000);
+        let mut next = Registry::new(9_000, 1_000);
         assert_eq!(
             next.tick(&m, 60_000).len(),
             3,
@@ -361,7 +448,7 @@ mod tests {
     #[test]
     fn the_same_data_directory_or_a_clean_shutdown_registers_at_once() {
         let mut m = Metadata::new("c".into());
-        let mut r = Registry::new(9_000);
+        let mut r = Registry::new(9_000, 500);
         let rec = r.register(&m, 1, "a", "dir-1", endpoints(1), 0).unwrap();
         commit(&mut m, &[rec]);
         let a = r.heartbeat(&m, 1, 1, true, 100).unwrap();
@@ -376,36 +463,80 @@ mod tests {
             Err(RegistryError::Duplicate(1)),
             "no directory id proves nothing"
         );
-        // A crashed process's successor on the same directory: at once.
-        let rec = r.register(&m, 1, "b", "dir-1", endpoints(1), 300).unwrap();
+        // The same directory while the old registration still heartbeats
+        // is a copy of a live broker's directory: it waits.
+        assert_eq!(
+            r.register(&m, 1, "b", "dir-1", endpoints(1), 1_099),
+            Err(RegistryError::PredecessorAlive(1))
+        );
+        // A crashed process's successor on the same directory: once two
+        // heartbeats are missed, long before the session expires.
+        let rec = r
+            .register(&m, 1, "b", "dir-1", endpoints(1), 1_100)
+            .unwrap();
         commit(&mut m, &[rec]);
         assert_eq!(m.brokers[&1].epoch, 2);
         assert!(m.brokers[&1].fenced);
-        let a = r.heartbeat(&m, 1, 2, true, 400).unwrap();
+        // The old process, if it still runs, learns it was replaced.
+        let stale = r.heartbeat(&m, 1, 1, true, 1_150).unwrap_err();
+        assert!(stale.superseded(), "{stale}");
+        let a = r.heartbeat(&m, 1, 2, true, 1_200).unwrap();
         commit(&mut m, &a.records);
         assert_eq!(Registry::usable(&m), vec![1]);
+        // A newer epoch than the metadata knows is not a replacement (a
+        // controller that has not applied the registration yet).
+        let ahead = r.heartbeat(&m, 1, 3, true, 1_250).unwrap_err();
+        assert!(!ahead.superseded(), "{ahead}");
 
         // A clean shutdown fences at once and ends the session, so even a
         // process on another directory registers without waiting.
         assert_eq!(
             r.shutdown(&m, 1, 1),
-            Err(RegistryError::StaleEpoch { node: 1, sent: 1 })
+            Err(RegistryError::StaleEpoch {
+                node: 1,
+                sent: 1,
+                current: 2
+            })
         );
+        // An unfencing decided before the shutdown, committed after it.
+        let late_unfence = MetadataRecord::BrokerFencing {
+            node: 1,
+            epoch: 2,
+            fenced: false,
+            shutdown: false,
+        };
         let down = r.shutdown(&m, 1, 2).unwrap();
         assert_eq!(
             down,
             vec![MetadataRecord::BrokerFencing {
                 node: 1,
                 epoch: 2,
-                fenced: true
+                fenced: true,
+                shutdown: true,
             }]
         );
         commit(&mut m, &down);
         assert!(Registry::usable(&m).is_empty());
-        assert!(r.shutdown(&m, 1, 2).unwrap().is_empty(), "already fenced");
-        assert!(r.tick(&m, 500).is_empty());
-        let rec = r.register(&m, 1, "c", "dir-3", endpoints(1), 600).unwrap();
+        commit(&mut m, &[late_unfence]);
+        assert!(Registry::usable(&m).is_empty(), "the shutdown holds");
+        // A heartbeat sent before the shutdown, arriving after it.
+        assert_eq!(
+            r.heartbeat(&m, 1, 2, true, 1_300),
+            Err(RegistryError::ShutDown { node: 1, epoch: 2 })
+        );
+        assert!(
+            r.shutdown(&m, 1, 2).unwrap().is_empty(),
+            "already shut down"
+        );
+        assert!(r.tick(&m, 1_500).is_empty());
+        // A new controller gives it no session either.
+        let mut next = Registry::new(9_000, 500);
+        next.activate(&m, 1_600);
+        let rec = next
+            .register(&m, 1, "c", "dir-3", endpoints(1), 1_700)
+            .unwrap();
         commit(&mut m, &[rec]);
         assert_eq!(m.brokers[&1].epoch, 3);
+        assert!(!m.brokers[&1].shut_down, "a new registration serves again");
     }
 }

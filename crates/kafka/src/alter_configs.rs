@@ -11,7 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::describe_configs::{resource, Resource};
 use super::error::code_and_message;
 use super::Versions;
-use broker::config::{TopicConfig, BROKER_KEYS};
+use broker::config::TopicConfig;
 use broker::Broker;
 
 /// Implemented versions.
@@ -38,18 +38,7 @@ pub fn handle(broker: &Arc<Broker>, req: AlterConfigsRequest) -> AlterConfigsRes
                     }),
                     Resource::Broker(scope) => {
                         // Whole-set semantics: every key of the layer not given is reset.
-                        let dynamic = broker.dynamic_broker_configs(scope);
-                        let mut changes: Vec<(String, Option<String>)> = BROKER_KEYS
-                            .iter()
-                            .filter(|k| {
-                                k.dynamic
-                                    && dynamic.contains_key(k.name)
-                                    && !pairs.iter().any(|(n, _)| n == k.name)
-                            })
-                            .map(|k| (k.name.to_string(), None))
-                            .collect();
-                        changes.extend(pairs.iter().cloned());
-                        broker.alter_broker_config(scope, &changes, req.validate_only)
+                        broker.replace_broker_config(scope, &pairs, req.validate_only)
                     }
                 },
             );

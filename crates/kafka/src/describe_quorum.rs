@@ -17,7 +17,6 @@ use kafka_protocol::messages::describe_quorum_response::{
 use kafka_protocol::messages::{BrokerId, DescribeQuorumRequest, DescribeQuorumResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::error::response_error;
 use super::Versions;
 use broker::cluster::ReplicaProgress;
 use broker::Broker;
@@ -60,10 +59,11 @@ pub fn handle(
                     "a standalone node keeps its metadata in a local file, not in a controller quorum; nodes of a cluster (magnetar broker) answer DescribeQuorum".into(),
                 ))
         }
+        // No leader answered (an election, no quorum): retriable, as a
+        // Kafka controller that does not lead answers.
         Err(e) => {
-            let err = response_error(&e);
             return resp
-                .with_error_code(err.code())
+                .with_error_code(ResponseError::NotLeaderOrFollower.code())
                 .with_error_message(message(e.to_string()));
         }
     };

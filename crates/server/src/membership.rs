@@ -35,6 +35,9 @@ pub(crate) struct Membership {
     /// How to reach the quorum and this node's registration, once it
     /// registered: for the controlled shutdown.
     registered: Option<(Arc<ClusterLink>, i32, i64)>,
+    /// Set, with why, when a later registration of this node id replaced
+    /// this process's (it must stop serving).
+    superseded: watch::Receiver<Option<String>>,
 }
 
 /// How long a clean shutdown waits for the controller to fence this
@@ -59,6 +62,10 @@ impl Membership {
         let Some((link, node, epoch)) = self.registered.take() else {
             return;
         };
+        if self.superseded.borrow().is_some() {
+            // That registration is another process's now.
+            return;
+        }
         let req = ServiceRequest::Shutdown { node, epoch };
         match tokio::time::timeout(CONTROLLED_SHUTDOWN_TIMEOUT, call(&link, &req)).await {
             Ok(Ok(ServiceResponse::Heartbeat { fenced: true })) => {
@@ -70,6 +77,22 @@ impl Membership {
                 node,
                 "no controller answered the controlled shutdown; the session will expire"
             ),
+        }
+    }
+
+    /// Resolves, with why, once another process has registered this
+    /// node id in this one's place: the process must stop, or two would
+    /// serve the same partitions (a copied data directory, or one that
+    /// lost the controllers for longer than two heartbeats).
+    pub(crate) async fn superseded(&self) -> String {
+        let mut rx = self.superseded.clone();
+        let why = match rx.wait_for(Option::is_some).await {
+            Ok(why) => why.clone(),
+            Err(_) => None,
+        };
+        match why {
+            Some(why) => why,
+            None => std::future::pending().await,
         }
     }
 
@@ -123,13 +146,19 @@ pub(crate) async fn join(
         Duration::from_millis(config.int_value("broker.session.timeout.ms").max(1) as u64);
     let heartbeat =
         Duration::from_millis(config.int_value("broker.heartbeat.interval.ms").max(1) as u64);
+    // Locked before the controller starts and before registering: a
+    // second process on this directory must fail here, neither touching
+    // the live controller's Raft files nor replacing the registration of
+    // the process that holds it.
+    let c = config.clone();
+    let dir = tokio::task::spawn_blocking(move || ClusterDir::open(&c)).await??;
     let (stop, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     let controller = if combined {
         let c = Controller::start(cc.clone(), MetadataMachine::new())
             .await
             .map_err(|e| anyhow::anyhow!("controller: {e}"))?;
-        let service = BrokerService::new(c.handle(), session);
+        let service = BrokerService::new(c.handle(), session, heartbeat);
         c.set_service(service.clone());
         tasks.push(tokio::spawn(run_fencing(
             service,
@@ -149,16 +178,21 @@ pub(crate) async fn join(
         tokio::runtime::Handle::current(),
         cc.submit_timeout + Duration::from_secs(5),
     ));
+    let (superseded_tx, superseded) = watch::channel(None);
     let membership = Membership {
         controller,
         stop,
         tasks,
         registered: None,
+        superseded,
     };
-    let joined = register_and_open(
-        config, endpoint, endpoints, link, session, heartbeat, stop_rx,
-    )
-    .await;
+    let joining = Joining {
+        config,
+        dir,
+        endpoint,
+        endpoints,
+    };
+    let joined = register_and_open(joining, link, session, heartbeat, stop_rx, superseded_tx).await;
     match joined {
         Ok((broker, more, registered)) => {
             let mut membership = membership;
@@ -175,25 +209,35 @@ pub(crate) async fn join(
     }
 }
 
-async fn register_and_open(
+/// What a node brings to the cluster it joins.
+struct Joining {
     config: BrokerConfig,
+    /// Its data directory, locked.
+    dir: ClusterDir,
     endpoint: Endpoint,
     endpoints: BTreeMap<String, String>,
+}
+
+async fn register_and_open(
+    joining: Joining,
     link: Arc<ClusterLink>,
     session: Duration,
     heartbeat: Duration,
     stop: watch::Receiver<bool>,
+    superseded: watch::Sender<Option<String>>,
 ) -> anyhow::Result<(
     Arc<Broker>,
     Vec<JoinHandle<()>>,
     (Arc<ClusterLink>, i32, i64),
 )> {
+    let Joining {
+        config,
+        dir,
+        endpoint,
+        endpoints,
+    } = joining;
     let node = config.node_id();
     let incarnation = uuid::Uuid::new_v4().to_string();
-    // Locked before registering: a second process on this directory must
-    // fail here, not replace the registration of the one that holds it.
-    let c = config.clone();
-    let dir = tokio::task::spawn_blocking(move || ClusterDir::open(&c)).await??;
     let directory = dir.directory_id().to_string();
     let (epoch, registered_at) =
         register(&link, node, &incarnation, &directory, endpoints, session).await?;
@@ -218,6 +262,7 @@ async fn register_and_open(
             registered_at,
             heartbeat,
             stop,
+            superseded,
         )),
     ];
     Ok((broker, tasks, (link, node, epoch)))
@@ -248,9 +293,22 @@ async fn register(
         directory: directory.to_string(),
         endpoints,
     };
+    let mut predecessor_since: Option<Instant> = None;
     loop {
         match call(link, &req).await {
             Ok(ServiceResponse::Registered { epoch, index }) => return Ok((epoch, index)),
+            Ok(ServiceResponse::Wait(why)) => {
+                // A crashed predecessor misses its heartbeats within two
+                // intervals; one that goes on heartbeating for a whole
+                // session runs on a copy of this directory.
+                let since = *predecessor_since.get_or_insert_with(Instant::now);
+                if since.elapsed() > session + Duration::from_secs(2) {
+                    anyhow::bail!(
+                        "the controller refused node {node}: {why}; another live process heartbeats with this data directory's id (directory.id in meta.properties): a copy of a running broker's data directory cannot join as that broker"
+                    );
+                }
+                info!(node, "waiting for the previous process on this data directory to miss its heartbeats ({why})");
+            }
             Ok(ServiceResponse::Refused(why)) => {
                 let since = *duplicate_since.get_or_insert_with(Instant::now);
                 if since.elapsed() > session + Duration::from_secs(2) {
@@ -381,6 +439,7 @@ async fn heartbeats(
     registered_at: u64,
     every: Duration,
     mut stop: watch::Receiver<bool>,
+    superseded: watch::Sender<Option<String>>,
 ) {
     let node = broker.node_id();
     let mut fenced = true;
@@ -414,6 +473,15 @@ async fn heartbeats(
                 fenced = now;
             }
             Ok(ServiceResponse::Refused(why)) => warn!(node, epoch, "heartbeat refused: {why}"),
+            Ok(ServiceResponse::Superseded(why)) => {
+                tracing::error!(
+                    node,
+                    epoch,
+                    "another process registered this node id in this one's place ({why}); stopping so that two processes never serve the same partitions"
+                );
+                superseded.send_replace(Some(why));
+                return;
+            }
             Ok(other) => warn!("unexpected heartbeat answer {other:?}"),
             Err(e) => warn!(node, "heartbeat failed: {e}"),
         }

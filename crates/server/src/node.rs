@@ -146,6 +146,16 @@ impl Node {
         self.membership.as_ref().and_then(|m| m.controller_addr())
     }
 
+    /// Resolves, with why, when a later registration of this node id
+    /// replaced this node's in its cluster: the node must be shut down.
+    /// Never resolves for a standalone node.
+    pub async fn superseded(&self) -> String {
+        match &self.membership {
+            Some(m) => m.superseded().await,
+            None => std::future::pending().await,
+        }
+    }
+
     /// The broker core.
     pub fn broker(&self) -> Arc<Broker> {
         self.broker.clone()

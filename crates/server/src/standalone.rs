@@ -206,11 +206,19 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     }
     eprintln!("magnetar: kafka listener on {}", node.kafka_addr());
 
-    signals.wait().await;
+    let superseded = tokio::select! {
+        _ = signals.wait() => None,
+        why = node.superseded() => Some(why),
+    };
     info!("shutting down");
     node.shutdown().await?;
     info!("clean shutdown complete");
-    Ok(())
+    match superseded {
+        Some(why) => Err(anyhow::anyhow!(
+            "stopped: another process registered this node id in this one's place ({why})"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// SIGTERM and SIGINT, handled from installation on.

@@ -624,6 +624,40 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
         "{stderr}"
     );
 
+    // A second process on voter 2's own data directory stops at the
+    // directory lock, before its controller could open node 2's Raft
+    // files or bind its port; node 2 serves on.
+    let two_controller = c
+        .voters
+        .split(',')
+        .find_map(|v| v.strip_prefix("2@"))
+        .unwrap()
+        .to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_magnetar"))
+        .args(["broker", "--node-id", "2", "--controller-quorum", &c.voters])
+        .args(["--controller-addr", &two_controller])
+        .arg("--data-dir")
+        .arg(c.dir().join("node-2"))
+        .args([
+            "--kafka-addr",
+            "127.0.0.1:0",
+            "--pulsar-addr",
+            "127.0.0.1:0",
+        ])
+        .args(["--http-addr", "127.0.0.1:0"])
+        .args(SETTINGS.iter().flat_map(|s| ["--set", s]))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("locked")
+            && !stderr.contains("cannot listen")
+            && !stderr.contains("controller started"),
+        "{stderr}"
+    );
+    consume_all(&c.addr(2), "wide-two", "wide", &values);
+
     // A clean shutdown fences node 4 at once (controlled shutdown): its
     // partitions are offline rather than pointing at a closed port.
     let mut four = four;
@@ -657,7 +691,60 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
     );
     assert_eq!(leaders(&c.addr(1), "wide", 8).await, l);
     consume_all(&four.bootstrap(), "wide-again", "wide", &values);
-    drop(four);
+
+    // A copy of node 4's data directory (same directory.id) while node 4
+    // heartbeats is not its successor: refused once a session has passed.
+    let copy = c.dir().join("node-4-copy");
+    let cp = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(c.dir().join("node-4"))
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let started = std::time::Instant::now();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_magnetar"))
+        .args(["broker", "--node-id", "4", "--controller-quorum", &c.voters])
+        .arg("--data-dir")
+        .arg(&copy)
+        .args([
+            "--kafka-addr",
+            "127.0.0.1:0",
+            "--pulsar-addr",
+            "127.0.0.1:0",
+        ])
+        .args(["--http-addr", "127.0.0.1:0"])
+        .args(SETTINGS.iter().flat_map(|s| ["--set", s]))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("a copy of a running broker's data directory"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_secs(4),
+        "waited for a session"
+    );
+    assert!(four.is_running());
+
+    // Node 4 stops heartbeating (SIGSTOP) and the copy takes its place:
+    // woken again, node 4 learns it was replaced and stops by itself, so
+    // two processes never serve node 4's partitions.
+    four.signal("-STOP");
+    let twin = common::BrokerProcess::start_node(copy, &args, &settings);
+    four.signal("-CONT");
+    let code = four.wait_for_exit(DEADLINE);
+    assert_eq!(code, Some(1), "{}", four.log_text());
+    assert!(
+        four.log_text().contains("in this one's place"),
+        "{}",
+        four.log_text()
+    );
+    wait_brokers(&c, &[1, 2, 3], 4).await;
+    consume_all(&twin.bootstrap(), "wide-twin", "wide", &values);
+    drop(twin);
 }
 
 /// Runs a check of the Python Pulsar client suite against `service_url`.

@@ -14,7 +14,7 @@ use tracing::{info, warn};
 
 use crate::metadata_machine::{MetadataBatch, MetadataMachine};
 use crate::metadata_records::{MetadataRecord, NodeId};
-use crate::registry::Registry;
+use crate::registry::{Registry, RegistryError};
 
 /// A request of a broker to the active controller.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -105,6 +105,12 @@ pub enum ServiceResponse {
     },
     /// Refused, with why (a duplicate node id, a stale epoch).
     Refused(String),
+    /// Not yet: a registration from the data directory of a registration
+    /// that still heartbeated moments ago; try again shortly.
+    Wait(String),
+    /// The heartbeating process was replaced by a later registration of
+    /// its node id: it must stop serving.
+    Superseded(String),
     /// The quorum's state.
     Quorum(QuorumDescription),
 }
@@ -139,23 +145,30 @@ pub struct BrokerService {
     controller: ControllerHandle<MetadataMachine>,
     state: Mutex<State>,
     started: Instant,
+    session_timeout: Duration,
 }
 
 impl BrokerService {
     /// A service over `controller`, fencing brokers `session_timeout`
-    /// after their last heartbeat.
+    /// after their last heartbeat; brokers heartbeat every
+    /// `heartbeat_interval`.
     pub fn new(
         controller: ControllerHandle<MetadataMachine>,
         session_timeout: Duration,
+        heartbeat_interval: Duration,
     ) -> Arc<BrokerService> {
         Arc::new(BrokerService {
             controller,
             state: Mutex::new(State {
-                registry: Registry::new(session_timeout.as_millis() as u64),
+                registry: Registry::new(
+                    session_timeout.as_millis() as u64,
+                    heartbeat_interval.as_millis() as u64,
+                ),
                 progress: BTreeMap::new(),
                 active_term: None,
             }),
             started: Instant::now(),
+            session_timeout,
         })
     }
 
@@ -171,6 +184,8 @@ impl BrokerService {
             let now = self.now_ms();
             self.controller
                 .read(|sm| state.registry.activate(&sm.metadata, now));
+            // Progress heard by an earlier leadership is not this one's.
+            state.progress.clear();
             state.active_term = Some(term);
         }
     }
@@ -193,14 +208,17 @@ impl BrokerService {
         let mut state = self.state.lock();
         self.activate(&mut state);
         let now = self.now_ms();
-        let refused = |e: crate::registry::RegistryError| ServiceResponse::Refused(e.to_string());
+        let refused = |e: RegistryError| match e {
+            RegistryError::PredecessorAlive(_) => ServiceResponse::Wait(e.to_string()),
+            e if e.superseded() => ServiceResponse::Superseded(e.to_string()),
+            e => ServiceResponse::Refused(e.to_string()),
+        };
         if matches!(req, ServiceRequest::DescribeQuorum) {
             return Err(self.describe_quorum(&state));
         }
-        if let ServiceRequest::Heartbeat { node, applied, .. } = &req {
-            state.progress.insert(*node, (*applied, wall_ms()));
-        }
-        let registry = &mut state.registry;
+        let State {
+            registry, progress, ..
+        } = &mut *state;
         // Decided on the applied metadata in place: cloning it for every
         // heartbeat would cost in proportion to the partitions.
         self.controller.read(|sm| {
@@ -237,6 +255,8 @@ impl BrokerService {
                     let ans = registry
                         .heartbeat(m, node, epoch, applied >= registered_at, now)
                         .map_err(refused)?;
+                    // Only a valid registration's heartbeat reports progress.
+                    progress.insert(node, (applied, wall_ms()));
                     Ok((
                         ans.records,
                         Pending::Heartbeat {
@@ -248,6 +268,7 @@ impl BrokerService {
                 }
                 ServiceRequest::Shutdown { node, epoch } => {
                     let records = registry.shutdown(m, node, epoch).map_err(refused)?;
+                    progress.remove(&node);
                     Ok((records, Pending::Shutdown { node, epoch }))
                 }
                 ServiceRequest::DescribeQuorum => unreachable!("answered above"),
@@ -290,12 +311,22 @@ impl BrokerService {
                 }
             })
             .collect();
+        // Observers are the brokers that follow the log now: registered,
+        // not voting, and heard from within a session.
+        let session = self.session_timeout.as_millis() as i64;
         let observers = self.controller.read(|sm| {
             sm.metadata
                 .brokers
-                .keys()
-                .filter(|n| !status.voters.iter().any(|(v, _)| *v == **n as u64))
-                .map(|&node| {
+                .iter()
+                .filter(|(n, b)| {
+                    !b.shut_down
+                        && !status.voters.iter().any(|(v, _)| *v == **n as u64)
+                        && state
+                            .progress
+                            .get(n)
+                            .is_some_and(|(_, at)| now - at < session)
+                })
+                .map(|(&node, _)| {
                     let (end, at) = state
                         .progress
                         .get(&node)

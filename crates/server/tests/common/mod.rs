@@ -386,20 +386,41 @@ impl BrokerProcess {
 
     /// Sends a signal (`-TERM`, `-INT`) and waits; returns the exit code.
     pub fn stop_with(&mut self, signal: &str) -> Option<i32> {
-        let mut c = self.child.take()?;
-        let pid = c.id() as i32;
+        let pid = self.child.as_ref()?.id() as i32;
         let _ = Command::new("kill")
             .arg(signal)
             .arg(pid.to_string())
             .status();
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let code = self.wait_for_exit(Duration::from_secs(30));
+        if self.child.is_some() {
+            self.kill();
+            panic!("broker did not exit after {signal}");
+        }
+        code
+    }
+
+    /// Sends a signal without waiting for the process (`-STOP`, `-CONT`).
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(self.pid().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} failed");
+    }
+
+    /// Waits up to `timeout` for the process to exit by itself; its exit
+    /// code, or `None` (still running, or killed by a signal).
+    pub fn wait_for_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let deadline = Instant::now() + timeout;
+        let c = self.child.as_mut()?;
         loop {
             if let Some(status) = c.try_wait().unwrap() {
+                self.child = None;
                 return status.code();
             }
             if Instant::now() > deadline {
-                let _ = c.kill();
-                panic!("broker did not exit after SIGTERM");
+                return None;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
