@@ -37,8 +37,10 @@ pub(crate) const RECORD_COUNT_OFFSET: usize = 57;
 
 pub(crate) const COMPRESSION_MASK: i16 = 0x07;
 const TIMESTAMP_TYPE_FLAG: i16 = 0x08;
-const TRANSACTIONAL_FLAG: i16 = 0x10;
-const CONTROL_FLAG: i16 = 0x20;
+/// The attributes bit of a transactional batch.
+pub const TRANSACTIONAL_FLAG: i16 = 0x10;
+/// The attributes bit of a control batch (transaction markers).
+pub const CONTROL_FLAG: i16 = 0x20;
 
 /// The codec of a batch's records (attribute bits 0-2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -28,6 +28,8 @@ pub struct BatchBuilder {
     producer_id: ProducerId,
     producer_epoch: ProducerEpoch,
     base_sequence: i32,
+    /// Transactional and control bits of the attributes.
+    flags: i16,
     /// The encoded records, uncompressed.
     records: Vec<u8>,
     count: i32,
@@ -44,6 +46,7 @@ impl BatchBuilder {
             producer_id: ProducerId(-1),
             producer_epoch: ProducerEpoch(-1),
             base_sequence: -1,
+            flags: 0,
             records: Vec::new(),
             count: 0,
             base_timestamp: -1,
@@ -57,6 +60,13 @@ impl BatchBuilder {
         self.producer_id = id;
         self.producer_epoch = epoch;
         self.base_sequence = base_sequence;
+        self
+    }
+
+    /// Sets attribute bits besides the codec: [`crate::batch::TRANSACTIONAL_FLAG`]
+    /// and [`crate::batch::CONTROL_FLAG`].
+    pub fn flags(mut self, flags: i16) -> Self {
+        self.flags = flags;
         self
     }
 
@@ -146,7 +156,7 @@ impl BatchBuilder {
         put(&(-1i32).to_be_bytes()); // partitionLeaderEpoch: the log stamps it
         put(&[MAGIC_V2 as u8]);
         put(&0u32.to_be_bytes()); // crc, below
-        put(&i16::from(self.compression.id()).to_be_bytes()); // CreateTime
+        put(&(i16::from(self.compression.id()) | self.flags).to_be_bytes()); // CreateTime
         put(&(self.count - 1).to_be_bytes());
         put(&self.base_timestamp.to_be_bytes());
         put(&self.max_timestamp.to_be_bytes());

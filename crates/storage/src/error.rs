@@ -341,10 +341,27 @@ pub enum Error {
         /// The producer's current epoch.
         current_epoch: ProducerEpoch,
     },
-    /// Transactional or control batches were appended; transactions are not
-    /// supported.
+    /// Transactional batches were appended without the transaction being
+    /// verified with its coordinator, or control batches were sent.
     #[error("transactional and control record batches are not supported")]
     TransactionsNotSupported,
+    /// A batch that does not fit the producer's transaction state (Kafka's
+    /// INVALID_TXN_STATE).
+    #[error("invalid transaction state: {0}")]
+    InvalidTxnState(String),
+    /// A transaction marker of an older coordinator epoch (Kafka's
+    /// TRANSACTION_COORDINATOR_FENCED).
+    #[error(
+        "producer {producer_id}: coordinator epoch {coordinator_epoch} is older than {current}"
+    )]
+    TransactionCoordinatorFenced {
+        /// The producer.
+        producer_id: ProducerId,
+        /// The marker's coordinator epoch.
+        coordinator_epoch: i32,
+        /// The epoch of the coordinator that wrote the last marker.
+        current: i32,
+    },
     /// The partition directory belongs to another incarnation of the topic.
     #[error("partition directory {} belongs to topic id {found}, not {expected}", path.display())]
     TopicIdMismatch {

@@ -33,6 +33,7 @@ mod parallel;
 mod producer_state;
 pub mod records;
 mod segment;
+pub mod txn;
 
 #[cfg(test)]
 mod test_util;

@@ -1,8 +1,9 @@
 //! Idempotent producer state, with Kafka's ProducerStateManager semantics:
 //! per producer, its epoch and its last five batches, used to fence zombie
-//! producers, detect retries and reject sequence gaps.
+//! producers, detect retries and reject sequence gaps; and each producer's
+//! ongoing transaction, whose first offset bounds the last stable offset.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -12,12 +13,14 @@ use crate::batch::{increment_sequence, BatchHeader};
 use crate::checkpoint::write_atomic;
 use crate::error::{corrupt, Error, IoContext, Result};
 use crate::segment::{file_name, parse_file_name};
+use crate::txn::{ControlType, TxnMarker};
 
 /// Extension of producer snapshot files, `{offset:020}.snapshot`.
 pub(crate) const SNAPSHOT_EXT: &str = "snapshot";
 /// How many recent batches are remembered per producer (Kafka's limit of in-flight requests).
 pub const MAX_CACHED_BATCHES: usize = 5;
-const SNAPSHOT_VERSION: u16 = 1;
+/// 2 adds each producer's coordinator epoch and ongoing transaction.
+const SNAPSHOT_VERSION: u16 = 2;
 
 /// One remembered batch of a producer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,9 +45,24 @@ pub struct ProducerEntry {
     /// When it last appended (wall clock; the batch's max timestamp when
     /// rebuilt from the log). Drives producer id expiration.
     pub last_timestamp: Timestamp,
+    /// The first offset of its ongoing transaction, if one is open here.
+    pub txn_first_offset: Option<Offset>,
+    /// The epoch of the transaction coordinator that wrote its last marker
+    /// (-1: none yet).
+    pub coordinator_epoch: i32,
 }
 
 impl ProducerEntry {
+    fn new(epoch: ProducerEpoch, at: Timestamp) -> ProducerEntry {
+        ProducerEntry {
+            epoch,
+            batches: VecDeque::new(),
+            last_timestamp: at,
+            txn_first_offset: None,
+            coordinator_epoch: -1,
+        }
+    }
+
     /// The sequence of its last record, if it has appended in this epoch.
     pub fn last_sequence(&self) -> Option<i32> {
         self.last_seq()
@@ -80,6 +98,21 @@ impl ProducerEntry {
             last_offset: h.last_offset(),
         });
         self.last_timestamp = at;
+        if h.is_transactional() && self.txn_first_offset.is_none() {
+            self.txn_first_offset = Some(h.base_offset);
+        }
+    }
+
+    /// Ends its ongoing transaction with `marker` (at `at`): the epoch can
+    /// only rise (a bumped epoch starts its sequences afresh).
+    fn end_txn(&mut self, marker: &TxnMarker, at: Timestamp) {
+        if marker.producer_epoch != self.epoch {
+            self.epoch = marker.producer_epoch;
+            self.batches.clear();
+        }
+        self.coordinator_epoch = marker.coordinator_epoch;
+        self.txn_first_offset = None;
+        self.last_timestamp = at;
     }
 }
 
@@ -96,6 +129,9 @@ pub(crate) enum Verdict {
 #[derive(Debug, Default)]
 pub(crate) struct ProducerStateManager {
     producers: HashMap<ProducerId, ProducerEntry>,
+    /// The ongoing transactions by first offset: the first one is the last
+    /// stable offset.
+    ongoing: BTreeMap<Offset, ProducerId>,
 }
 
 /// Updates staged by one append, applied only once the write succeeded.
@@ -125,6 +161,64 @@ impl ProducerStateManager {
         self.producers.get(&pid)
     }
 
+    /// The first offset of the oldest ongoing transaction: records from it
+    /// on are not stable yet (`None`: every record is).
+    pub fn first_unstable_offset(&self) -> Option<Offset> {
+        self.ongoing.keys().next().copied()
+    }
+
+    /// The ongoing transactions, oldest first: (first offset, producer).
+    pub fn ongoing(&self) -> impl Iterator<Item = (Offset, ProducerId)> + '_ {
+        self.ongoing.iter().map(|(o, p)| (*o, *p))
+    }
+
+    fn insert(&mut self, pid: ProducerId, entry: ProducerEntry) {
+        let old = self.producers.insert(pid, entry);
+        if let Some(o) = old.and_then(|e| e.txn_first_offset) {
+            self.ongoing.remove(&o);
+        }
+        if let Some(o) = self.producers[&pid].txn_first_offset {
+            self.ongoing.insert(o, pid);
+        }
+    }
+
+    /// Checks `marker` against the producer's state: a marker of an older
+    /// producer epoch, or of an older coordinator, is fenced.
+    pub fn check_marker(&self, marker: &TxnMarker) -> Result<()> {
+        let Some(e) = self.producers.get(&marker.producer_id) else {
+            return Ok(());
+        };
+        if marker.producer_epoch < e.epoch {
+            return Err(Error::InvalidProducerEpoch {
+                producer_id: marker.producer_id,
+                epoch: marker.producer_epoch,
+                current_epoch: e.epoch,
+            });
+        }
+        if marker.coordinator_epoch < e.coordinator_epoch {
+            return Err(Error::TransactionCoordinatorFenced {
+                producer_id: marker.producer_id,
+                coordinator_epoch: marker.coordinator_epoch,
+                current: e.coordinator_epoch,
+            });
+        }
+        Ok(())
+    }
+
+    /// Ends the producer's transaction with `marker` (checked), returning
+    /// the first offset of the transaction it ended, if one was open.
+    pub fn complete_txn(&mut self, marker: &TxnMarker, at: Timestamp) -> Option<Offset> {
+        let mut entry = self
+            .producers
+            .get(&marker.producer_id)
+            .cloned()
+            .unwrap_or_else(|| ProducerEntry::new(marker.producer_epoch, at));
+        let first = entry.txn_first_offset;
+        entry.end_txn(marker, at);
+        self.insert(marker.producer_id, entry);
+        first
+    }
+
     /// Every producer known, by id (unordered).
     pub fn all(&self) -> impl Iterator<Item = (ProducerId, &ProducerEntry)> {
         self.producers.iter().map(|(id, e)| (*id, e))
@@ -139,15 +233,16 @@ impl ProducerStateManager {
         now: Timestamp,
     ) -> Result<Verdict> {
         if !h.has_producer_id() {
+            if h.is_transactional() {
+                return Err(Error::InvalidTxnState(
+                    "a transactional batch without a producer id".into(),
+                ));
+            }
             return Ok(Verdict::Append);
         }
         let pid = h.producer_id;
         let mut entry = match staged.get(self, pid) {
-            None => ProducerEntry {
-                epoch: h.producer_epoch,
-                batches: VecDeque::new(),
-                last_timestamp: h.max_timestamp,
-            },
+            None => ProducerEntry::new(h.producer_epoch, h.max_timestamp),
             Some(e) => {
                 if h.producer_epoch < e.epoch {
                     return Err(Error::InvalidProducerEpoch {
@@ -155,6 +250,12 @@ impl ProducerStateManager {
                         epoch: h.producer_epoch,
                         current_epoch: e.epoch,
                     });
+                }
+                if e.txn_first_offset.is_some() && !h.is_transactional() {
+                    // Kafka's "expected transactional write" check.
+                    return Err(Error::InvalidTxnState(format!(
+                        "producer {pid} has an ongoing transaction; its batches must be transactional"
+                    )));
                 }
                 if let Some(dup) = e.find_duplicate(h) {
                     return Ok(Verdict::Duplicate(dup));
@@ -190,17 +291,20 @@ impl ProducerStateManager {
     /// Applies the staged updates of a successful append.
     pub fn commit(&mut self, staged: StagedProducers) {
         for (pid, entry) in staged.entries {
-            self.producers.insert(pid, entry);
+            self.insert(pid, entry);
         }
     }
 
     /// Forgets producers idle for at least `expiration_ms` (Kafka's
     /// `producer.id.expiration.ms`), so the state does not grow without
-    /// bound. Returns how many were removed.
+    /// bound; a producer with an ongoing transaction is kept. Returns how
+    /// many were removed.
     pub fn remove_expired(&mut self, now: Timestamp, expiration_ms: u64) -> usize {
         let before = self.producers.len();
-        self.producers
-            .retain(|_, e| now.0.saturating_sub(e.last_timestamp.0) < expiration_ms as i64);
+        self.producers.retain(|_, e| {
+            e.txn_first_offset.is_some()
+                || now.0.saturating_sub(e.last_timestamp.0) < expiration_ms as i64
+        });
         before - self.producers.len()
     }
 
@@ -214,24 +318,42 @@ impl ProducerStateManager {
             .collect()
     }
 
-    /// Applies a batch read back from the log, without checks (recovery).
-    pub fn replay(&mut self, h: &BatchHeader) {
+    /// Applies a batch read back from the log, without checks (recovery);
+    /// `control` is the marker a control batch holds. Returns the first
+    /// offset of the transaction a marker ended, if one was open.
+    pub fn replay(
+        &mut self,
+        h: &BatchHeader,
+        control: Option<(ControlType, i32)>,
+    ) -> Option<Offset> {
         if !h.has_producer_id() {
-            return;
+            return None;
         }
-        self.producers
-            .entry(h.producer_id)
-            .or_insert_with(|| ProducerEntry {
-                epoch: h.producer_epoch,
-                batches: VecDeque::new(),
-                last_timestamp: h.max_timestamp,
-            })
-            .push(h, h.max_timestamp);
+        if h.is_control() {
+            let (control, coordinator_epoch) = control?;
+            let marker = TxnMarker {
+                producer_id: h.producer_id,
+                producer_epoch: h.producer_epoch,
+                control,
+                coordinator_epoch,
+            };
+            return self.complete_txn(&marker, h.max_timestamp);
+        }
+        let mut entry = self
+            .producers
+            .get(&h.producer_id)
+            .cloned()
+            .unwrap_or_else(|| ProducerEntry::new(h.producer_epoch, h.max_timestamp));
+        entry.push(h, h.max_timestamp);
+        self.insert(h.producer_id, entry);
+        None
     }
 
     /// Serializes the state: version u16, CRC-32C u32 of the rest, count u32,
-    /// then per producer `id i64, epoch i16, last timestamp i64, n u8` and `n`
-    /// times `first seq i32, last seq i32, first offset i64, last offset i64`.
+    /// then per producer `id i64, epoch i16, last timestamp i64, coordinator
+    /// epoch i32, transaction first offset i64 (-1: none), n u8` and `n`
+    /// times `first seq i32, last seq i32, first offset i64, last offset i64`
+    /// (version 1 had neither the coordinator epoch nor the transaction).
     pub fn snapshot_bytes(&self) -> Vec<u8> {
         let mut body = Vec::with_capacity(4 + self.producers.len() * 64);
         body.extend_from_slice(&(self.producers.len() as u32).to_be_bytes());
@@ -242,6 +364,8 @@ impl ProducerStateManager {
             body.extend_from_slice(&pid.0.to_be_bytes());
             body.extend_from_slice(&e.epoch.0.to_be_bytes());
             body.extend_from_slice(&e.last_timestamp.0.to_be_bytes());
+            body.extend_from_slice(&e.coordinator_epoch.to_be_bytes());
+            body.extend_from_slice(&e.txn_first_offset.map_or(-1, |o| o.0).to_be_bytes());
             body.push(e.batches.len() as u8);
             for b in &e.batches {
                 body.extend_from_slice(&b.first_seq.to_be_bytes());
@@ -262,7 +386,7 @@ impl ProducerStateManager {
         let bad = |reason: &str| corrupt(path, reason.to_string());
         let mut r = Reader { buf: bytes, pos: 0 };
         let version = r.u16().ok_or_else(|| bad("truncated header"))?;
-        if version != SNAPSHOT_VERSION {
+        if version != SNAPSHOT_VERSION && version != 1 {
             return Err(bad("unsupported snapshot version"));
         }
         let crc = r.u32().ok_or_else(|| bad("truncated header"))?;
@@ -270,12 +394,19 @@ impl ProducerStateManager {
             return Err(bad("CRC mismatch"));
         }
         let count = r.u32().ok_or_else(|| bad("truncated"))?;
-        let mut producers = HashMap::new();
+        let mut state = ProducerStateManager::default();
         for _ in 0..count {
             let entry = (|| {
                 let pid = ProducerId(r.i64()?);
                 let epoch = ProducerEpoch(r.u16()? as i16);
                 let last_timestamp = Timestamp(r.i64()?);
+                let (coordinator_epoch, txn_first_offset) = if version >= 2 {
+                    let c = r.u32()? as i32;
+                    let t = r.i64()?;
+                    (c, (t >= 0).then_some(Offset(t)))
+                } else {
+                    (-1, None)
+                };
                 let n = r.u8()?;
                 let mut batches = VecDeque::with_capacity(usize::from(n));
                 for _ in 0..n {
@@ -292,13 +423,15 @@ impl ProducerStateManager {
                         epoch,
                         batches,
                         last_timestamp,
+                        txn_first_offset,
+                        coordinator_epoch,
                     },
                 ))
             })()
             .ok_or_else(|| bad("truncated entry"))?;
-            producers.insert(entry.0, entry.1);
+            state.insert(entry.0, entry.1);
         }
-        Ok(ProducerStateManager { producers })
+        Ok(state)
     }
 }
 

@@ -15,6 +15,7 @@ use crate::batch::{self, BatchHeader, HEADER_LEN};
 use crate::error::{IoContext, Result};
 use crate::files::CachedFile;
 use crate::index::{Entry, Index, OffsetEntry, TimeEntry};
+use crate::txn::AbortedTxn;
 
 mod view;
 
@@ -93,6 +94,9 @@ pub(crate) struct Segment {
     /// When this process first appended here: `roll_ms` counts from it in
     /// wall time when the records carry no timestamps.
     first_append_at: Option<Timestamp>,
+    /// The transactions aborted by markers in this segment, in offset
+    /// order, as its `.txnindex` holds them.
+    aborted: Vec<AbortedTxn>,
     /// Test hook: the next append writes only this many bytes, then fails.
     #[cfg(test)]
     pub fail_next_write_after: Option<usize>,
@@ -116,6 +120,7 @@ impl Segment {
     /// Creates an empty segment at `base` in `dir` (replacing stale files).
     pub fn create(dir: &Path, base: Offset) -> Result<Segment> {
         let log_path = dir.join(file_name(base, LOG_EXT));
+        crate::txn::remove_index(&crate::txn::index_path(dir, base))?;
         let file = CachedFile::create(log_path.clone(), true)?;
         Ok(Segment {
             base_offset: base,
@@ -130,6 +135,7 @@ impl Segment {
             bytes_since_index: 0,
             first_batch_timestamp: None,
             first_append_at: None,
+            aborted: Vec::new(),
             #[cfg(test)]
             fail_next_write_after: None,
         })
@@ -167,11 +173,13 @@ impl Segment {
                 bytes_since_index: 0,
                 first_batch_timestamp: None,
                 first_append_at: None,
+                aborted: Vec::new(),
                 #[cfg(test)]
                 fail_next_write_after: None,
             };
             let end = segment.rebuild(false, interval)?;
             let needs_recovery = end.invalid.is_some() || end.position != size;
+            segment.aborted = crate::txn::read_index(&segment.txn_index_path())?;
             return Ok(Loaded {
                 segment,
                 index_rebuilt: true,
@@ -199,6 +207,7 @@ impl Segment {
             bytes_since_index: 0,
             first_batch_timestamp: None,
             first_append_at: None,
+            aborted: Vec::new(),
             #[cfg(test)]
             fail_next_write_after: None,
         };
@@ -215,6 +224,7 @@ impl Segment {
             needs_recovery = end.invalid.is_some() || end.position != size;
             segment.first_batch_timestamp = segment.read_first_batch_timestamp()?;
         }
+        segment.aborted = crate::txn::read_index(&segment.txn_index_path())?;
         Ok(Loaded {
             segment,
             index_rebuilt: false,
@@ -243,6 +253,7 @@ impl Segment {
             bytes_since_index: 0,
             first_batch_timestamp: None,
             first_append_at: None,
+            aborted: Vec::new(),
             #[cfg(test)]
             fail_next_write_after: None,
         };
@@ -257,6 +268,7 @@ impl Segment {
             segment.size = end.position;
         }
         segment.first_batch_timestamp = segment.read_first_batch_timestamp()?;
+        segment.aborted = crate::txn::read_index(&segment.txn_index_path())?;
         Ok((segment, truncated))
     }
 
@@ -460,13 +472,48 @@ impl Segment {
 
     /// Handles needed to fsync this segment without holding the log's lock.
     pub fn sync_handle(&self) -> Result<SyncHandle> {
-        Ok(SyncHandle {
-            files: vec![
-                (self.file.get()?, self.log_path.clone()),
-                self.offset_index.file()?,
-                self.time_index.file()?,
-            ],
-        })
+        let mut files = vec![
+            (self.file.get()?, self.log_path.clone()),
+            self.offset_index.file()?,
+            self.time_index.file()?,
+        ];
+        if !self.aborted.is_empty() {
+            let path = self.txn_index_path();
+            files.push((Arc::new(File::open(&path).at(&path)?), path));
+        }
+        Ok(SyncHandle { files })
+    }
+
+    /// Path of this segment's aborted-transaction index.
+    pub fn txn_index_path(&self) -> PathBuf {
+        self.log_path.with_extension(crate::txn::TXN_INDEX_EXT)
+    }
+
+    /// The transactions aborted by markers in this segment.
+    pub fn aborted(&self) -> &[AbortedTxn] {
+        &self.aborted
+    }
+
+    /// Records a transaction aborted by a marker of this segment (unless it
+    /// is recorded already: a replay after a crash meets markers again).
+    pub fn add_aborted(&mut self, t: AbortedTxn) -> Result<()> {
+        if self.aborted.iter().any(|a| a.last_offset == t.last_offset) {
+            return Ok(());
+        }
+        crate::txn::append_index(&self.txn_index_path(), &t)?;
+        self.aborted.push(t);
+        Ok(())
+    }
+
+    /// Forgets aborted transactions whose marker is at or after `end` (the
+    /// log was cut back there).
+    pub fn retain_aborted_below(&mut self, end: Offset) -> Result<()> {
+        let before = self.aborted.len();
+        self.aborted.retain(|a| a.last_offset < end);
+        if self.aborted.len() != before {
+            crate::txn::write_index(&self.txn_index_path(), &self.aborted)?;
+        }
+        Ok(())
     }
 
     /// A reader's view starting at the batch holding `offset` (or earlier).
@@ -501,10 +548,12 @@ impl Segment {
 
     /// Deletes the segment's files.
     pub fn delete_files(&self) -> Result<()> {
+        let txn_index = self.txn_index_path();
         for path in [
             self.log_path.as_path(),
             self.offset_index.path(),
             self.time_index.path(),
+            txn_index.as_path(),
         ] {
             match std::fs::remove_file(path) {
                 Ok(()) => {}
@@ -518,11 +567,13 @@ impl Segment {
     /// Renames the segment's files `*.deleted`, for deletion later; returns
     /// the new paths. Handles open on them keep reading.
     pub fn rename_deleted(&self) -> Result<Vec<PathBuf>> {
-        let mut renamed = Vec::with_capacity(3);
+        let mut renamed = Vec::with_capacity(4);
+        let txn_index = self.txn_index_path();
         for path in [
             self.log_path.as_path(),
             self.offset_index.path(),
             self.time_index.path(),
+            txn_index.as_path(),
         ] {
             let mut to = path.as_os_str().to_owned();
             to.push(DELETED_SUFFIX);

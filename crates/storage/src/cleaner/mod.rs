@@ -511,6 +511,15 @@ fn assess(log: &Log, view: &CleaningView, now: Timestamp) -> Result<Option<Clean
         .filter(|c| *c >= start && *c <= view.log_end_offset)
         .unwrap_or(start);
     let mut first_uncleanable = view.active_base;
+    // Nothing from the segment holding the last stable offset on: an
+    // ongoing transaction's records may yet be aborted.
+    if let Some(s) = view
+        .closed
+        .iter()
+        .find(|s| s.base <= view.last_stable_offset && view.last_stable_offset < s.end)
+    {
+        first_uncleanable = first_uncleanable.min(s.base);
+    }
     if config.min_compaction_lag_ms > 0 {
         let newest_allowed = now.0.saturating_sub(config.min_compaction_lag_ms as i64);
         if let Some(s) = view
@@ -649,6 +658,22 @@ impl Run<'_> {
             .filter(|s| s.end > first_dirty && s.base < first_uncleanable)
             .cloned()
             .collect();
+        let mut aborted: std::collections::HashMap<model::ProducerId, Vec<(Offset, Offset)>> =
+            Default::default();
+        for t in &self.view.aborted {
+            aborted
+                .entry(t.producer_id)
+                .or_default()
+                .push((t.first_offset, t.last_offset));
+        }
+        let is_aborted = |h: &crate::batch::BatchHeader| {
+            h.is_transactional()
+                && aborted.get(&h.producer_id).is_some_and(|ranges| {
+                    ranges
+                        .iter()
+                        .any(|(first, last)| *first <= h.base_offset && h.base_offset <= *last)
+                })
+        };
         for s in dirty {
             let Some(view) = self.log.closed_segment_view(s.base, s.size)? else {
                 return Ok(false);
@@ -666,7 +691,9 @@ impl Run<'_> {
                     full = true;
                     return Ok(false);
                 }
-                if !h.is_control() {
+                // An aborted transaction's records never count as a key's
+                // latest value: read_committed readers drop them.
+                if !h.is_control() && !is_aborted(h) {
                     let records = RecordIter::new(bytes::Bytes::copy_from_slice(body), u64::MAX)?;
                     for r in records {
                         let r = r?;

@@ -164,7 +164,12 @@ pub(crate) fn install(dir: &Path, base: Offset) -> Result<()> {
 /// Step 4: deletes the files of the replaced segments after the first.
 pub(crate) fn remove_replaced(dir: &Path, bases: &[Offset]) -> Result<()> {
     for base in bases {
-        for ext in [LOG_EXT, INDEX_EXT, TIME_INDEX_EXT] {
+        for ext in [
+            LOG_EXT,
+            INDEX_EXT,
+            TIME_INDEX_EXT,
+            crate::txn::TXN_INDEX_EXT,
+        ] {
             remove_if_exists(&dir.join(file_name(*base, ext)))?;
         }
         #[cfg(test)]

@@ -578,6 +578,8 @@ fn groups_fit_segment_bytes_and_segment_index_bytes() {
             ..compact_config()
         },
         producer_last_offsets: Default::default(),
+        last_stable_offset: Offset(45),
+        aborted: Vec::new(),
     };
     let sizes =
         |v: &CleaningView| -> Vec<usize> { groups(v, Offset(40)).iter().map(Vec::len).collect() };
@@ -762,4 +764,74 @@ fn cleaned_segments_get_new_indexes_that_answer_timestamp_lookups() {
     let log = f.open(compact_config(), true);
     assert_eq!(log.recovery_stats().indexes_rebuilt, 0);
     check(&log);
+}
+
+/// A transactional batch of `pid` (epoch 0, sequence `seq`) putting `key`.
+fn put_txn(log: &Log, pid: i64, seq: i32, key: &str, value: &str, ts: i64) -> Offset {
+    let mut b = BatchBuilder::new(Compression::None)
+        .producer(ProducerId(pid), ProducerEpoch(0), seq)
+        .flags(crate::batch::TRANSACTIONAL_FLAG);
+    b.append(
+        Timestamp(ts),
+        Some(key.as_bytes()),
+        Some(value.as_bytes()),
+        &[],
+    )
+    .unwrap();
+    let (outcome, work) = log
+        .append_transactional_deferred(&b.build().unwrap(), LeaderEpoch(0), Timestamp(ts))
+        .unwrap();
+    log.complete(work).unwrap();
+    outcome.info().base_offset
+}
+
+fn end_txn(log: &Log, pid: i64, control: crate::txn::ControlType, ts: i64) {
+    let m = crate::txn::TxnMarker {
+        producer_id: ProducerId(pid),
+        producer_epoch: ProducerEpoch(0),
+        control,
+        coordinator_epoch: 0,
+    };
+    let (_, work) = log.write_marker(&m, LeaderEpoch(0), Timestamp(ts)).unwrap();
+    log.complete(work).unwrap();
+}
+
+#[test]
+fn aborted_records_never_shadow_a_committed_value_and_ongoing_ones_are_not_cleaned() {
+    use crate::txn::ControlType::{Abort, Commit};
+    let f = Fixture::new();
+    let log = f.open(compact_config(), false);
+    let committed = put(&log, "k", Some("committed"), T0);
+    // An aborted transaction writes k again; a committed one writes j.
+    put_txn(&log, 1, 0, "k", "aborted", T0 + 1);
+    end_txn(&log, 1, Abort, T0 + 2);
+    put_txn(&log, 2, 0, "j", "j1", T0 + 3);
+    end_txn(&log, 2, Commit, T0 + 4);
+    updates(&log, 4, 6);
+    // An ongoing transaction: nothing from its segment on is cleaned.
+    let ongoing = put_txn(&log, 3, 0, "k", "ongoing", T0 + 100);
+    updates(&log, 4, 6);
+    assert_eq!(log.last_stable_offset(), ongoing);
+    let c = cleaner(1 << 20);
+    let s = c.clean(&log, Timestamp(T0 + 10_000)).unwrap().unwrap();
+    assert!(s.cleaned_up_to <= ongoing, "{s:?}");
+    let after = contents(&log);
+    // The committed value of k is still there for read_committed readers
+    // (who drop the aborted one, listed among the aborted transactions).
+    assert!(after.iter().any(|(o, _, _)| *o == committed.0), "{after:?}");
+    assert!(after
+        .iter()
+        .any(|(_, k, v)| k.as_deref() == Some(b"j") && v.as_deref() == Some(b"j1")));
+    assert!(after.iter().any(|(o, _, _)| *o == ongoing.0));
+    let aborted = log.aborted_transactions(Offset(0), log.last_stable_offset());
+    assert_eq!(aborted.len(), 1);
+    assert_eq!(aborted[0].producer_id, ProducerId(1));
+    // Reopened after a crash, the same.
+    drop(log);
+    let log = f.open(compact_config(), false);
+    assert_eq!(contents(&log), after);
+    assert_eq!(
+        log.aborted_transactions(Offset(0), log.last_stable_offset()),
+        aborted
+    );
 }

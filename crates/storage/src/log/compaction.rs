@@ -52,6 +52,12 @@ pub(crate) struct CleaningView {
     pub config: LogConfig,
     /// The last offset of each idempotent producer's last batch.
     pub producer_last_offsets: HashMap<ProducerId, Offset>,
+    /// The last stable offset: the segment holding it and those after it
+    /// are not cleaned (a transaction may still end either way).
+    pub last_stable_offset: Offset,
+    /// The aborted transactions of the closed segments: their records
+    /// never shadow a key's committed value.
+    pub aborted: Vec<crate::txn::AbortedTxn>,
 }
 
 /// How a swap went.
@@ -93,6 +99,12 @@ impl Log {
             log_end_offset: inner.log_end_offset,
             config: inner.config.clone(),
             producer_last_offsets: inner.producers.last_offsets(),
+            last_stable_offset: inner.last_stable_offset(),
+            aborted: inner.segments[..n - 1]
+                .iter()
+                .flat_map(|s| s.aborted())
+                .copied()
+                .collect(),
         })
     }
 
@@ -150,8 +162,20 @@ impl Log {
         };
         {
             let inner = self.inner.read();
-            if inner.state != State::Open || position(&inner).is_none() {
+            let Some(i) = position(&inner).filter(|_| inner.state == State::Open) else {
                 return Ok(SwapOutcome::Stale);
+            };
+            // The cleaned segment keeps every aborted transaction of the
+            // segments it replaces (their records may still be there), in
+            // the first one's index, written before the commit: a swap
+            // undone later leaves copies there, which readers ignore.
+            let aborted: Vec<crate::txn::AbortedTxn> = inner.segments[i..i + sources.len()]
+                .iter()
+                .flat_map(|s| s.aborted())
+                .copied()
+                .collect();
+            if aborted.len() > inner.segments[i].aborted().len() {
+                crate::txn::write_index(&crate::txn::index_path(&self.dir, base), &aborted)?;
             }
         }
         swap::commit(&self.dir, base, end)?;

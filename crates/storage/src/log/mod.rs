@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::producer_state::{ProducerEntry, ProducerStateManager, StagedProducers, Verdict};
 use crate::records;
 use crate::segment::{find_timestamp_in, FileRegion, Located, Segment, SegmentView, SyncHandle};
+use crate::txn::{AbortedTxn, ControlType, TxnMarker};
 
 mod compaction;
 mod maintenance;
@@ -29,6 +30,8 @@ mod proptests;
 mod record_proptests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod txn_tests;
 
 /// The result of [`Log::append`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +78,8 @@ pub struct ReadResult {
     pub log_start_offset: Offset,
     /// The high watermark (== log end offset on a single node).
     pub high_watermark: Offset,
+    /// The last stable offset: below it, every transaction has ended.
+    pub last_stable_offset: Offset,
 }
 
 /// The result of [`Log::read_region`].
@@ -89,6 +94,8 @@ pub struct RegionRead {
     pub log_start_offset: Offset,
     /// The high watermark (== log end offset on a single node).
     pub high_watermark: Offset,
+    /// The last stable offset: below it, every transaction has ended.
+    pub last_stable_offset: Offset,
 }
 
 /// What opening the log had to do; lets callers and tests see that a clean
@@ -138,6 +145,12 @@ struct Inner {
 }
 
 impl Inner {
+    fn last_stable_offset(&self) -> Offset {
+        self.producers
+            .first_unstable_offset()
+            .map_or(self.log_end_offset, |o| o.min(self.log_end_offset))
+    }
+
     fn ensure_open(&self) -> Result<()> {
         match self.state {
             State::Open => Ok(()),
@@ -276,6 +289,30 @@ impl Log {
         leader_epoch: LeaderEpoch,
         now: Timestamp,
     ) -> Result<(AppendOutcome, SyncWork)> {
+        self.append_checked(batches, leader_epoch, now, false)
+    }
+
+    /// [`Log::append_deferred`] accepting transactional batches: for a
+    /// caller that has verified with the transaction coordinator that each
+    /// batch's producer has this partition in its ongoing transaction (an
+    /// unverified transactional batch would hold back the last stable
+    /// offset until a marker that may never come).
+    pub fn append_transactional_deferred(
+        &self,
+        batches: &[u8],
+        leader_epoch: LeaderEpoch,
+        now: Timestamp,
+    ) -> Result<(AppendOutcome, SyncWork)> {
+        self.append_checked(batches, leader_epoch, now, true)
+    }
+
+    fn append_checked(
+        &self,
+        batches: &[u8],
+        leader_epoch: LeaderEpoch,
+        now: Timestamp,
+        transactional: bool,
+    ) -> Result<(AppendOutcome, SyncWork)> {
         let (rules, target, levels, log_append) = {
             let inner = self.inner.read();
             let c = &inner.config;
@@ -288,7 +325,7 @@ impl Log {
             )
         };
         let summary = batch::validate(batches, &rules)?;
-        if summary.has_transactional {
+        if summary.has_transactional && !transactional {
             return Err(Error::TransactionsNotSupported);
         }
         let mut work = SyncWork::default();
@@ -330,7 +367,7 @@ impl Log {
         let base = inner.log_end_offset;
 
         let mut staged = StagedProducers::default();
-        if summary.has_producer_id {
+        if summary.has_producer_id || summary.has_transactional {
             let mut next = base;
             for (_, mut h) in batch::headers(batches) {
                 h.base_offset = next;
@@ -495,6 +532,7 @@ impl Log {
             records,
             log_start_offset: found.log_start_offset,
             high_watermark: found.high_watermark,
+            last_stable_offset: found.last_stable_offset,
         })
     }
 
@@ -506,9 +544,21 @@ impl Log {
         max_bytes: usize,
         min_one_batch: bool,
     ) -> Result<RegionRead> {
+        self.read_region_isolated(offset, max_bytes, min_one_batch, false)
+    }
+
+    /// [`Log::read_region`]; with `committed_only` (`read_committed`), no
+    /// batch at or after the last stable offset is returned.
+    pub fn read_region_isolated(
+        &self,
+        offset: Offset,
+        max_bytes: usize,
+        min_one_batch: bool,
+        committed_only: bool,
+    ) -> Result<RegionRead> {
         let mut from = offset;
         loop {
-            let (view, later, log_start_offset, high_watermark) = {
+            let (view, later, log_start_offset, high_watermark, lso) = {
                 let inner = self.inner.read();
                 inner.ensure_readable()?;
                 if from == offset
@@ -516,18 +566,35 @@ impl Log {
                 {
                     return Err(inner.out_of_range(offset));
                 }
-                let (view, later) = if from < inner.log_end_offset {
+                let lso = inner.last_stable_offset();
+                let end = if committed_only {
+                    lso
+                } else {
+                    inner.log_end_offset
+                };
+                let (view, later) = if from < end {
                     let i = inner.segment_for(from);
                     let later = inner.segments.get(i + 1).map(Segment::base_offset);
                     (Some(inner.segments[i].view_for_offset(from)?), later)
                 } else {
                     (None, None)
                 };
-                (view, later, inner.log_start_offset, inner.log_end_offset)
+                (
+                    view,
+                    later,
+                    inner.log_start_offset,
+                    inner.log_end_offset,
+                    lso,
+                )
+            };
+            let limit = if committed_only {
+                lso
+            } else {
+                Offset(i64::MAX)
             };
             // The file is walked without the lock: the view holds its own handle.
             let located = match view {
-                Some(view) => view.locate_in(from, max_bytes, min_one_batch)?,
+                Some(view) => view.locate_in(from, max_bytes, min_one_batch, limit)?,
                 None => Located::Nothing,
             };
             let (region, next_offset) = match located {
@@ -545,8 +612,97 @@ impl Log {
                 next_offset,
                 log_start_offset,
                 high_watermark,
+                last_stable_offset: lso,
             });
         }
+    }
+
+    /// The last stable offset: the first offset of the oldest ongoing
+    /// transaction, or the high watermark when none is open.
+    pub fn last_stable_offset(&self) -> Offset {
+        self.inner.read().last_stable_offset()
+    }
+
+    /// The ongoing transactions, oldest first: (first offset, producer).
+    pub fn ongoing_transactions(&self) -> Vec<(Offset, model::ProducerId)> {
+        self.inner.read().producers.ongoing().collect()
+    }
+
+    /// The aborted transactions a `read_committed` reader of `[from,
+    /// upto)` must know of: those with records in that range (their marker
+    /// at or after `from`, their first record before `upto`), as Fetch's
+    /// `aborted_transactions` lists them.
+    pub fn aborted_transactions(&self, from: Offset, upto: Offset) -> Vec<AbortedTxn> {
+        let inner = self.inner.read();
+        let i = inner.segment_for(from);
+        let mut out: Vec<AbortedTxn> = inner.segments[i..]
+            .iter()
+            .flat_map(|s| s.aborted())
+            .filter(|t| t.last_offset >= from && t.first_offset < upto)
+            .copied()
+            .collect();
+        // A cleaned segment may repeat an entry of one it replaced.
+        out.sort_by_key(|t| (t.last_offset, t.producer_id));
+        out.dedup_by_key(|t| (t.last_offset, t.producer_id));
+        out
+    }
+
+    /// Writes a transaction marker (a control batch) ending `marker`'s
+    /// producer's transaction here, as the transaction coordinator asks
+    /// (WriteTxnMarkers): a commit makes the transaction's records visible
+    /// to `read_committed` readers, an abort records it in the segment's
+    /// aborted-transaction index. A marker of an older producer epoch or
+    /// an older coordinator epoch is refused. The disk work is left to the
+    /// caller, as for [`Log::append_deferred`].
+    pub fn write_marker(
+        &self,
+        marker: &TxnMarker,
+        leader_epoch: LeaderEpoch,
+        now: Timestamp,
+    ) -> Result<(AppendInfo, SyncWork)> {
+        let batch = crate::txn::control_batch(marker, now);
+        let mut after = SyncWork::default();
+        let mut inner = self.inner.write();
+        inner.ensure_open()?;
+        inner.producers.check_marker(marker)?;
+        let base = inner.log_end_offset;
+        let next = base.plus(1);
+        self.maybe_roll(&mut inner, batch.len(), now, next, now, &mut after)?;
+        let interval = inner.config.index_interval_bytes;
+        inner.active_mut().append(
+            &batch,
+            base,
+            leader_epoch,
+            crate::segment::Stamps {
+                fixes: &[],
+                log_append_time: None,
+            },
+            interval,
+            now,
+        )?;
+        inner.log_end_offset = next;
+        let first = inner.producers.complete_txn(marker, now);
+        if let (ControlType::Abort, Some(first)) = (marker.control, first) {
+            let last_stable_offset = inner.last_stable_offset();
+            inner.active_mut().add_aborted(AbortedTxn {
+                producer_id: marker.producer_id,
+                first_offset: first,
+                last_offset: base,
+                last_stable_offset,
+            })?;
+        }
+        after.epochs = inner.epochs.assign(leader_epoch, base);
+        inner.first_unflushed_at.get_or_insert(now);
+        Ok((
+            AppendInfo {
+                base_offset: base,
+                last_offset: base,
+                record_count: 1,
+                log_start_offset: inner.log_start_offset,
+                log_append_time: None,
+            },
+            after,
+        ))
     }
 
     /// The log start offset: the first offset that can be read.

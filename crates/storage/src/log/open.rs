@@ -16,6 +16,7 @@ use crate::producer_state::{self, ProducerStateManager};
 use crate::segment::{
     file_name, parse_file_name, scan, Segment, DELETED_SUFFIX, INDEX_EXT, LOG_EXT, TIME_INDEX_EXT,
 };
+use crate::txn::{parse_control, AbortedTxn, ControlType, TXN_INDEX_EXT};
 
 /// What was found in a partition directory.
 struct DirListing {
@@ -38,8 +39,9 @@ fn list_dir(dir: &Path) -> Result<DirListing> {
             fs::remove_file(&path).at(&path)?;
         } else if let Some(base) = parse_file_name(&name, LOG_EXT) {
             bases.push(base);
-        } else if let Some(base) =
-            parse_file_name(&name, INDEX_EXT).or_else(|| parse_file_name(&name, TIME_INDEX_EXT))
+        } else if let Some(base) = parse_file_name(&name, INDEX_EXT)
+            .or_else(|| parse_file_name(&name, TIME_INDEX_EXT))
+            .or_else(|| parse_file_name(&name, TXN_INDEX_EXT))
         {
             index_files.push((base, entry.path()));
         }
@@ -54,7 +56,7 @@ fn list_dir(dir: &Path) -> Result<DirListing> {
 }
 
 fn delete_segment_files(dir: &Path, base: Offset) -> Result<()> {
-    for ext in [LOG_EXT, INDEX_EXT, TIME_INDEX_EXT] {
+    for ext in [LOG_EXT, INDEX_EXT, TIME_INDEX_EXT, TXN_INDEX_EXT] {
         let path = dir.join(file_name(base, ext));
         match fs::remove_file(&path) {
             Ok(()) => {}
@@ -215,7 +217,12 @@ impl Log {
             LeaderEpochCache::write(epochs.path(), &text)?;
         }
 
-        let (producers, replayed) = load_producers(&dir, &segments, log_end_offset)?;
+        // Aborts whose markers were cut off with a torn tail are forgotten;
+        // those after the producer snapshot are recorded again by the replay.
+        for s in &mut segments {
+            s.retain_aborted_below(log_end_offset)?;
+        }
+        let (producers, replayed) = load_producers(&dir, &mut segments, log_end_offset)?;
         stats.producer_batches_replayed = replayed;
         prune_snapshots(&dir, &segments)?;
 
@@ -261,29 +268,47 @@ fn prune_snapshots(dir: &Path, segments: &[Segment]) -> Result<()> {
     Ok(())
 }
 
-/// Loads the latest producer snapshot and replays the batch headers after it.
+/// Loads the latest producer snapshot and replays the batch headers after it
+/// (and the markers of control batches), recording the aborted
+/// transactions it meets in their segments' indexes where they are missing.
 fn load_producers(
     dir: &Path,
-    segments: &[Segment],
+    segments: &mut [Segment],
     log_end_offset: Offset,
 ) -> Result<(ProducerStateManager, u64)> {
     let (mut producers, snapshot) = producer_state::load_latest(dir, log_end_offset)?;
     let from = snapshot.unwrap_or(Offset(0));
     let mut replayed = 0;
     for segment in segments
-        .iter()
+        .iter_mut()
         .filter(|s| s.next_offset() > from && !s.is_empty())
     {
         let view = segment.view_for_offset(from)?;
+        let mut aborted = Vec::new();
         let end = scan(
             &view.file,
             &view.path,
             view.start,
             view.end,
             false,
-            |_, h, _| {
+            |_, h, body| {
                 if h.base_offset >= from {
-                    producers.replay(h);
+                    let control = if h.is_control() {
+                        parse_control(body)
+                    } else {
+                        None
+                    };
+                    let first = producers.replay(h, control);
+                    if let (Some((ControlType::Abort, _)), Some(first)) = (control, first) {
+                        aborted.push(AbortedTxn {
+                            producer_id: h.producer_id,
+                            first_offset: first,
+                            last_offset: h.base_offset,
+                            last_stable_offset: producers
+                                .first_unstable_offset()
+                                .unwrap_or(h.next_offset()),
+                        });
+                    }
                     replayed += 1;
                 }
                 Ok(true)
@@ -291,6 +316,9 @@ fn load_producers(
         )?;
         if let Some(e) = end.invalid {
             tracing::warn!(segment = %view.path.display(), error = %e, "stopped producer state replay at a bad batch");
+        }
+        for t in aborted {
+            segment.add_aborted(t)?;
         }
     }
     Ok((producers, replayed))

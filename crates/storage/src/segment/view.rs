@@ -79,8 +79,9 @@ pub(crate) struct ScanEnd {
 }
 
 /// Walks the batches of `file` in `[start, end)`, calling `f` with each
-/// batch's position and header (and, with `check_crc`, only after verifying
-/// its CRC and record count). Stops at the first bad batch or when `f`
+/// batch's position, header and bytes (with `check_crc`, only after
+/// verifying its CRC and record count; without, the bytes of control
+/// batches only, the others' are empty). Stops at the first bad batch or when `f`
 /// returns `false`.
 pub(crate) fn scan(
     file: &File,
@@ -135,6 +136,10 @@ fn scan_chunked(
                 });
             }
             body
+        } else if header.is_control() {
+            // Markers are read even without CRC checks: a control batch is
+            // small, and producer state replay needs what it says.
+            reader.get(pos, size)?
         } else {
             &[]
         };
@@ -230,20 +235,25 @@ impl SegmentView {
         max_bytes: usize,
         min_one_batch: bool,
     ) -> Result<Option<(FileRegion, Offset)>> {
-        Ok(match self.locate_in(offset, max_bytes, min_one_batch)? {
-            Located::Found(region, next) => Some((region, next)),
-            Located::TooLarge | Located::Nothing => None,
-        })
+        Ok(
+            match self.locate_in(offset, max_bytes, min_one_batch, Offset(i64::MAX))? {
+                Located::Found(region, next) => Some((region, next)),
+                Located::TooLarge | Located::Nothing => None,
+            },
+        )
     }
 
     /// [`SegmentView::locate`], telling apart a first batch too large for
     /// `max_bytes` from no batch at or after `offset` in this segment (a
-    /// compacted segment may end before the next one begins).
+    /// compacted segment may end before the next one begins). Batches from
+    /// `limit` on are left out (a `read_committed` read stops at the last
+    /// stable offset).
     pub fn locate_in(
         &self,
         offset: Offset,
         max_bytes: usize,
         min_one_batch: bool,
+        limit: Offset,
     ) -> Result<Located> {
         let mut too_large = false;
         let mut first: Option<u64> = None;
@@ -258,6 +268,9 @@ impl SegmentView {
             SEEK_CHUNK,
             |pos, h, _| {
                 let next = pos + h.total_size() as u64;
+                if h.base_offset >= limit {
+                    return Ok(false);
+                }
                 match first {
                     None if h.last_offset() < offset => Ok(true),
                     None => {
