@@ -80,6 +80,16 @@ pub enum Error {
         #[source]
         source: storage::Error,
     },
+    /// A transactional request the transaction coordinator refused.
+    #[error(transparent)]
+    Transaction(#[from] crate::txn::TxnError),
+    /// Transactions cannot be served here (a cluster: markers would have
+    /// to reach other brokers' partitions).
+    #[error("{0}")]
+    TransactionsUnavailable(String),
+    /// Not attempted because another part of the request failed.
+    #[error("not attempted: another part of the request failed")]
+    OperationNotAttempted,
     /// The data directory could not be opened or scanned (locked by another
     /// broker, unreadable, ...).
     #[error("{0}")]

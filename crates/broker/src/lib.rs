@@ -38,6 +38,7 @@ mod testing;
 mod topic;
 pub mod topic_control;
 pub mod traffic;
+pub mod txn;
 
 pub use crate::core::{Broker, Endpoint, NewTopic, MAX_PARTITIONS_PER_TOPIC};
 pub use error::Error;

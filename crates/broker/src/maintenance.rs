@@ -67,8 +67,13 @@ pub fn spawn(broker: Arc<Broker>) -> Maintenance {
             let b = broker.clone();
             // Retention deletes files and flushing fsyncs: keep them off the
             // request-serving threads.
-            let _ = tokio::task::spawn_blocking(move || b.run_maintenance(now_ms(), run_retention))
-                .await;
+            let _ = tokio::task::spawn_blocking(move || {
+                // Transactions past their timeout are aborted (and those a
+                // crash left half-ended are finished) within a tick.
+                b.complete_prepared_transactions();
+                b.run_maintenance(now_ms(), run_retention)
+            })
+            .await;
         }
     });
     Maintenance { stop, task }

@@ -217,6 +217,41 @@ impl Partition {
         Ok(out)
     }
 
+    /// [`Partition::append_deferred`] for transactional batches whose
+    /// producer has this partition in its ongoing transaction (the caller
+    /// checked with the transaction coordinator).
+    pub fn append_transactional_deferred(
+        &self,
+        batches: &[u8],
+        now: Timestamp,
+    ) -> Result<(AppendOutcome, storage::SyncWork), Error> {
+        let out = self
+            .log
+            .append_transactional_deferred(batches, self.leader_epoch(), now)
+            .map_err(|e| self.storage_error(e))?;
+        if let AppendOutcome::Appended(info) = &out.0 {
+            self.traffic
+                .record_in(info.record_count, batches.len() as u64);
+            self.appended.notify_waiters();
+        }
+        Ok(out)
+    }
+
+    /// Writes a transaction marker (see [`storage::Log::write_marker`]) and
+    /// wakes fetchers: the last stable offset may have moved.
+    pub fn write_marker(
+        &self,
+        marker: &storage::txn::TxnMarker,
+        now: Timestamp,
+    ) -> Result<storage::SyncWork, Error> {
+        let (_, work) = self
+            .log
+            .write_marker(marker, self.leader_epoch(), now)
+            .map_err(|e| self.storage_error(e))?;
+        self.appended.notify_waiters();
+        Ok(work)
+    }
+
     /// Reads whole batches from `offset`.
     pub fn read(
         &self,
@@ -237,8 +272,20 @@ impl Partition {
         max_bytes: usize,
         min_one: bool,
     ) -> Result<storage::RegionRead, Error> {
+        self.read_region_isolated(offset, max_bytes, min_one, false)
+    }
+
+    /// [`Partition::read_region`]; `read_committed` stops at the last
+    /// stable offset.
+    pub fn read_region_isolated(
+        &self,
+        offset: Offset,
+        max_bytes: usize,
+        min_one: bool,
+        read_committed: bool,
+    ) -> Result<storage::RegionRead, Error> {
         self.log
-            .read_region(offset, max_bytes, min_one)
+            .read_region_isolated(offset, max_bytes, min_one, read_committed)
             .map_err(|e| self.storage_error(e))
     }
 

@@ -108,7 +108,11 @@ impl From<broker::Error> for ApiError {
             | E::InternalTopic(_)
             | E::NotAllowed(_)
             | E::InvalidReplicationFactor(_)
-            | E::InvalidReplicaAssignment(_) => ApiError::bad_request(e.to_string()),
+            | E::InvalidReplicaAssignment(_)
+            // Kafka transactions are not reachable over HTTP.
+            | E::Transaction(_)
+            | E::TransactionsUnavailable(_)
+            | E::OperationNotAttempted => ApiError::bad_request(e.to_string()),
             // Upstream redirects to the owning broker; there is no other
             // HTTP service to name yet.
             E::PartitionNotHosted { .. } => {

@@ -19,8 +19,8 @@ use broker::{Broker, Error, Topic};
 pub const VERSIONS: Versions = Versions::new(0, 0);
 
 /// Answers DescribeProducers. A partition that does not exist gets
-/// UNKNOWN_TOPIC_OR_PARTITION. Producers are not transactional here, so
-/// `coordinator_epoch` and `current_txn_start_offset` are -1.
+/// UNKNOWN_TOPIC_OR_PARTITION. `coordinator_epoch` is that of the last marker (-1: none) and
+/// `current_txn_start_offset` the first offset of its open transaction (-1: none).
 pub fn handle(broker: &Arc<Broker>, req: DescribeProducersRequest) -> DescribeProducersResponse {
     let topics = req
         .topics
@@ -68,8 +68,8 @@ fn partition(topic: Result<&Topic, &Error>, index: i32) -> PartitionResponse {
                 .with_producer_epoch(i32::from(e.epoch.0))
                 .with_last_sequence(e.last_sequence().unwrap_or(-1))
                 .with_last_timestamp(e.last_timestamp.0)
-                .with_coordinator_epoch(-1)
-                .with_current_txn_start_offset(-1)
+                .with_coordinator_epoch(e.coordinator_epoch)
+                .with_current_txn_start_offset(e.txn_first_offset.map_or(-1, |o| o.0))
         })
         .collect();
     out.with_active_producers(producers)

@@ -41,6 +41,9 @@ pub fn response_error(e: &Error) -> ResponseError {
         | Error::TopicBusy(_) => R::InvalidRequest,
         Error::ControllerUnavailable(_) => R::RequestTimedOut,
         Error::Storage { source, .. } => storage_error(source),
+        Error::Transaction(t) => txn_error(t),
+        Error::TransactionsUnavailable(_) => R::TransactionalIdAuthorizationFailed,
+        Error::OperationNotAttempted => R::OperationNotAttempted,
         Error::DataDir(_) | Error::MetadataIo { .. } | Error::MetadataCorrupt { .. } => {
             R::KafkaStorageError
         }
@@ -66,9 +69,26 @@ pub fn storage_error(e: &storage::Error) -> ResponseError {
         S::OffsetOutOfRange { .. } => R::OffsetOutOfRange,
         S::OutOfOrderSequence { .. } => R::OutOfOrderSequenceNumber,
         S::InvalidProducerEpoch { .. } => R::InvalidProducerEpoch,
-        S::TransactionsNotSupported => R::TransactionalIdAuthorizationFailed,
+        // Only a transactional Produce without a transactional id, or a
+        // control batch from a client, gets here.
+        S::TransactionsNotSupported => R::InvalidTxnState,
+        S::InvalidTxnState(_) => R::InvalidTxnState,
+        S::TransactionCoordinatorFenced { .. } => R::TransactionCoordinatorFenced,
         S::LogDeleted | S::LogClosed => R::NotLeaderOrFollower,
         _ => R::KafkaStorageError,
+    }
+}
+
+/// The Kafka error for a transaction coordinator refusal.
+pub fn txn_error(e: &broker::txn::TxnError) -> ResponseError {
+    use broker::txn::TxnError as T;
+    use ResponseError as R;
+    match e {
+        T::InvalidProducerIdMapping(_) => R::InvalidProducerIdMapping,
+        T::ProducerFenced { .. } => R::ProducerFenced,
+        T::InvalidTxnState(_) => R::InvalidTxnState,
+        T::ConcurrentTransactions(_) => R::ConcurrentTransactions,
+        T::InvalidTimeout(..) => R::InvalidTransactionTimeout,
     }
 }
 

@@ -193,7 +193,7 @@ fn read_all(plan: &Plan) -> (Vec<PartitionAnswer>, Vec<u64>, usize, bool) {
                     high_watermark: -1,
                     last_stable_offset: -1,
                     log_start_offset: -1,
-                    aborted_empty: None,
+                    aborted: None,
                     records: None,
                 });
             }
@@ -225,14 +225,28 @@ fn read_one(
         high_watermark: hw,
         last_stable_offset: hw,
         log_start_offset: start,
-        aborted_empty: read_committed.then_some(()),
+        aborted: read_committed.then(Vec::new),
         records: None,
     };
-    match p.read_region(Offset(t.fetch_offset), max, first) {
+    match p.read_region_isolated(Offset(t.fetch_offset), max, first, read_committed) {
         Ok(r) => {
             let covered = u64::try_from(r.next_offset.0 - t.fetch_offset).unwrap_or(0);
+            // The aborted transactions with records among those returned,
+            // for the consumer to drop (Kafka's FetchResponse contract).
+            let aborted = match (&r.region, read_committed) {
+                (Some(_), true) => Some(
+                    log.aborted_transactions(Offset(t.fetch_offset), r.next_offset)
+                        .iter()
+                        .map(|a| (a.producer_id.0, a.first_offset.0))
+                        .collect(),
+                ),
+                (None, true) => Some(Vec::new()),
+                (_, false) => None,
+            };
             let a = PartitionAnswer {
                 records: r.region,
+                last_stable_offset: r.last_stable_offset.0,
+                aborted,
                 ..answer(r.high_watermark.0, r.log_start_offset.0)
             };
             Ok((a, covered))
@@ -245,7 +259,7 @@ fn read_one(
         ) => {
             let a = PartitionAnswer {
                 error_code: response_error(&e).code(),
-                aborted_empty: None,
+                aborted: None,
                 ..answer(log.high_watermark().0, log.log_start_offset().0)
             };
             Ok((a, 0))

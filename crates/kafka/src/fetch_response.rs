@@ -21,9 +21,9 @@ pub struct PartitionAnswer {
     pub last_stable_offset: i64,
     /// Log start offset (-1 on error).
     pub log_start_offset: i64,
-    /// `aborted_transactions`: `None` is null, `Some` an empty list
-    /// (read_committed requests).
-    pub aborted_empty: Option<()>,
+    /// `aborted_transactions` as (producer id, first offset): `None` is
+    /// null (read_uncommitted), `Some` the list (read_committed).
+    pub aborted: Option<Vec<(i64, i64)>>,
     /// The records; `None` sends an empty records field.
     pub records: Option<FileRegion>,
 }
@@ -98,11 +98,19 @@ pub fn encode(answer: &FetchAnswer, correlation_id: i32, version: i16) -> Respon
             if version >= 5 {
                 b.put_i64(p.log_start_offset);
             }
-            match (p.aborted_empty, flexible) {
+            match (&p.aborted, flexible) {
                 (None, true) => put_uvarint(b, 0),
-                (Some(()), true) => put_uvarint(b, 1),
                 (None, false) => b.put_i32(-1),
-                (Some(()), false) => b.put_i32(0),
+                (Some(list), _) => {
+                    put_array_len(b, flexible, list.len());
+                    for (producer_id, first_offset) in list {
+                        b.put_i64(*producer_id);
+                        b.put_i64(*first_offset);
+                        if flexible {
+                            put_uvarint(b, 0);
+                        }
+                    }
+                }
             }
             if version >= 11 {
                 b.put_i32(-1); // preferred_read_replica
@@ -143,8 +151,12 @@ pub fn encode(answer: &FetchAnswer, correlation_id: i32, version: i16) -> Respon
 mod tests {
     use super::*;
     use bytes::Bytes;
-    use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-    use kafka_protocol::messages::{ApiKey, BrokerId, FetchResponse, ResponseHeader, TopicName};
+    use kafka_protocol::messages::fetch_response::{
+        AbortedTransaction, FetchableTopicResponse, PartitionData,
+    };
+    use kafka_protocol::messages::{
+        ApiKey, BrokerId, FetchResponse, ProducerId, ResponseHeader, TopicName,
+    };
     use kafka_protocol::protocol::{Encodable, StrBytes};
     use proptest::prelude::*;
 
@@ -243,9 +255,17 @@ mod tests {
                                             } else {
                                                 -1
                                             })
-                                            .with_aborted_transactions(
-                                                p.aborted_empty.map(|()| Vec::new()),
-                                            )
+                                            .with_aborted_transactions(p.aborted.as_ref().map(
+                                                |l| {
+                                                    l.iter()
+                                                        .map(|(pid, first)| {
+                                                            AbortedTransaction::default()
+                                                                .with_producer_id(ProducerId(*pid))
+                                                                .with_first_offset(*first)
+                                                        })
+                                                        .collect()
+                                                },
+                                            ))
                                             .with_preferred_read_replica(BrokerId(-1))
                                             .with_records(Some(match &p.records {
                                                 Some(r) => r.read_all().unwrap(),
@@ -303,7 +323,7 @@ mod tests {
                                 high_watermark: *hw,
                                 last_stable_offset: *hw,
                                 log_start_offset: 0,
-                                aborted_empty: aborted.then_some(()),
+                                aborted: aborted.then(|| vec![(*index as i64, *hw), (7, 0)]),
                                 records: records.map(|n| region(dir.path(), &vec![7u8; n])),
                             })
                             .collect(),

@@ -1,8 +1,9 @@
-//! InitProducerId (key 22): ids for idempotent producers.
+//! InitProducerId (key 22): ids for idempotent and transactional producers.
 //!
-//! Every call without a transactional id gets a fresh producer id at epoch
-//! 0, as Kafka does for idempotent producers. Transactions are not
-//! implemented, so a transactional id is refused.
+//! Without a transactional id every call gets a fresh producer id at epoch
+//! 0, as Kafka does for idempotent producers. With one, the transaction
+//! coordinator answers that id's producer id and its next epoch, fencing
+//! the earlier producers of the id and aborting their open transaction.
 
 use std::sync::Arc;
 
@@ -16,23 +17,23 @@ use broker::Broker;
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 5);
 
-/// Answers InitProducerId.
+/// Answers InitProducerId. Blocking: it may persist and write markers.
 pub fn handle(broker: &Arc<Broker>, req: InitProducerIdRequest) -> InitProducerIdResponse {
     let resp = InitProducerIdResponse::default()
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
-    match req.transactional_id.as_ref().map(|t| t.is_empty()) {
-        None => {}
+    let result = match req.transactional_id.as_ref().map(|t| t.as_str()) {
+        None => broker.next_producer_id().map(|id| (id.0, 0)),
         // As Kafka: an empty transactional id is a malformed request.
-        Some(true) => return resp.with_error_code(ResponseError::InvalidRequest.code()),
-        Some(false) => {
-            return resp.with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code())
-        }
-    }
-    match broker.next_producer_id() {
-        Ok(id) => resp
-            .with_producer_id(ProducerId(id.0))
-            .with_producer_epoch(0),
+        Some("") => return resp.with_error_code(ResponseError::InvalidRequest.code()),
+        Some(id) => broker
+            .init_transactional_producer(id, req.transaction_timeout_ms)
+            .map(|(p, e)| (p.0, e.0)),
+    };
+    match result {
+        Ok((id, epoch)) => resp
+            .with_producer_id(ProducerId(id))
+            .with_producer_epoch(epoch),
         Err(e) => resp.with_error_code(response_error(&e).code()),
     }
 }

@@ -13,6 +13,8 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 
 use broker::Broker;
 
+mod add_offsets_to_txn;
+mod add_partitions_to_txn;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod alter_replica_log_dirs;
@@ -31,7 +33,9 @@ mod describe_log_dirs;
 mod describe_producers;
 mod describe_quorum;
 mod describe_topic_partitions;
+mod describe_transactions;
 mod elect_leaders;
+mod end_txn;
 pub mod error;
 mod fetch;
 mod fetch_response;
@@ -46,6 +50,7 @@ mod list_config_resources;
 mod list_groups;
 mod list_offsets;
 mod list_partition_reassignments;
+mod list_transactions;
 mod metadata;
 mod metrics;
 mod offset_commit;
@@ -59,6 +64,7 @@ pub mod server;
 mod sync_group;
 #[cfg(test)]
 mod tests;
+mod txn_offset_commit;
 
 pub use server::{serve, Server};
 
@@ -104,6 +110,10 @@ pub const SUPPORTED_APIS: &[(ApiKey, Versions)] = &[
     (ApiKey::DeleteTopics, delete_topics::VERSIONS),
     (ApiKey::DeleteRecords, delete_records::VERSIONS),
     (ApiKey::InitProducerId, init_producer_id::VERSIONS),
+    (ApiKey::AddPartitionsToTxn, add_partitions_to_txn::VERSIONS),
+    (ApiKey::AddOffsetsToTxn, add_offsets_to_txn::VERSIONS),
+    (ApiKey::EndTxn, end_txn::VERSIONS),
+    (ApiKey::TxnOffsetCommit, txn_offset_commit::VERSIONS),
     (
         ApiKey::OffsetForLeaderEpoch,
         offset_for_leader_epoch::VERSIONS,
@@ -142,6 +152,11 @@ pub const SUPPORTED_APIS: &[(ApiKey, Versions)] = &[
     ),
     (ApiKey::DescribeQuorum, describe_quorum::VERSIONS),
     (ApiKey::DescribeProducers, describe_producers::VERSIONS),
+    (
+        ApiKey::DescribeTransactions,
+        describe_transactions::VERSIONS,
+    ),
+    (ApiKey::ListTransactions, list_transactions::VERSIONS),
     (ApiKey::ListConfigResources, list_config_resources::VERSIONS),
     (
         ApiKey::DescribeTopicPartitions,
@@ -296,6 +311,23 @@ fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestK
         }
         RequestKind::InitProducerId(r) => {
             ResponseKind::InitProducerId(init_producer_id::handle(broker, r))
+        }
+        // The transaction coordinator persists, and EndTxn writes markers.
+        RequestKind::AddPartitionsToTxn(r) => {
+            ResponseKind::AddPartitionsToTxn(add_partitions_to_txn::handle(broker, r))
+        }
+        RequestKind::AddOffsetsToTxn(r) => {
+            ResponseKind::AddOffsetsToTxn(add_offsets_to_txn::handle(broker, r))
+        }
+        RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn::handle(broker, r)),
+        RequestKind::TxnOffsetCommit(r) => {
+            ResponseKind::TxnOffsetCommit(txn_offset_commit::handle(broker, r))
+        }
+        RequestKind::DescribeTransactions(r) => {
+            ResponseKind::DescribeTransactions(describe_transactions::handle(broker, r))
+        }
+        RequestKind::ListTransactions(r) => {
+            ResponseKind::ListTransactions(list_transactions::handle(broker, v, r))
         }
         // Asks the quorum's leader.
         RequestKind::DescribeQuorum(r) => {

@@ -24,6 +24,8 @@ const LATEST_TIERED: i64 = -5;
 
 /// Answers ListOffsets.
 pub fn handle(broker: &Arc<Broker>, version: i16, req: ListOffsetsRequest) -> ListOffsetsResponse {
+    // read_committed (v2+): the latest offset is the last stable offset.
+    let committed = version >= 2 && req.isolation_level == 1;
     let topics = req
         .topics
         .into_iter()
@@ -50,7 +52,13 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: ListOffsetsRequest) -> Li
                                 .map_err(|e| response_error(&e))
                         })
                         .and_then(|part| {
-                            lookup(part, version, p.timestamp, p.current_leader_epoch)
+                            lookup(
+                                part,
+                                version,
+                                p.timestamp,
+                                p.current_leader_epoch,
+                                committed,
+                            )
                         });
                     match result {
                         Ok((offset, ts, epoch)) => resp
@@ -78,6 +86,7 @@ fn lookup(
     version: i16,
     timestamp: i64,
     current_epoch: i32,
+    committed: bool,
 ) -> Result<(i64, i64, i32), ResponseError> {
     let epoch = p.leader_epoch().0;
     if current_epoch >= 0 && current_epoch != epoch {
@@ -90,6 +99,7 @@ fn lookup(
     let log = p.log();
     let storage_err = |e| response_error(&p.storage_error(e));
     match timestamp {
+        LATEST if committed => Ok((log.last_stable_offset().0, -1, epoch)),
         LATEST => Ok((log.high_watermark().0, -1, epoch)),
         EARLIEST => Ok((log.log_start_offset().0, -1, epoch)),
         EARLIEST_LOCAL if version >= 8 => Ok((log.log_start_offset().0, -1, epoch)),

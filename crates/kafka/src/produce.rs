@@ -37,12 +37,14 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> 
     let mut responses = Vec::with_capacity(req.topic_data.len());
     let request_error = if !matches!(acks, -1..=1) {
         Some(ResponseError::InvalidRequiredAcks)
-    } else if req.transactional_id.as_ref().is_some_and(|t| !t.is_empty()) {
-        // Transactions are not implemented; refuse rather than pretend.
-        Some(ResponseError::TransactionalIdAuthorizationFailed)
     } else {
         None
     };
+    let transactional_id = req
+        .transactional_id
+        .as_ref()
+        .map(|t| t.to_string())
+        .filter(|t| !t.is_empty());
     for topic_data in req.topic_data {
         let topic = if version >= 13 {
             broker.resolve_topic_id(TopicId(topic_data.topic_id))
@@ -57,8 +59,17 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> 
                 let result = match (request_error, &topic) {
                     (Some(e), _) => Err((e, None, Vec::new())),
                     (None, Err(e)) => Err((response_error(e), Some(e.to_string()), Vec::new())),
-                    (None, Ok(t)) => append(t, pd, acks, &mut disk_work)
-                        .map_err(|e| (response_error(&e), Some(e.to_string()), record_errors(&e))),
+                    (None, Ok(t)) => {
+                        append(
+                            broker,
+                            t,
+                            pd,
+                            acks,
+                            transactional_id.as_deref(),
+                            &mut disk_work,
+                        )
+                    }
+                    .map_err(|e| (response_error(&e), Some(e.to_string()), record_errors(&e))),
                 };
                 match result {
                     Ok(r) => r.with_index(index),
@@ -104,9 +115,11 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> 
 }
 
 fn append(
+    broker: &Broker,
     topic: &Topic,
     pd: PartitionProduceData,
     acks: i16,
+    transactional_id: Option<&str>,
     disk_work: &mut Vec<(Arc<Partition>, SyncWork)>,
 ) -> Result<PartitionProduceResponse, Error> {
     topic.ensure_client_writable()?;
@@ -119,7 +132,24 @@ fn append(
         .ok_or_else(|| Error::InvalidRequest("produce request without records".into()))?;
     // The batches are written from the request's own buffer: the log
     // stamps offsets into the bytes it writes, not into these.
-    let info = match partition.append_deferred(&records, now_ms()) {
+    let appended = match transactional_id {
+        None => partition.append_deferred(&records, now_ms()),
+        Some(id) => {
+            // The producer must have added this partition to its open
+            // transaction (AddPartitionsToTxn), with its current epoch.
+            let h = storage::BatchHeader::parse(&records)
+                .map_err(|e| partition.storage_error(storage::Error::Batch(e)))?;
+            broker.verify_transactional_write(
+                id,
+                h.producer_id.0,
+                h.producer_epoch.0,
+                topic.name.as_str(),
+                pd.index,
+            )?;
+            partition.append_transactional_deferred(&records, now_ms())
+        }
+    };
+    let info = match appended {
         Ok((AppendOutcome::Appended(i) | AppendOutcome::Duplicate(i), work)) => {
             if !work.is_empty() {
                 disk_work.push((Arc::clone(partition), work));

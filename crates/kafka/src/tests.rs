@@ -355,6 +355,47 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
         ApiKey::ListPartitionReassignments => RequestKind::ListPartitionReassignments(
             ListPartitionReassignmentsRequest::default().with_topics(None),
         ),
+        ApiKey::AddPartitionsToTxn => RequestKind::AddPartitionsToTxn(
+            AddPartitionsToTxnRequest::default()
+                .with_v3_and_below_transactional_id(TransactionalId(StrBytes::from_static_str(
+                    "tx",
+                )))
+                .with_v3_and_below_topics(vec![
+                    add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+                        .with_name(t())
+                        .with_partitions(vec![0]),
+                ]),
+        ),
+        ApiKey::AddOffsetsToTxn => RequestKind::AddOffsetsToTxn(
+            AddOffsetsToTxnRequest::default()
+                .with_transactional_id(TransactionalId(StrBytes::from_static_str("tx")))
+                .with_group_id(GroupId(StrBytes::from_static_str("g"))),
+        ),
+        ApiKey::EndTxn => RequestKind::EndTxn(
+            EndTxnRequest::default()
+                .with_transactional_id(TransactionalId(StrBytes::from_static_str("tx"))),
+        ),
+        ApiKey::TxnOffsetCommit => RequestKind::TxnOffsetCommit(
+            TxnOffsetCommitRequest::default()
+                .with_transactional_id(TransactionalId(StrBytes::from_static_str("tx")))
+                .with_group_id(GroupId(StrBytes::from_static_str("g")))
+                .with_topics(vec![
+                    txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                        .with_name(t())
+                        .with_partitions(vec![
+                            txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                                .with_committed_offset(1),
+                        ]),
+                ]),
+        ),
+        ApiKey::DescribeTransactions => RequestKind::DescribeTransactions(
+            DescribeTransactionsRequest::default()
+                .with_transactional_ids(vec![TransactionalId(StrBytes::from_static_str("tx"))]),
+        ),
+        ApiKey::ListTransactions => RequestKind::ListTransactions(
+            ListTransactionsRequest::default()
+                .with_state_filters(vec![StrBytes::from_static_str("Ongoing")]),
+        ),
         ApiKey::DescribeProducers => {
             RequestKind::DescribeProducers(DescribeProducersRequest::default().with_topics(vec![
                 describe_producers_request::TopicRequest::default()

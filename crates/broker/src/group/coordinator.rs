@@ -447,6 +447,35 @@ impl GroupCoordinator {
         Ok(())
     }
 
+    /// Commits the offsets a committed transaction staged for `group_id`
+    /// (TxnOffsetCommit), checked when they were staged.
+    pub fn commit_transactional_offsets(
+        &self,
+        group_id: &str,
+        offsets: Vec<(String, i32, CommittedOffset)>,
+    ) -> Result<(), Error> {
+        let mut inner = self.inner.lock();
+        let records: Vec<(RecordKey, Option<Vec<u8>>)> = offsets
+            .iter()
+            .map(|(t, p, o)| {
+                (
+                    RecordKey::Offset {
+                        group: group_id.to_string(),
+                        topic: t.clone(),
+                        partition: *p,
+                    },
+                    serde_json::to_vec(o).ok(),
+                )
+            })
+            .collect();
+        self.log.append(&records)?;
+        let entry = inner.offsets.entry(group_id.to_string()).or_default();
+        for (t, p, o) in offsets {
+            entry.insert((t, p), o);
+        }
+        Ok(())
+    }
+
     /// Committed offsets of a group: the given partitions, or all of them.
     pub fn fetch_offsets(
         &self,

@@ -9,6 +9,7 @@ use super::store::{GroupLog, RecordKey};
 use crate::schema::Schemas;
 use crate::sequences::ProducerSequences;
 use crate::subscription::{SubscriptionKey, Subscriptions};
+use crate::txn::Transactions;
 
 /// The front ends' durable state.
 #[derive(Debug)]
@@ -19,6 +20,8 @@ pub struct FrontEndState {
     pub sequences: ProducerSequences,
     /// Declared schemas.
     pub schemas: Schemas,
+    /// Transactional ids (the transaction coordinator's state).
+    pub transactions: Transactions,
 }
 
 /// Front-end records collected while the group log is replayed.
@@ -27,6 +30,7 @@ pub(crate) struct FrontEndRecords {
     subscriptions: Vec<(SubscriptionKey, Option<Bytes>)>,
     sequences: Vec<(String, i32, Option<Bytes>)>,
     schemas: Vec<(String, u64, Option<Bytes>)>,
+    transactions: Vec<(String, Option<Bytes>)>,
 }
 
 impl FrontEndRecords {
@@ -48,6 +52,9 @@ impl FrontEndRecords {
                 self.sequences.push((topic, partition, value))
             }
             RecordKey::Schema { topic, version } => self.schemas.push((topic, version, value)),
+            RecordKey::Transaction { transactional_id } => {
+                self.transactions.push((transactional_id, value))
+            }
             other => return Some((other, value)),
         }
         None
@@ -59,6 +66,7 @@ impl FrontEndRecords {
             subscriptions: Subscriptions::restore(log.clone(), self.subscriptions),
             sequences: ProducerSequences::restore(log.clone(), self.sequences),
             schemas: Schemas::restore(log.clone(), self.schemas),
+            transactions: Transactions::restore(log.clone(), self.transactions),
         }
     }
 }
@@ -73,9 +81,12 @@ impl FrontEndState {
         self.subscriptions.with_persisted(|mut live| {
             self.sequences.with_persisted(|sequences| {
                 self.schemas.with_persisted(|schemas| {
-                    live.extend(sequences);
-                    live.extend(schemas);
-                    f(live)
+                    self.transactions.with_persisted(|transactions| {
+                        live.extend(sequences);
+                        live.extend(schemas);
+                        live.extend(transactions);
+                        f(live)
+                    })
                 })
             })
         })

@@ -68,6 +68,12 @@ pub enum RecordKey {
         /// Schema version.
         version: u64,
     },
+    /// A transactional id's state (value: [`crate::txn::TxnMetadata`] as
+    /// JSON), as Kafka keeps it in `__transaction_state`.
+    Transaction {
+        /// The transactional id.
+        transactional_id: String,
+    },
 }
 
 impl RecordKey {
@@ -78,7 +84,7 @@ impl RecordKey {
             | RecordKey::Subscription { topic, .. }
             | RecordKey::ProducerSequences { topic, .. }
             | RecordKey::Schema { topic, .. } => Some(topic),
-            RecordKey::Group { .. } => None,
+            RecordKey::Group { .. } | RecordKey::Transaction { .. } => None,
         }
     }
 }

@@ -1,0 +1,114 @@
+//! The transaction coordinator (KIP-98): each transactional id's producer
+//! id, epoch and open transaction, kept as records in the group log (one
+//! record per id, as Kafka keeps them in `__transaction_state`), and the
+//! requests that move them ([`state`] decides, [`ops`] persists, writes the
+//! markers and answers).
+//!
+//! Every change is persisted before it is answered. Ending a transaction
+//! persists the prepared state first, then writes the markers, then the
+//! completed state, so a crash in between is finished at the next start
+//! ([`crate::Broker::complete_prepared_transactions`]): the transaction
+//! ends as it was asked to, never half committed.
+
+mod ops;
+pub mod state;
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use parking_lot::{Mutex, MutexGuard};
+
+pub use ops::{TransactionListing, TxnPartitionResult};
+pub use state::{EndPlan, TxnError, TxnMetadata, TxnState};
+
+use crate::group::store::{GroupLog, RecordKey};
+use crate::Error;
+
+/// Kafka's `transaction.max.timeout.ms` default (15 minutes).
+pub const MAX_TIMEOUT_MS: i64 = 900_000;
+
+/// The transactional ids this broker coordinates.
+#[derive(Debug)]
+pub struct Transactions {
+    log: GroupLog,
+    ids: Mutex<HashMap<String, TxnMetadata>>,
+    /// Held while a transaction ends (markers written, offsets committed):
+    /// one ending at a time, without holding `ids` meanwhile.
+    ending: Mutex<()>,
+}
+
+fn key(id: &str) -> RecordKey {
+    RecordKey::Transaction {
+        transactional_id: id.to_string(),
+    }
+}
+
+impl Transactions {
+    /// The state the replayed records describe (the last record per id).
+    pub(crate) fn restore(log: GroupLog, records: Vec<(String, Option<Bytes>)>) -> Transactions {
+        let mut ids = HashMap::new();
+        for (id, value) in records {
+            match value.map(|v| serde_json::from_slice::<TxnMetadata>(&v)) {
+                Some(Ok(m)) => {
+                    ids.insert(id, m);
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(transactional_id = %id, "skipping unreadable transaction record: {e}")
+                }
+                None => {
+                    ids.remove(&id);
+                }
+            }
+        }
+        Transactions {
+            log,
+            ids: Mutex::new(ids),
+            ending: Mutex::new(()),
+        }
+    }
+
+    /// Runs `f` with every live record (what a group-log compaction keeps),
+    /// holding off changes meanwhile.
+    pub(crate) fn with_persisted<T>(
+        &self,
+        f: impl FnOnce(Vec<(RecordKey, Option<Vec<u8>>)>) -> T,
+    ) -> T {
+        let ids = self.ids.lock();
+        f(ids
+            .iter()
+            .map(|(id, m)| (key(id), serde_json::to_vec(m).ok()))
+            .collect())
+    }
+
+    /// The ids, locked: requests of one coordinator are decided one at a
+    /// time, as Kafka's coordinator serializes them per id.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, HashMap<String, TxnMetadata>> {
+        self.ids.lock()
+    }
+
+    /// Persists `m` as `id`'s state and makes it current in `ids`.
+    pub(crate) fn persist(
+        &self,
+        ids: &mut HashMap<String, TxnMetadata>,
+        id: &str,
+        m: TxnMetadata,
+    ) -> Result<(), Error> {
+        let bytes = serde_json::to_vec(&m).map_err(|e| Error::InvalidRequest(e.to_string()))?;
+        self.log.append(&[(key(id), Some(bytes))])?;
+        ids.insert(id.to_string(), m);
+        Ok(())
+    }
+
+    /// `id`'s state.
+    pub fn get(&self, id: &str) -> Option<TxnMetadata> {
+        self.ids.lock().get(id).cloned()
+    }
+
+    /// Every id and its state.
+    pub fn all(&self) -> Vec<(String, TxnMetadata)> {
+        let ids = self.ids.lock();
+        let mut out: Vec<_> = ids.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+}

@@ -1,0 +1,347 @@
+//! The transaction coordinator's requests on a broker: each decided by
+//! [`super::state`] under the coordinator's lock, persisted, and, to end a
+//! transaction, followed by the markers written to its partitions and the
+//! group offsets it committed.
+
+use model::{PartitionId, ProducerEpoch, ProducerId, Timestamp};
+use storage::txn::{ControlType, TxnMarker};
+
+use super::state::{EndPlan, TxnError, TxnMetadata, TxnState};
+use super::{Transactions, MAX_TIMEOUT_MS};
+use crate::group::store::CommittedOffset;
+use crate::{now_ms, Broker, Error};
+
+/// One partition's answer to AddPartitionsToTxn.
+pub type TxnPartitionResult = ((String, i32), Result<(), Error>);
+
+/// A transactional id as ListTransactions reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionListing {
+    /// The transactional id.
+    pub transactional_id: String,
+    /// Its producer id.
+    pub producer_id: i64,
+    /// Its state.
+    pub state: TxnState,
+}
+
+impl Broker {
+    fn transactions(&self) -> Result<&Transactions, Error> {
+        if self.is_clustered() {
+            // Markers would have to reach partitions on other brokers.
+            return Err(Error::TransactionsUnavailable(
+                "transactions are not coordinated across the brokers of a cluster yet".into(),
+            ));
+        }
+        Ok(&self.groups().front_end().transactions)
+    }
+
+    /// InitProducerId with a transactional id: a new id gets a producer id
+    /// at epoch 0; a known one the next epoch, which fences its earlier
+    /// producers, and an open transaction is aborted first (Kafka's
+    /// zombie fencing). Returns the producer id and epoch.
+    pub fn init_transactional_producer(
+        &self,
+        id: &str,
+        timeout_ms: i32,
+    ) -> Result<(ProducerId, ProducerEpoch), Error> {
+        let txns = self.transactions()?;
+        if timeout_ms <= 0 || i64::from(timeout_ms) > MAX_TIMEOUT_MS {
+            return Err(TxnError::InvalidTimeout(timeout_ms, MAX_TIMEOUT_MS).into());
+        }
+        let now = now_ms().0;
+        let _ending = txns.ending.lock();
+        let current = txns.get(id);
+        let next = match current {
+            None => TxnMetadata::new(self.next_producer_id()?.0, timeout_ms, now),
+            Some(m) if m.state.is_prepared() => {
+                // A crash left markers unwritten: finish them first.
+                let done = self.finish(txns, id, &m, now)?;
+                self.bump(done, timeout_ms, now)?
+            }
+            Some(m) if m.state == TxnState::Ongoing => {
+                let fenced = m.fence_and_abort(now);
+                txns.persist(&mut txns.lock(), id, fenced.clone())?;
+                let done = self.finish(txns, id, &fenced, now)?;
+                self.bump(done, timeout_ms, now)?
+            }
+            Some(m) => self.bump(m, timeout_ms, now)?,
+        };
+        let answer = (
+            ProducerId(next.producer_id),
+            ProducerEpoch(next.producer_epoch),
+        );
+        txns.persist(&mut txns.lock(), id, next)?;
+        Ok(answer)
+    }
+
+    /// Writes a prepared transaction's markers and persists it completed.
+    /// The caller holds `ending`; the ids stay unlocked meanwhile (the
+    /// group coordinator's lock is taken to commit offsets, and its log
+    /// compaction takes the ids' lock under its own).
+    fn finish(
+        &self,
+        txns: &Transactions,
+        id: &str,
+        prepared: &TxnMetadata,
+        now: i64,
+    ) -> Result<TxnMetadata, Error> {
+        let done = self.write_markers(prepared, now)?;
+        txns.persist(&mut txns.lock(), id, done.clone())?;
+        Ok(done)
+    }
+
+    fn bump(&self, m: TxnMetadata, timeout_ms: i32, now: i64) -> Result<TxnMetadata, Error> {
+        let mut fresh = None;
+        if m.producer_epoch >= i16::MAX - 1 {
+            fresh = Some(self.next_producer_id()?.0);
+        }
+        Ok(m.next_epoch(timeout_ms, now, || fresh.unwrap_or(m.producer_id)))
+    }
+
+    /// AddPartitionsToTxn: each partition joins the transaction if it
+    /// exists; if any does not, none joins (Kafka answers the others
+    /// OPERATION_NOT_ATTEMPTED). A refusal of the whole request is `Err`.
+    pub fn add_partitions_to_txn(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partitions: &[(String, i32)],
+    ) -> Result<Vec<TxnPartitionResult>, Error> {
+        let txns = self.transactions()?;
+        let results: Vec<TxnPartitionResult> = partitions
+            .iter()
+            .map(|(t, p)| {
+                let r = self
+                    .resolve_topic_name(t)
+                    .and_then(|topic| topic.partition(PartitionId(*p)).map(|_| ()));
+                ((t.clone(), *p), r)
+            })
+            .collect();
+        if results.iter().any(|(_, r)| r.is_err()) {
+            return Ok(results
+                .into_iter()
+                .map(|(tp, r)| {
+                    let r = match r {
+                        Ok(()) => Err(Error::OperationNotAttempted),
+                        Err(e) => Err(e),
+                    };
+                    (tp, r)
+                })
+                .collect());
+        }
+        let mut ids = txns.lock();
+        let m = ids
+            .get(id)
+            .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
+        let next = m.add_partitions(id, producer_id, epoch, partitions, now_ms().0)?;
+        if &next != m {
+            txns.persist(&mut ids, id, next)?;
+        }
+        Ok(results)
+    }
+
+    /// Whether `partition` of `topic` is in the transaction of `id`'s
+    /// producer (`producer_id`, `epoch`): what a transactional Produce
+    /// must satisfy (Kafka's KIP-890 verification).
+    pub fn verify_transactional_write(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        topic: &str,
+        partition: i32,
+    ) -> Result<(), Error> {
+        let txns = self.transactions()?;
+        let ids = txns.lock();
+        let m = ids
+            .get(id)
+            .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
+        m.check_producer(id, producer_id, epoch)?;
+        if m.state != TxnState::Ongoing || !m.partitions.contains(&(topic.to_string(), partition)) {
+            return Err(TxnError::InvalidTxnState(format!(
+                "{topic}-{partition} was not added to the transaction of {id:?}"
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    /// AddOffsetsToTxn: `group`'s offsets will commit with the transaction.
+    pub fn add_offsets_to_txn(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        group: &str,
+    ) -> Result<(), Error> {
+        let txns = self.transactions()?;
+        let mut ids = txns.lock();
+        let m = ids
+            .get(id)
+            .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
+        let next = m.add_group(id, producer_id, epoch, group, now_ms().0)?;
+        if &next != m {
+            txns.persist(&mut ids, id, next)?;
+        }
+        Ok(())
+    }
+
+    /// TxnOffsetCommit: offsets of `group` committed in the transaction;
+    /// they become the group's committed offsets if it commits.
+    pub fn txn_offset_commit(
+        &self,
+        id: &str,
+        group: &str,
+        producer_id: i64,
+        epoch: i16,
+        offsets: Vec<(String, i32, CommittedOffset)>,
+    ) -> Result<(), Error> {
+        let txns = self.transactions()?;
+        let mut ids = txns.lock();
+        let m = ids
+            .get(id)
+            .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
+        let next = m.stage_offsets(id, producer_id, epoch, group, offsets, now_ms().0)?;
+        txns.persist(&mut ids, id, next)?;
+        Ok(())
+    }
+
+    /// EndTxn: commits or aborts the open transaction: the prepared state
+    /// is persisted, the markers written (and, on commit, the staged group
+    /// offsets committed), then the completed state persisted.
+    pub fn end_txn(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+    ) -> Result<(), Error> {
+        let txns = self.transactions()?;
+        let now = now_ms().0;
+        let _ending = txns.ending.lock();
+        let prepared = {
+            let mut ids = txns.lock();
+            let m = ids
+                .get(id)
+                .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
+            let prepared = match m.prepare_end(id, producer_id, epoch, commit, now)? {
+                EndPlan::Done => return Ok(()),
+                EndPlan::Write(p) => p,
+            };
+            txns.persist(&mut ids, id, prepared.clone())?;
+            prepared
+        };
+        self.finish(txns, id, &prepared, now).map(|_| ())
+    }
+
+    /// Writes the markers of a prepared transaction to its partitions (and
+    /// commits its staged offsets if it commits); the completed state.
+    /// A partition deleted meanwhile needs no marker.
+    fn write_markers(&self, prepared: &TxnMetadata, now: i64) -> Result<TxnMetadata, Error> {
+        let control = match prepared.state {
+            TxnState::PrepareCommit => ControlType::Commit,
+            TxnState::PrepareAbort => ControlType::Abort,
+            _ => return Ok(prepared.clone()),
+        };
+        let marker = TxnMarker {
+            producer_id: ProducerId(prepared.producer_id),
+            producer_epoch: ProducerEpoch(prepared.producer_epoch),
+            control,
+            // One coordinator per node, which never moves: epoch 0.
+            coordinator_epoch: 0,
+        };
+        let mut work = Vec::new();
+        for (t, p) in &prepared.partitions {
+            let Some(topic) = self.topic(t) else { continue };
+            let Ok(partition) = topic.partition(PartitionId(*p)) else {
+                continue;
+            };
+            let w = partition.write_marker(&marker, Timestamp(now))?;
+            work.push((partition.clone(), w));
+        }
+        for (partition, w) in work {
+            partition
+                .log()
+                .complete(w)
+                .map_err(|e| partition.storage_error(e))?;
+        }
+        if control == ControlType::Commit {
+            for (group, offsets) in &prepared.groups {
+                let offsets: Vec<(String, i32, CommittedOffset)> = offsets
+                    .iter()
+                    .map(|((t, p), o)| (t.clone(), *p, o.clone()))
+                    .collect();
+                if !offsets.is_empty() {
+                    self.groups().commit_transactional_offsets(group, offsets)?;
+                }
+            }
+        }
+        Ok(prepared.complete(now))
+    }
+
+    /// Finishes transactions a crash left prepared (their markers may be
+    /// partly written; writing one twice is harmless) and aborts those open
+    /// past their timeout, fencing their producers. Returns how many ended.
+    pub fn complete_prepared_transactions(&self) -> usize {
+        let Ok(txns) = self.transactions() else {
+            return 0;
+        };
+        let now = now_ms().0;
+        let _ending = txns.ending.lock();
+        let due: Vec<(String, TxnMetadata)> = txns
+            .all()
+            .into_iter()
+            .filter(|(_, m)| m.state.is_prepared() || m.expired(now))
+            .collect();
+        let mut ended = 0;
+        for (id, m) in due {
+            let prepared = if m.state.is_prepared() {
+                m
+            } else {
+                tracing::info!(transactional_id = %id, "aborting a transaction past its timeout");
+                let fenced = m.fence_and_abort(now);
+                if let Err(e) = txns.persist(&mut txns.lock(), &id, fenced.clone()) {
+                    tracing::warn!(transactional_id = %id, "cannot abort: {e}");
+                    continue;
+                }
+                fenced
+            };
+            match self.finish(txns, &id, &prepared, now) {
+                Ok(_) => ended += 1,
+                Err(e) => {
+                    tracing::warn!(transactional_id = %id, "cannot complete the transaction yet: {e}")
+                }
+            }
+        }
+        ended
+    }
+
+    /// DescribeTransactions: the state of each id (`None`: unknown).
+    pub fn describe_transactions(&self, ids: &[String]) -> Result<Vec<Option<TxnMetadata>>, Error> {
+        let txns = self.transactions()?;
+        Ok(ids.iter().map(|id| txns.get(id)).collect())
+    }
+
+    /// ListTransactions: the ids in one of `states` (all if empty) whose
+    /// producer is one of `producers` (all if empty).
+    pub fn list_transactions(
+        &self,
+        states: &[String],
+        producers: &[i64],
+    ) -> Result<Vec<TransactionListing>, Error> {
+        let txns = self.transactions()?;
+        Ok(txns
+            .all()
+            .into_iter()
+            .filter(|(_, m)| states.is_empty() || states.iter().any(|s| s == m.state.name()))
+            .filter(|(_, m)| producers.is_empty() || producers.contains(&m.producer_id))
+            .map(|(id, m)| TransactionListing {
+                transactional_id: id,
+                producer_id: m.producer_id,
+                state: m.state,
+            })
+            .collect())
+    }
+}

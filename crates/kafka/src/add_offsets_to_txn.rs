@@ -1,0 +1,25 @@
+//! AddOffsetsToTxn (key 25): a group's offsets will be committed with the
+//! producer's transaction (`send_offsets_to_transaction`).
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
+
+use super::error::response_error;
+use super::Versions;
+use broker::Broker;
+
+/// Implemented versions.
+pub const VERSIONS: Versions = Versions::new(0, 4);
+
+/// Answers AddOffsetsToTxn. Blocking: it persists.
+pub fn handle(broker: &Arc<Broker>, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
+    let r = broker.add_offsets_to_txn(
+        req.transactional_id.as_str(),
+        req.producer_id.0,
+        req.producer_epoch,
+        req.group_id.as_str(),
+    );
+    AddOffsetsToTxnResponse::default()
+        .with_error_code(r.map_or_else(|e| response_error(&e).code(), |_| 0))
+}

@@ -1,0 +1,59 @@
+//! AddPartitionsToTxn (key 24, v0-3, the producer's form): partitions join
+//! the producer's transaction before it writes to them.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+};
+use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
+
+use super::error::response_error;
+use super::Versions;
+use broker::Broker;
+
+/// Implemented versions (v4+ is the brokers' batched verification form).
+pub const VERSIONS: Versions = Versions::new(0, 3);
+
+/// Answers AddPartitionsToTxn. Blocking: it persists.
+pub fn handle(broker: &Arc<Broker>, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
+    let wanted: Vec<(String, i32)> = req
+        .v3_and_below_topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| (t.name.to_string(), *p)))
+        .collect();
+    let results = broker.add_partitions_to_txn(
+        req.v3_and_below_transactional_id.as_str(),
+        req.v3_and_below_producer_id.0,
+        req.v3_and_below_producer_epoch,
+        &wanted,
+    );
+    // Per partition: its own code, or the whole request's refusal.
+    let code_of = |tp: &(String, i32)| -> i16 {
+        match &results {
+            Err(e) => response_error(e).code(),
+            Ok(list) => list.iter().find(|(p, _)| p == tp).map_or(0, |(_, r)| {
+                r.as_ref().map_or_else(|e| response_error(e).code(), |_| 0)
+            }),
+        }
+    };
+    let topics = req
+        .v3_and_below_topics
+        .iter()
+        .map(|t| {
+            AddPartitionsToTxnTopicResult::default()
+                .with_name(t.name.clone())
+                .with_results_by_partition(
+                    t.partitions
+                        .iter()
+                        .map(|p| {
+                            AddPartitionsToTxnPartitionResult::default()
+                                .with_partition_index(*p)
+                                .with_partition_error_code(code_of(&(t.name.to_string(), *p)))
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(topics)
+}

@@ -1,0 +1,84 @@
+//! ListTransactions (key 66): the transactional ids, filtered by state,
+//! producer id and (v1) how long their transaction has been open
+//! (`kafka-transactions list`, `find-hanging`).
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::list_transactions_response::TransactionState;
+use kafka_protocol::messages::{
+    ListTransactionsRequest, ListTransactionsResponse, ProducerId, TransactionalId,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::error::response_error;
+use super::Versions;
+use broker::txn::TxnState;
+use broker::{now_ms, Broker};
+
+/// Implemented versions (v2's id pattern is not).
+pub const VERSIONS: Versions = Versions::new(0, 1);
+
+const STATES: [TxnState; 6] = [
+    TxnState::Empty,
+    TxnState::Ongoing,
+    TxnState::PrepareCommit,
+    TxnState::PrepareAbort,
+    TxnState::CompleteCommit,
+    TxnState::CompleteAbort,
+];
+
+/// Answers ListTransactions.
+pub fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    req: ListTransactionsRequest,
+) -> ListTransactionsResponse {
+    let states: Vec<String> = req.state_filters.iter().map(|s| s.to_string()).collect();
+    let unknown: Vec<StrBytes> = req
+        .state_filters
+        .iter()
+        .filter(|s| !STATES.iter().any(|k| k.name() == s.as_str()))
+        .cloned()
+        .collect();
+    let producers: Vec<i64> = req.producer_id_filters.iter().map(|p| p.0).collect();
+    // v1: only transactions open for longer than this many ms.
+    let min_duration = if version >= 1 {
+        req.duration_filter
+    } else {
+        -1
+    };
+    let now = now_ms().0;
+    match broker.list_transactions(&states, &producers) {
+        Err(e) => ListTransactionsResponse::default().with_error_code(response_error(&e).code()),
+        Ok(list) => {
+            let described = if min_duration >= 0 {
+                let ids: Vec<String> = list.iter().map(|l| l.transactional_id.clone()).collect();
+                broker.describe_transactions(&ids).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let transaction_states = list
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| {
+                    min_duration < 0
+                        || described
+                            .get(*i)
+                            .and_then(|m| m.as_ref())
+                            .is_some_and(|m| m.start_ms >= 0 && now - m.start_ms > min_duration)
+                })
+                .map(|(_, l)| {
+                    TransactionState::default()
+                        .with_transactional_id(TransactionalId(StrBytes::from_string(
+                            l.transactional_id,
+                        )))
+                        .with_producer_id(ProducerId(l.producer_id))
+                        .with_transaction_state(StrBytes::from_static_str(l.state.name()))
+                })
+                .collect();
+            ListTransactionsResponse::default()
+                .with_unknown_state_filters(unknown)
+                .with_transaction_states(transaction_states)
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! TxnOffsetCommit (key 28): offsets committed inside a transaction; they
+//! become the group's committed offsets when the transaction commits and
+//! are dropped if it aborts.
+
+use std::sync::Arc;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+
+use super::error::response_error;
+use super::Versions;
+use broker::group::store::CommittedOffset;
+use broker::{now_ms, Broker};
+
+/// Implemented versions.
+pub const VERSIONS: Versions = Versions::new(0, 4);
+
+/// Answers TxnOffsetCommit. Blocking: it persists.
+pub fn handle(broker: &Arc<Broker>, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
+    let now = now_ms().0;
+    let offsets: Vec<(String, i32, CommittedOffset)> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(move |p| {
+                (
+                    t.name.to_string(),
+                    p.partition_index,
+                    CommittedOffset {
+                        offset: p.committed_offset,
+                        leader_epoch: p.committed_leader_epoch,
+                        metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+                        commit_timestamp: now,
+                    },
+                )
+            })
+        })
+        .collect();
+    let code = if !broker.coordinates(req.group_id.as_str()) {
+        ResponseError::NotCoordinator.code()
+    } else {
+        broker
+            .txn_offset_commit(
+                req.transactional_id.as_str(),
+                req.group_id.as_str(),
+                req.producer_id.0,
+                req.producer_epoch,
+                offsets,
+            )
+            .map_or_else(|e| response_error(&e).code(), |_| 0)
+    };
+    let topics = req
+        .topics
+        .iter()
+        .map(|t| {
+            TxnOffsetCommitResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(
+                    t.partitions
+                        .iter()
+                        .map(|p| {
+                            TxnOffsetCommitResponsePartition::default()
+                                .with_partition_index(p.partition_index)
+                                .with_error_code(code)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    TxnOffsetCommitResponse::default().with_topics(topics)
+}

@@ -1,0 +1,340 @@
+//! Transactions (KIP-98) with librdkafka against the real broker: a
+//! transactional producer's commits and aborts as read_committed and
+//! read_uncommitted consumers see them, consume-transform-produce with
+//! `send_offsets_to_transaction`, zombie fencing, timeouts, and a SIGKILL in
+//! the middle of a transaction. The scenarios follow librdkafka's
+//! transaction tests (0098-consumer-txn, 0103-transactions, 0105).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{client_config, polled, BrokerProcess, RawConn};
+use kafka_protocol::messages::{
+    ApiKey, DescribeTransactionsRequest, DescribeTransactionsResponse, ListTransactionsRequest,
+    ResponseKind, TransactionalId,
+};
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{Message, Offset, TopicPartitionList};
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+const DEADLINE: Duration = Duration::from_secs(30);
+
+async fn create(bootstrap: &str, topic: &str, partitions: i32) {
+    let admin: AdminClient<DefaultClientContext> = client_config(bootstrap).create().unwrap();
+    let r = admin
+        .create_topics(
+            &[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))],
+            &AdminOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert!(r.iter().all(|r| r.is_ok()), "{r:?}");
+}
+
+fn transactional(bootstrap: &str, id: &str, timeout_ms: u32) -> BaseProducer {
+    let p: BaseProducer = client_config(bootstrap)
+        .set("transactional.id", id)
+        .set("transaction.timeout.ms", timeout_ms.to_string())
+        .create()
+        .unwrap();
+    p.init_transactions(TIMEOUT).unwrap();
+    p
+}
+
+fn send(p: &BaseProducer, topic: &str, partition: i32, values: &[&str]) {
+    for v in values {
+        p.send(
+            BaseRecord::to(topic)
+                .partition(partition)
+                .key(v.as_bytes())
+                .payload(v.as_bytes()),
+        )
+        .unwrap();
+    }
+    p.flush(TIMEOUT).unwrap();
+}
+
+fn consumer(bootstrap: &str, group: &str, isolation: &str) -> BaseConsumer {
+    client_config(bootstrap)
+        .set("group.id", group)
+        .set("isolation.level", isolation)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap()
+}
+
+/// The values of `topic`'s partition 0 a consumer reads until `n` arrive,
+/// or until nothing more comes for a while once `n` are there.
+fn read_values(c: &BaseConsumer, topic: &str, n: usize) -> Vec<String> {
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)
+        .unwrap();
+    c.assign(&tpl).unwrap();
+    let mut out = Vec::new();
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while out.len() < n {
+        assert!(std::time::Instant::now() < deadline, "read only {out:?}");
+        if let Some(m) = polled(c.poll(Duration::from_millis(200))) {
+            out.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
+        }
+    }
+    // Nothing beyond what was expected.
+    let quiet = std::time::Instant::now() + Duration::from_millis(1500);
+    while std::time::Instant::now() < quiet {
+        if let Some(m) = polled(c.poll(Duration::from_millis(100))) {
+            out.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
+        }
+    }
+    out
+}
+
+async fn describe(addr: &str, id: &str) -> DescribeTransactionsResponse {
+    let mut conn = RawConn::connect(addr.parse().unwrap()).await;
+    let req = DescribeTransactionsRequest::default()
+        .with_transactional_ids(vec![TransactionalId(StrBytes::from_string(id.into()))]);
+    match conn.call(ApiKey::DescribeTransactions, 0, req).await {
+        ResponseKind::DescribeTransactions(r) => r,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn read_committed_sees_commits_never_aborts_and_stops_at_open_transactions() {
+    let broker = BrokerProcess::start(&[]);
+    let b = broker.bootstrap();
+    create(&b, "txn-basic", 1).await;
+    let p = transactional(&b, "tx-basic", 60_000);
+    p.begin_transaction().unwrap();
+    send(&p, "txn-basic", 0, &["c1", "c2", "c3"]);
+    p.commit_transaction(TIMEOUT).unwrap();
+    p.begin_transaction().unwrap();
+    send(&p, "txn-basic", 0, &["a1", "a2"]);
+    p.abort_transaction(TIMEOUT).unwrap();
+    p.begin_transaction().unwrap();
+    send(&p, "txn-basic", 0, &["c4"]);
+    p.commit_transaction(TIMEOUT).unwrap();
+
+    let committed = consumer(&b, "rc", "read_committed");
+    assert_eq!(
+        read_values(&committed, "txn-basic", 4),
+        ["c1", "c2", "c3", "c4"]
+    );
+    let uncommitted = consumer(&b, "ru", "read_uncommitted");
+    assert_eq!(
+        read_values(&uncommitted, "txn-basic", 6),
+        ["c1", "c2", "c3", "a1", "a2", "c4"]
+    );
+
+    // An open transaction holds read_committed readers back (the last
+    // stable offset), and not read_uncommitted ones.
+    p.begin_transaction().unwrap();
+    send(&p, "txn-basic", 0, &["open"]);
+    let d = describe(&b, "tx-basic").await;
+    let s = &d.transaction_states[0];
+    assert_eq!(s.error_code, 0);
+    assert_eq!(s.transaction_state.as_str(), "Ongoing");
+    assert_eq!(s.topics[0].topic.as_str(), "txn-basic");
+    assert_eq!(s.topics[0].partitions, [0]);
+    let (low, high) = committed.fetch_watermarks("txn-basic", 0, TIMEOUT).unwrap();
+    assert_eq!(low, 0);
+    let fresh = consumer(&b, "rc2", "read_committed");
+    assert_eq!(
+        read_values(&fresh, "txn-basic", 4),
+        ["c1", "c2", "c3", "c4"]
+    );
+    let fresh_u = consumer(&b, "ru2", "read_uncommitted");
+    assert_eq!(
+        read_values(&fresh_u, "txn-basic", 7).last().unwrap(),
+        "open"
+    );
+    p.commit_transaction(TIMEOUT).unwrap();
+    let after = consumer(&b, "rc3", "read_committed");
+    assert_eq!(
+        read_values(&after, "txn-basic", 5),
+        ["c1", "c2", "c3", "c4", "open"]
+    );
+    assert!(high > 0);
+
+    let mut conn = RawConn::connect(b.parse().unwrap()).await;
+    let req = ListTransactionsRequest::default()
+        .with_state_filters(vec![StrBytes::from_static_str("CompleteCommit")]);
+    let ResponseKind::ListTransactions(l) = conn.call(ApiKey::ListTransactions, 1, req).await
+    else {
+        panic!("not a ListTransactions response")
+    };
+    assert_eq!(l.error_code, 0);
+    assert_eq!(l.transaction_states.len(), 1);
+    assert_eq!(
+        l.transaction_states[0].transactional_id.as_str(),
+        "tx-basic"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn consume_transform_produce_commits_offsets_with_the_output_or_not_at_all() {
+    let broker = BrokerProcess::start(&[]);
+    let b = broker.bootstrap();
+    create(&b, "ctp-in", 1).await;
+    create(&b, "ctp-out", 1).await;
+    let plain: BaseProducer = client_config(&b).create().unwrap();
+    for i in 0..6 {
+        let v = format!("in{i}");
+        plain
+            .send(BaseRecord::to("ctp-in").partition(0).key(&v).payload(&v))
+            .unwrap();
+    }
+    plain.flush(TIMEOUT).unwrap();
+
+    let input = consumer(&b, "ctp", "read_committed");
+    input.subscribe(&["ctp-in"]).unwrap();
+    let p = transactional(&b, "tx-ctp", 60_000);
+    let mut seen = 0;
+    let deadline = std::time::Instant::now() + DEADLINE;
+    // Two transactions of three: the first commits, the second aborts.
+    for round in 0..2 {
+        p.begin_transaction().unwrap();
+        let mut n = 0;
+        while n < 3 {
+            assert!(std::time::Instant::now() < deadline);
+            if let Some(m) = polled(input.poll(Duration::from_millis(200))) {
+                let v = format!("out-{}", String::from_utf8_lossy(m.payload().unwrap()));
+                p.send(BaseRecord::to("ctp-out").partition(0).key(&v).payload(&v))
+                    .unwrap();
+                n += 1;
+                seen += 1;
+            }
+        }
+        p.flush(TIMEOUT).unwrap();
+        let mut offsets = TopicPartitionList::new();
+        offsets
+            .add_partition_offset("ctp-in", 0, Offset::Offset(seen))
+            .unwrap();
+        p.send_offsets_to_transaction(&offsets, &input.group_metadata().unwrap(), TIMEOUT)
+            .unwrap();
+        if round == 0 {
+            p.commit_transaction(TIMEOUT).unwrap();
+        } else {
+            p.abort_transaction(TIMEOUT).unwrap();
+        }
+    }
+    // The group's committed offset is the first transaction's.
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition("ctp-in", 0);
+    let check = consumer(&b, "ctp", "read_committed");
+    let committed = check.committed_offsets(tpl, TIMEOUT).unwrap();
+    assert_eq!(
+        committed.find_partition("ctp-in", 0).unwrap().offset(),
+        Offset::Offset(3)
+    );
+    let out = consumer(&b, "ctp-reader", "read_committed");
+    assert_eq!(
+        read_values(&out, "ctp-out", 3),
+        ["out-in0", "out-in1", "out-in2"]
+    );
+    drop(input);
+    let _ = CommitMode::Sync;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_producer_fences_the_old_one_and_aborts_its_transaction() {
+    let broker = BrokerProcess::start(&[]);
+    let b = broker.bootstrap();
+    create(&b, "txn-zombie", 1).await;
+    let zombie = transactional(&b, "tx-zombie", 60_000);
+    zombie.begin_transaction().unwrap();
+    send(&zombie, "txn-zombie", 0, &["zombie"]);
+    // Same transactional id: the zombie's transaction is aborted and its
+    // epoch fenced.
+    let fresh = transactional(&b, "tx-zombie", 60_000);
+    fresh.begin_transaction().unwrap();
+    send(&fresh, "txn-zombie", 0, &["fresh"]);
+    fresh.commit_transaction(TIMEOUT).unwrap();
+    let e = zombie.commit_transaction(TIMEOUT).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("fenced") || text.contains("Fenced") || text.contains("epoch"),
+        "{text}"
+    );
+    let c = consumer(&b, "z", "read_committed");
+    assert_eq!(read_values(&c, "txn-zombie", 1), ["fresh"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transaction_past_its_timeout_is_aborted_by_the_broker() {
+    let broker = BrokerProcess::start(&[]);
+    let b = broker.bootstrap();
+    create(&b, "txn-timeout", 1).await;
+    let p: BaseProducer = client_config(&b)
+        .set("transactional.id", "tx-timeout")
+        .set("transaction.timeout.ms", "3000")
+        .set("socket.timeout.ms", "3000")
+        .set("message.timeout.ms", "3000")
+        .create()
+        .unwrap();
+    p.init_transactions(TIMEOUT).unwrap();
+    p.begin_transaction().unwrap();
+    send(&p, "txn-timeout", 0, &["stalled"]);
+    let plain: BaseProducer = client_config(&b).create().unwrap();
+    plain
+        .send(
+            BaseRecord::to("txn-timeout")
+                .partition(0)
+                .key("after")
+                .payload("after"),
+        )
+        .unwrap();
+    plain.flush(TIMEOUT).unwrap();
+    // The broker aborts it: read_committed readers get past it, without it.
+    let d = common::eventually(DEADLINE, "the transaction aborted", || async {
+        let d = describe(&b, "tx-timeout").await;
+        (d.transaction_states[0].transaction_state.as_str() == "CompleteAbort").then_some(d)
+    })
+    .await;
+    assert_eq!(
+        d.transaction_states[0].producer_epoch, 1,
+        "the producer is fenced"
+    );
+    let c = consumer(&b, "t", "read_committed");
+    assert_eq!(read_values(&c, "txn-timeout", 1), ["after"]);
+    assert!(p.commit_transaction(TIMEOUT).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sigkill_mid_transaction_leaves_it_open_until_its_producer_returns() {
+    let mut broker = BrokerProcess::start(&[]);
+    let b = broker.bootstrap();
+    create(&b, "txn-crash", 1).await;
+    {
+        let p = transactional(&b, "tx-crash", 60_000);
+        p.begin_transaction().unwrap();
+        send(&p, "txn-crash", 0, &["c1"]);
+        p.commit_transaction(TIMEOUT).unwrap();
+        p.begin_transaction().unwrap();
+        send(&p, "txn-crash", 0, &["lost1", "lost2"]);
+        broker.kill();
+    }
+    broker.restart();
+    let d = describe(&b, "tx-crash").await;
+    assert_eq!(
+        d.transaction_states[0].transaction_state.as_str(),
+        "Ongoing"
+    );
+    // The restarted producer aborts what its predecessor left open.
+    let p = transactional(&b, "tx-crash", 60_000);
+    p.begin_transaction().unwrap();
+    send(&p, "txn-crash", 0, &["c2"]);
+    p.commit_transaction(TIMEOUT).unwrap();
+    let c = consumer(&b, "crash", "read_committed");
+    assert_eq!(read_values(&c, "txn-crash", 2), ["c1", "c2"]);
+    let u = consumer(&b, "crash-u", "read_uncommitted");
+    assert_eq!(
+        read_values(&u, "txn-crash", 4),
+        ["c1", "lost1", "lost2", "c2"]
+    );
+}
