@@ -46,3 +46,12 @@ fn kafka_python_admin_configs_and_cluster_apis() {
     let broker = BrokerProcess::start(&[]);
     run_python("kafka_python_admin.py", &broker.bootstrap());
 }
+
+/// kafka-python's transactional producer: commit, abort, and offsets sent
+/// to a group in a transaction, read back with read_committed and
+/// read_uncommitted consumers.
+#[test]
+fn kafka_python_transactions_commit_abort_and_send_offsets() {
+    let broker = BrokerProcess::start(&[]);
+    run_python("kafka_python_txn.py", &broker.bootstrap());
+}
