@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 
-use super::error::response_error;
+use super::error::{fenced_as_epoch, response_error};
 use super::Versions;
 use broker::Broker;
 
@@ -13,13 +13,19 @@ use broker::Broker;
 pub const VERSIONS: Versions = Versions::new(0, 4);
 
 /// Answers AddOffsetsToTxn. Blocking: it persists.
-pub fn handle(broker: &Arc<Broker>, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
+pub fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    req: AddOffsetsToTxnRequest,
+) -> AddOffsetsToTxnResponse {
     let r = broker.add_offsets_to_txn(
         req.transactional_id.as_str(),
         req.producer_id.0,
         req.producer_epoch,
         req.group_id.as_str(),
     );
-    AddOffsetsToTxnResponse::default()
-        .with_error_code(r.map_or_else(|e| response_error(&e).code(), |_| 0))
+    AddOffsetsToTxnResponse::default().with_error_code(r.map_or_else(
+        |e| fenced_as_epoch(response_error(&e), version < 2).code(),
+        |_| 0,
+    ))
 }

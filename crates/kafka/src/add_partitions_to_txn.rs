@@ -8,7 +8,7 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
 };
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
 
-use super::error::response_error;
+use super::error::{fenced_as_epoch, response_error};
 use super::Versions;
 use broker::Broker;
 
@@ -16,7 +16,11 @@ use broker::Broker;
 pub const VERSIONS: Versions = Versions::new(0, 3);
 
 /// Answers AddPartitionsToTxn. Blocking: it persists.
-pub fn handle(broker: &Arc<Broker>, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
+pub fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    req: AddPartitionsToTxnRequest,
+) -> AddPartitionsToTxnResponse {
     let wanted: Vec<(String, i32)> = req
         .v3_and_below_topics
         .iter()
@@ -31,9 +35,12 @@ pub fn handle(broker: &Arc<Broker>, req: AddPartitionsToTxnRequest) -> AddPartit
     // Per partition: its own code, or the whole request's refusal.
     let code_of = |tp: &(String, i32)| -> i16 {
         match &results {
-            Err(e) => response_error(e).code(),
+            Err(e) => fenced_as_epoch(response_error(e), version < 2).code(),
             Ok(list) => list.iter().find(|(p, _)| p == tp).map_or(0, |(_, r)| {
-                r.as_ref().map_or_else(|e| response_error(e).code(), |_| 0)
+                r.as_ref().map_or_else(
+                    |e| fenced_as_epoch(response_error(e), version < 2).code(),
+                    |_| 0,
+                )
             }),
         }
     };

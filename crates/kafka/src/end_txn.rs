@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse};
 
-use super::error::response_error;
+use super::error::{fenced_as_epoch, response_error};
 use super::Versions;
 use broker::Broker;
 
@@ -14,12 +14,15 @@ use broker::Broker;
 pub const VERSIONS: Versions = Versions::new(0, 4);
 
 /// Answers EndTxn. Blocking: it writes markers.
-pub fn handle(broker: &Arc<Broker>, req: EndTxnRequest) -> EndTxnResponse {
+pub fn handle(broker: &Arc<Broker>, version: i16, req: EndTxnRequest) -> EndTxnResponse {
     let r = broker.end_txn(
         req.transactional_id.as_str(),
         req.producer_id.0,
         req.producer_epoch,
         req.committed,
     );
-    EndTxnResponse::default().with_error_code(r.map_or_else(|e| response_error(&e).code(), |_| 0))
+    EndTxnResponse::default().with_error_code(r.map_or_else(
+        |e| fenced_as_epoch(response_error(&e), version < 2).code(),
+        |_| 0,
+    ))
 }

@@ -92,6 +92,15 @@ pub fn txn_error(e: &broker::txn::TxnError) -> ResponseError {
     }
 }
 
+/// PRODUCER_FENCED as the versions before it answer it:
+/// INVALID_PRODUCER_EPOCH (`old`: the request's version predates it).
+pub fn fenced_as_epoch(e: ResponseError, old: bool) -> ResponseError {
+    match e {
+        ResponseError::ProducerFenced if old => ResponseError::InvalidProducerEpoch,
+        other => other,
+    }
+}
+
 /// Produce v8+'s per-record errors for a refused append: the index within
 /// its batch of the record at fault and what is wrong with it (empty when
 /// the fault is not one record's).

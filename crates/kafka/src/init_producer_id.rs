@@ -10,7 +10,7 @@ use std::sync::Arc;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
-use super::error::response_error;
+use super::error::{fenced_as_epoch, response_error};
 use super::Versions;
 use broker::Broker;
 
@@ -18,7 +18,11 @@ use broker::Broker;
 pub const VERSIONS: Versions = Versions::new(0, 5);
 
 /// Answers InitProducerId. Blocking: it may persist and write markers.
-pub fn handle(broker: &Arc<Broker>, req: InitProducerIdRequest) -> InitProducerIdResponse {
+pub fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    req: InitProducerIdRequest,
+) -> InitProducerIdResponse {
     let resp = InitProducerIdResponse::default()
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
@@ -26,14 +30,20 @@ pub fn handle(broker: &Arc<Broker>, req: InitProducerIdRequest) -> InitProducerI
         None => broker.next_producer_id().map(|id| (id.0, 0)),
         // As Kafka: an empty transactional id is a malformed request.
         Some("") => return resp.with_error_code(ResponseError::InvalidRequest.code()),
+        // v3+ (KIP-360): the producer id and epoch the caller had, if any.
         Some(id) => broker
-            .init_transactional_producer(id, req.transaction_timeout_ms)
+            .init_transactional_producer(
+                id,
+                req.transaction_timeout_ms,
+                (version >= 3).then_some((req.producer_id.0, req.producer_epoch)),
+            )
             .map(|(p, e)| (p.0, e.0)),
     };
     match result {
         Ok((id, epoch)) => resp
             .with_producer_id(ProducerId(id))
             .with_producer_epoch(epoch),
-        Err(e) => resp.with_error_code(response_error(&e).code()),
+        // PRODUCER_FENCED exists for InitProducerId from v4.
+        Err(e) => resp.with_error_code(fenced_as_epoch(response_error(&e), version < 4).code()),
     }
 }

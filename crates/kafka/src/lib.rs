@@ -310,18 +310,18 @@ fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestK
             ResponseKind::DeleteRecords(delete_records::handle(broker, r))
         }
         RequestKind::InitProducerId(r) => {
-            ResponseKind::InitProducerId(init_producer_id::handle(broker, r))
+            ResponseKind::InitProducerId(init_producer_id::handle(broker, v, r))
         }
         // The transaction coordinator persists, and EndTxn writes markers.
         RequestKind::AddPartitionsToTxn(r) => {
-            ResponseKind::AddPartitionsToTxn(add_partitions_to_txn::handle(broker, r))
+            ResponseKind::AddPartitionsToTxn(add_partitions_to_txn::handle(broker, v, r))
         }
         RequestKind::AddOffsetsToTxn(r) => {
-            ResponseKind::AddOffsetsToTxn(add_offsets_to_txn::handle(broker, r))
+            ResponseKind::AddOffsetsToTxn(add_offsets_to_txn::handle(broker, v, r))
         }
-        RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn::handle(broker, r)),
+        RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn::handle(broker, v, r)),
         RequestKind::TxnOffsetCommit(r) => {
-            ResponseKind::TxnOffsetCommit(txn_offset_commit::handle(broker, r))
+            ResponseKind::TxnOffsetCommit(txn_offset_commit::handle(broker, v, r))
         }
         RequestKind::DescribeTransactions(r) => {
             ResponseKind::DescribeTransactions(describe_transactions::handle(broker, r))

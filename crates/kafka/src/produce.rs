@@ -134,19 +134,10 @@ fn append(
     // stamps offsets into the bytes it writes, not into these.
     let appended = match transactional_id {
         None => partition.append_deferred(&records, now_ms()),
+        // Every batch's producer must have added this partition to its
+        // open transaction (AddPartitionsToTxn), with its current epoch.
         Some(id) => {
-            // The producer must have added this partition to its open
-            // transaction (AddPartitionsToTxn), with its current epoch.
-            let h = storage::BatchHeader::parse(&records)
-                .map_err(|e| partition.storage_error(storage::Error::Batch(e)))?;
-            broker.verify_transactional_write(
-                id,
-                h.producer_id.0,
-                h.producer_epoch.0,
-                topic.name.as_str(),
-                pd.index,
-            )?;
-            partition.append_transactional_deferred(&records, now_ms())
+            broker.append_transactional(id, topic.name.as_str(), partition, &records, now_ms())
         }
     };
     let info = match appended {

@@ -10,7 +10,7 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 };
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
-use super::error::response_error;
+use super::error::{fenced_as_epoch, response_error};
 use super::Versions;
 use broker::group::store::CommittedOffset;
 use broker::{now_ms, Broker};
@@ -19,7 +19,11 @@ use broker::{now_ms, Broker};
 pub const VERSIONS: Versions = Versions::new(0, 4);
 
 /// Answers TxnOffsetCommit. Blocking: it persists.
-pub fn handle(broker: &Arc<Broker>, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
+pub fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    req: TxnOffsetCommitRequest,
+) -> TxnOffsetCommitResponse {
     let now = now_ms().0;
     let offsets: Vec<(String, i32, CommittedOffset)> = req
         .topics
@@ -50,7 +54,10 @@ pub fn handle(broker: &Arc<Broker>, req: TxnOffsetCommitRequest) -> TxnOffsetCom
                 req.producer_epoch,
                 offsets,
             )
-            .map_or_else(|e| response_error(&e).code(), |_| 0)
+            .map_or_else(
+                |e| fenced_as_epoch(response_error(&e), version < 3).code(),
+                |_| 0,
+            )
     };
     let topics = req
         .topics

@@ -251,6 +251,15 @@ impl ProducerStateManager {
                         current_epoch: e.epoch,
                     });
                 }
+                if e.txn_first_offset.is_some() && h.producer_epoch > e.epoch {
+                    // The coordinator ends the older epoch's transaction
+                    // (an abort marker) before handing out a newer epoch:
+                    // its records must never join the new transaction.
+                    return Err(Error::InvalidTxnState(format!(
+                        "producer {pid} epoch {} has an open transaction of epoch {}",
+                        h.producer_epoch, e.epoch
+                    )));
+                }
                 if e.txn_first_offset.is_some() && !h.is_transactional() {
                     // Kafka's "expected transactional write" check.
                     return Err(Error::InvalidTxnState(format!(

@@ -16,7 +16,7 @@ pub mod state;
 use std::collections::HashMap;
 
 use bytes::Bytes;
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 pub use ops::{TransactionListing, TxnPartitionResult};
 pub use state::{EndPlan, TxnError, TxnMetadata, TxnState};
@@ -31,15 +31,43 @@ pub const MAX_TIMEOUT_MS: i64 = 900_000;
 #[derive(Debug)]
 pub struct Transactions {
     log: GroupLog,
-    ids: Mutex<HashMap<String, TxnMetadata>>,
+    /// Held while a request is decided and its state persisted: one
+    /// decision at a time, and none while the group log is compacted.
+    deciding: Mutex<()>,
+    /// The persisted state. Read without `deciding` (transactional
+    /// Produce checks it, holding a read guard across its append so that
+    /// no transaction is prepared in between); written only after the
+    /// record is in the group log.
+    state: RwLock<HashMap<String, TxnMetadata>>,
     /// Held while a transaction ends (markers written, offsets committed):
-    /// one ending at a time, without holding `ids` meanwhile.
+    /// one ending at a time, without holding `deciding` meanwhile.
     ending: Mutex<()>,
 }
 
 fn key(id: &str) -> RecordKey {
     RecordKey::Transaction {
         transactional_id: id.to_string(),
+    }
+}
+
+/// The right to decide: reads and persists transactional ids' states.
+pub(crate) struct Decider<'a> {
+    txns: &'a Transactions,
+    _guard: MutexGuard<'a, ()>,
+}
+
+impl Decider<'_> {
+    /// `id`'s state as persisted.
+    pub(crate) fn get(&self, id: &str) -> Option<TxnMetadata> {
+        self.txns.state.read().get(id).cloned()
+    }
+
+    /// Persists `m` as `id`'s state, then makes it current.
+    pub(crate) fn persist(&mut self, id: &str, m: TxnMetadata) -> Result<(), Error> {
+        let bytes = serde_json::to_vec(&m).map_err(|e| Error::InvalidRequest(e.to_string()))?;
+        self.txns.log.append(&[(key(id), Some(bytes))])?;
+        self.txns.state.write().insert(id.to_string(), m);
+        Ok(())
     }
 }
 
@@ -62,51 +90,51 @@ impl Transactions {
         }
         Transactions {
             log,
-            ids: Mutex::new(ids),
+            deciding: Mutex::new(()),
+            state: RwLock::new(ids),
             ending: Mutex::new(()),
         }
     }
 
     /// Runs `f` with every live record (what a group-log compaction keeps),
-    /// holding off changes meanwhile.
+    /// holding off decisions meanwhile.
     pub(crate) fn with_persisted<T>(
         &self,
         f: impl FnOnce(Vec<(RecordKey, Option<Vec<u8>>)>) -> T,
     ) -> T {
-        let ids = self.ids.lock();
-        f(ids
+        let _deciding = self.deciding.lock();
+        let live = self
+            .state
+            .read()
             .iter()
             .map(|(id, m)| (key(id), serde_json::to_vec(m).ok()))
-            .collect())
+            .collect();
+        f(live)
     }
 
-    /// The ids, locked: requests of one coordinator are decided one at a
-    /// time, as Kafka's coordinator serializes them per id.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, HashMap<String, TxnMetadata>> {
-        self.ids.lock()
+    /// Takes the right to decide.
+    pub(crate) fn decide(&self) -> Decider<'_> {
+        Decider {
+            txns: self,
+            _guard: self.deciding.lock(),
+        }
     }
 
-    /// Persists `m` as `id`'s state and makes it current in `ids`.
-    pub(crate) fn persist(
-        &self,
-        ids: &mut HashMap<String, TxnMetadata>,
-        id: &str,
-        m: TxnMetadata,
-    ) -> Result<(), Error> {
-        let bytes = serde_json::to_vec(&m).map_err(|e| Error::InvalidRequest(e.to_string()))?;
-        self.log.append(&[(key(id), Some(bytes))])?;
-        ids.insert(id.to_string(), m);
-        Ok(())
+    /// The persisted state, for a check that must not race with a
+    /// transaction being prepared (hold the guard across the check and
+    /// what it allows).
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, HashMap<String, TxnMetadata>> {
+        self.state.read()
     }
 
     /// `id`'s state.
     pub fn get(&self, id: &str) -> Option<TxnMetadata> {
-        self.ids.lock().get(id).cloned()
+        self.state.read().get(id).cloned()
     }
 
     /// Every id and its state.
     pub fn all(&self) -> Vec<(String, TxnMetadata)> {
-        let ids = self.ids.lock();
+        let ids = self.state.read();
         let mut out: Vec<_> = ids.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out

@@ -9,7 +9,7 @@ use storage::txn::{ControlType, TxnMarker};
 use super::state::{EndPlan, TxnError, TxnMetadata, TxnState};
 use super::{Transactions, MAX_TIMEOUT_MS};
 use crate::group::store::CommittedOffset;
-use crate::{now_ms, Broker, Error};
+use crate::{now_ms, Broker, Error, Partition};
 
 /// One partition's answer to AddPartitionsToTxn.
 pub type TxnPartitionResult = ((String, i32), Result<(), Error>);
@@ -39,46 +39,72 @@ impl Broker {
     /// InitProducerId with a transactional id: a new id gets a producer id
     /// at epoch 0; a known one the next epoch, which fences its earlier
     /// producers, and an open transaction is aborted first (Kafka's
-    /// zombie fencing). Returns the producer id and epoch.
+    /// zombie fencing). With `current` (KIP-360: the producer id and epoch
+    /// the caller had), only that producer's own epoch may be bumped.
+    /// Returns the producer id and epoch.
     pub fn init_transactional_producer(
         &self,
         id: &str,
         timeout_ms: i32,
+        current: Option<(i64, i16)>,
     ) -> Result<(ProducerId, ProducerEpoch), Error> {
         let txns = self.transactions()?;
         if timeout_ms <= 0 || i64::from(timeout_ms) > MAX_TIMEOUT_MS {
             return Err(TxnError::InvalidTimeout(timeout_ms, MAX_TIMEOUT_MS).into());
         }
-        let now = now_ms().0;
+        let mut current = current.filter(|(p, _)| *p >= 0);
         let _ending = txns.ending.lock();
-        let current = txns.get(id);
-        let next = match current {
-            None => TxnMetadata::new(self.next_producer_id()?.0, timeout_ms, now),
-            Some(m) if m.state.is_prepared() => {
-                // A crash left markers unwritten: finish them first.
-                let done = self.finish(txns, id, &m, now)?;
-                self.bump(done, timeout_ms, now)?
-            }
-            Some(m) if m.state == TxnState::Ongoing => {
-                let fenced = m.fence_and_abort(now);
-                txns.persist(&mut txns.lock(), id, fenced.clone())?;
-                let done = self.finish(txns, id, &fenced, now)?;
-                self.bump(done, timeout_ms, now)?
-            }
-            Some(m) => self.bump(m, timeout_ms, now)?,
-        };
-        let answer = (
-            ProducerId(next.producer_id),
-            ProducerEpoch(next.producer_epoch),
-        );
-        txns.persist(&mut txns.lock(), id, next)?;
-        Ok(answer)
+        loop {
+            let now = now_ms().0;
+            // Decided and persisted under one guard: nothing the old
+            // producer does can slip in between.
+            let mut d = txns.decide();
+            let prepared = match d.get(id) {
+                None => {
+                    if current.is_some() {
+                        return Err(TxnError::InvalidProducerIdMapping(id.to_string()).into());
+                    }
+                    let m = TxnMetadata::new(self.next_producer_id()?.0, timeout_ms, now);
+                    let answer = (ProducerId(m.producer_id), ProducerEpoch(m.producer_epoch));
+                    d.persist(id, m)?;
+                    return Ok(answer);
+                }
+                Some(m) => {
+                    // Checked once: a round after this call's own fencing
+                    // sees the epoch it bumped.
+                    if let Some((p, e)) = current.take() {
+                        m.check_producer(id, p, e)?;
+                    }
+                    match m.state {
+                        // A crash left markers unwritten: finish them first.
+                        s if s.is_prepared() => m,
+                        TxnState::Ongoing => {
+                            let fenced = m.fence_and_abort(now);
+                            d.persist(id, fenced.clone())?;
+                            fenced
+                        }
+                        _ => {
+                            let next = self.bump(m, timeout_ms, now)?;
+                            let answer = (
+                                ProducerId(next.producer_id),
+                                ProducerEpoch(next.producer_epoch),
+                            );
+                            d.persist(id, next)?;
+                            return Ok(answer);
+                        }
+                    }
+                }
+            };
+            drop(d);
+            // Complete now: the next round bumps the epoch again.
+            self.finish(txns, id, &prepared, now)?;
+        }
     }
 
     /// Writes a prepared transaction's markers and persists it completed.
-    /// The caller holds `ending`; the ids stay unlocked meanwhile (the
-    /// group coordinator's lock is taken to commit offsets, and its log
-    /// compaction takes the ids' lock under its own).
+    /// The caller holds `ending`; no decision is held while the markers
+    /// are written (the group coordinator's lock is taken to commit
+    /// offsets, and its log compaction waits on decisions under its own).
     fn finish(
         &self,
         txns: &Transactions,
@@ -87,7 +113,7 @@ impl Broker {
         now: i64,
     ) -> Result<TxnMetadata, Error> {
         let done = self.write_markers(prepared, now)?;
-        txns.persist(&mut txns.lock(), id, done.clone())?;
+        txns.decide().persist(id, done.clone())?;
         Ok(done)
     }
 
@@ -113,9 +139,11 @@ impl Broker {
         let results: Vec<TxnPartitionResult> = partitions
             .iter()
             .map(|(t, p)| {
-                let r = self
-                    .resolve_topic_name(t)
-                    .and_then(|topic| topic.partition(PartitionId(*p)).map(|_| ()));
+                let r = self.resolve_topic_name(t).and_then(|topic| {
+                    // The internal topics are the broker's own.
+                    topic.ensure_client_writable()?;
+                    topic.partition(PartitionId(*p)).map(|_| ())
+                });
                 ((t.clone(), *p), r)
             })
             .collect();
@@ -131,41 +159,70 @@ impl Broker {
                 })
                 .collect());
         }
-        let mut ids = txns.lock();
-        let m = ids
+        let mut d = txns.decide();
+        let m = d
             .get(id)
             .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
         let next = m.add_partitions(id, producer_id, epoch, partitions, now_ms().0)?;
-        if &next != m {
-            txns.persist(&mut ids, id, next)?;
+        if next != m {
+            d.persist(id, next)?;
         }
         Ok(results)
     }
 
-    /// Whether `partition` of `topic` is in the transaction of `id`'s
-    /// producer (`producer_id`, `epoch`): what a transactional Produce
-    /// must satisfy (Kafka's KIP-890 verification).
-    pub fn verify_transactional_write(
+    /// Appends a transactional Produce's batches to `partition` of `topic`
+    /// if every batch's producer is `id`'s current one with this partition
+    /// in its open transaction (Kafka's KIP-890 verification). The check
+    /// and the append are one step: no transaction is prepared between
+    /// them, so no batch can land after its transaction's marker.
+    pub fn append_transactional(
         &self,
         id: &str,
-        producer_id: i64,
-        epoch: i16,
         topic: &str,
-        partition: i32,
-    ) -> Result<(), Error> {
+        partition: &Partition,
+        batches: &[u8],
+        now: Timestamp,
+    ) -> Result<(storage::AppendOutcome, storage::SyncWork), Error> {
         let txns = self.transactions()?;
-        let ids = txns.lock();
-        let m = ids
+        let state = txns.read();
+        let m = state
             .get(id)
             .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
-        m.check_producer(id, producer_id, epoch)?;
-        if m.state != TxnState::Ongoing || !m.partitions.contains(&(topic.to_string(), partition)) {
+        let mut at = 0;
+        while at < batches.len() {
+            let h = storage::BatchHeader::parse(&batches[at..])
+                .map_err(|e| partition.storage_error(storage::Error::Batch(e)))?;
+            if !h.is_transactional() {
+                return Err(Error::InvalidRequest(
+                    "a transactional Produce with a batch that is not transactional".into(),
+                ));
+            }
+            // Produce answers an old epoch INVALID_PRODUCER_EPOCH (abortable
+            // for the client), never PRODUCER_FENCED.
+            m.check_producer(id, h.producer_id.0, h.producer_epoch.0)
+                .map_err(|e| match e {
+                    TxnError::ProducerFenced { sent, current } => {
+                        partition.storage_error(storage::Error::InvalidProducerEpoch {
+                            producer_id: h.producer_id,
+                            epoch: ProducerEpoch(sent),
+                            current_epoch: ProducerEpoch(current),
+                        })
+                    }
+                    other => other.into(),
+                })?;
+            at += h.total_size();
+        }
+        let p = partition.tp.partition.0;
+        if m.state != TxnState::Ongoing || !m.partitions.contains(&(topic.to_string(), p)) {
             return Err(TxnError::InvalidTxnState(format!(
-                "{topic}-{partition} was not added to the transaction of {id:?}"
+                "{topic}-{p} was not added to the transaction of {id:?}"
             ))
             .into());
         }
-        Ok(())
+        // The guard is held across the append.
+        let appended = partition.append_transactional_deferred(batches, now);
+        drop(state);
+        appended
     }
 
     /// AddOffsetsToTxn: `group`'s offsets will commit with the transaction.
@@ -177,13 +234,13 @@ impl Broker {
         group: &str,
     ) -> Result<(), Error> {
         let txns = self.transactions()?;
-        let mut ids = txns.lock();
-        let m = ids
+        let mut d = txns.decide();
+        let m = d
             .get(id)
             .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
         let next = m.add_group(id, producer_id, epoch, group, now_ms().0)?;
-        if &next != m {
-            txns.persist(&mut ids, id, next)?;
+        if next != m {
+            d.persist(id, next)?;
         }
         Ok(())
     }
@@ -199,13 +256,12 @@ impl Broker {
         offsets: Vec<(String, i32, CommittedOffset)>,
     ) -> Result<(), Error> {
         let txns = self.transactions()?;
-        let mut ids = txns.lock();
-        let m = ids
+        let mut d = txns.decide();
+        let m = d
             .get(id)
             .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
         let next = m.stage_offsets(id, producer_id, epoch, group, offsets, now_ms().0)?;
-        txns.persist(&mut ids, id, next)?;
-        Ok(())
+        d.persist(id, next)
     }
 
     /// EndTxn: commits or aborts the open transaction: the prepared state
@@ -222,15 +278,15 @@ impl Broker {
         let now = now_ms().0;
         let _ending = txns.ending.lock();
         let prepared = {
-            let mut ids = txns.lock();
-            let m = ids
+            let mut d = txns.decide();
+            let m = d
                 .get(id)
                 .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
             let prepared = match m.prepare_end(id, producer_id, epoch, commit, now)? {
                 EndPlan::Done => return Ok(()),
                 EndPlan::Write(p) => p,
             };
-            txns.persist(&mut ids, id, prepared.clone())?;
+            d.persist(id, prepared.clone())?;
             prepared
         };
         self.finish(txns, id, &prepared, now).map(|_| ())
@@ -258,6 +314,16 @@ impl Broker {
             let Ok(partition) = topic.partition(PartitionId(*p)) else {
                 continue;
             };
+            // Nothing of the transaction here (never written, or a marker
+            // already written by an earlier attempt): no marker, so a
+            // retried ending does not pile up control batches.
+            let open = partition
+                .log()
+                .producer_state(marker.producer_id)
+                .is_some_and(|e| e.txn_first_offset.is_some());
+            if !open {
+                continue;
+            }
             let w = partition.write_marker(&marker, Timestamp(now))?;
             work.push((partition.clone(), w));
         }
@@ -296,17 +362,24 @@ impl Broker {
             .filter(|(_, m)| m.state.is_prepared() || m.expired(now))
             .collect();
         let mut ended = 0;
-        for (id, m) in due {
-            let prepared = if m.state.is_prepared() {
-                m
-            } else {
-                tracing::info!(transactional_id = %id, "aborting a transaction past its timeout");
-                let fenced = m.fence_and_abort(now);
-                if let Err(e) = txns.persist(&mut txns.lock(), &id, fenced.clone()) {
-                    tracing::warn!(transactional_id = %id, "cannot abort: {e}");
-                    continue;
+        for (id, seen) in due {
+            let prepared = {
+                let mut d = txns.decide();
+                // Decided again on the state as it is now: the producer
+                // may have ended or moved the transaction meanwhile.
+                match d.get(&id) {
+                    Some(m) if m.state.is_prepared() => m,
+                    Some(m) if m == seen && m.expired(now) => {
+                        tracing::info!(transactional_id = %id, "aborting a transaction past its timeout");
+                        let fenced = m.fence_and_abort(now);
+                        if let Err(e) = d.persist(&id, fenced.clone()) {
+                            tracing::warn!(transactional_id = %id, "cannot abort: {e}");
+                            continue;
+                        }
+                        fenced
+                    }
+                    _ => continue,
                 }
-                fenced
             };
             match self.finish(txns, &id, &prepared, now) {
                 Ok(_) => ended += 1,

@@ -835,3 +835,29 @@ fn aborted_records_never_shadow_a_committed_value_and_ongoing_ones_are_not_clean
         aborted
     );
 }
+
+#[test]
+fn an_abort_marker_in_the_active_segment_still_protects_the_committed_value() {
+    use crate::txn::ControlType::Abort;
+    let f = Fixture::new();
+    let log = f.open(compact_config(), false);
+    let committed = put(&log, "k", Some("committed"), T0);
+    put_txn(&log, 5, 0, "k", "aborted", T0 + 1);
+    // Segments roll while the transaction is open; its marker lands in
+    // the active segment, after the record it aborts.
+    updates(&log, 4, 8);
+    end_txn(&log, 5, Abort, T0 + 200);
+    let marker_segment = *log.segment_base_offsets().last().unwrap();
+    assert!(
+        marker_segment > Offset(1),
+        "the marker is in a later segment"
+    );
+    assert_eq!(log.last_stable_offset(), log.log_end_offset());
+    let c = cleaner(1 << 20);
+    c.clean(&log, Timestamp(T0 + 10_000)).unwrap().unwrap();
+    let after = contents(&log);
+    assert!(
+        after.iter().any(|(o, _, _)| *o == committed.0),
+        "the committed value of k was cleaned away: {after:?}"
+    );
+}

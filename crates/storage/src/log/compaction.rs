@@ -100,7 +100,10 @@ impl Log {
             config: inner.config.clone(),
             producer_last_offsets: inner.producers.last_offsets(),
             last_stable_offset: inner.last_stable_offset(),
-            aborted: inner.segments[..n - 1]
+            // The active segment's too: an abort marker lands at the log
+            // end, after the records it aborts in closed segments.
+            aborted: inner
+                .segments
                 .iter()
                 .flat_map(|s| s.aborted())
                 .copied()

@@ -145,10 +145,14 @@ struct Inner {
 }
 
 impl Inner {
+    // Never below the log start: retention or DeleteRecords may have
+    // removed an open transaction's first records (as Kafka bounds it).
     fn last_stable_offset(&self) -> Offset {
         self.producers
             .first_unstable_offset()
-            .map_or(self.log_end_offset, |o| o.min(self.log_end_offset))
+            .map_or(self.log_end_offset, |o| {
+                o.min(self.log_end_offset).max(self.log_start_offset)
+            })
     }
 
     fn ensure_open(&self) -> Result<()> {
@@ -681,9 +685,22 @@ impl Log {
             now,
         )?;
         inner.log_end_offset = next;
-        let first = inner.producers.complete_txn(marker, now);
+        let first = inner
+            .producers
+            .get(marker.producer_id)
+            .and_then(|e| e.txn_first_offset);
         if let (ControlType::Abort, Some(first)) = (marker.control, first) {
-            let last_stable_offset = inner.last_stable_offset();
+            // Recorded before the transaction is ended here: if the index
+            // cannot be written, the transaction stays open and the
+            // coordinator's next marker records it (a marker twice is
+            // harmless), rather than the abort being lost.
+            let last_stable_offset = inner
+                .producers
+                .ongoing()
+                .map(|(o, _)| o)
+                .find(|o| *o != first)
+                .unwrap_or(next)
+                .min(next);
             inner.active_mut().add_aborted(AbortedTxn {
                 producer_id: marker.producer_id,
                 first_offset: first,
@@ -691,6 +708,7 @@ impl Log {
                 last_stable_offset,
             })?;
         }
+        inner.producers.complete_txn(marker, now);
         after.epochs = inner.epochs.assign(leader_epoch, base);
         inner.first_unflushed_at.get_or_insert(now);
         Ok((

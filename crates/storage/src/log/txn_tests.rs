@@ -334,3 +334,33 @@ fn a_marker_survives_a_crash_before_its_segment_was_flushed() {
     assert_eq!(log.aborted_transactions(Offset(0), Offset(3)).len(), 1);
     assert_eq!(crate::txn::read_index(&path).unwrap().len(), 1);
 }
+
+#[test]
+fn a_newer_epoch_cannot_write_into_an_older_epochs_open_transaction() {
+    let f = Fixture::new();
+    let log = f.open(small_config(), false);
+    txn_append(&log, &producer_batch(4, 0, 1, true, 0));
+    let mut b = BatchBuilder::new(Compression::None)
+        .producer(ProducerId(4), ProducerEpoch(1), 0)
+        .flags(TRANSACTIONAL_FLAG);
+    b.append(NOW, Some(b"k"), Some(b"v"), &[]).unwrap();
+    let bumped = b.build().unwrap();
+    let e = log
+        .append_transactional_deferred(&bumped, LeaderEpoch(0), NOW)
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidTxnState(_)), "{e}");
+    // Once the coordinator aborted it with the new epoch, the new epoch writes.
+    let m = TxnMarker {
+        producer_id: ProducerId(4),
+        producer_epoch: ProducerEpoch(1),
+        control: ControlType::Abort,
+        coordinator_epoch: 0,
+    };
+    let (_, work) = log.write_marker(&m, LeaderEpoch(0), NOW).unwrap();
+    log.complete(work).unwrap();
+    txn_append(&log, &bumped);
+    assert_eq!(log.ongoing_transactions(), vec![(Offset(2), ProducerId(4))]);
+    // The LSO never falls below the log start.
+    log.delete_records_before(Offset(3)).unwrap();
+    assert_eq!(log.last_stable_offset(), Offset(3));
+}
