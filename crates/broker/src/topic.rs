@@ -205,16 +205,8 @@ impl Partition {
         batches: &[u8],
         now: Timestamp,
     ) -> Result<(AppendOutcome, storage::SyncWork), Error> {
-        let out = self
-            .log
-            .append_deferred(batches, self.leader_epoch(), now)
-            .map_err(|e| self.storage_error(e))?;
-        if let AppendOutcome::Appended(info) = &out.0 {
-            self.traffic
-                .record_in(info.record_count, batches.len() as u64);
-            self.appended.notify_waiters();
-        }
-        Ok(out)
+        let out = self.log.append_deferred(batches, self.leader_epoch(), now);
+        self.note_append(out, batches.len())
     }
 
     /// [`Partition::append_deferred`] for transactional batches whose
@@ -227,11 +219,19 @@ impl Partition {
     ) -> Result<(AppendOutcome, storage::SyncWork), Error> {
         let out = self
             .log
-            .append_transactional_deferred(batches, self.leader_epoch(), now)
-            .map_err(|e| self.storage_error(e))?;
+            .append_transactional_deferred(batches, self.leader_epoch(), now);
+        self.note_append(out, batches.len())
+    }
+
+    /// Counts an append's traffic and wakes fetchers waiting for data.
+    fn note_append(
+        &self,
+        out: Result<(AppendOutcome, storage::SyncWork), storage::Error>,
+        bytes: usize,
+    ) -> Result<(AppendOutcome, storage::SyncWork), Error> {
+        let out = out.map_err(|e| self.storage_error(e))?;
         if let AppendOutcome::Appended(info) = &out.0 {
-            self.traffic
-                .record_in(info.record_count, batches.len() as u64);
+            self.traffic.record_in(info.record_count, bytes as u64);
             self.appended.notify_waiters();
         }
         Ok(out)

@@ -115,6 +115,32 @@ async fn describe_quorum(addr: &str, version: i16) -> DescribeQuorumResponse {
     }
 }
 
+/// Runs `magnetar broker` as node `node` on `dir` (on free ports) until it
+/// exits by itself, as a process expected to be refused does.
+fn run_node(
+    node: &str,
+    voters: &str,
+    extra: &[&str],
+    dir: &std::path::Path,
+    settings: &[&str],
+) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_magnetar"))
+        .args(["broker", "--node-id", node, "--controller-quorum", voters])
+        .args(extra)
+        .arg("--data-dir")
+        .arg(dir)
+        .args([
+            "--kafka-addr",
+            "127.0.0.1:0",
+            "--pulsar-addr",
+            "127.0.0.1:0",
+        ])
+        .args(["--http-addr", "127.0.0.1:0"])
+        .args(settings.iter().flat_map(|s| ["--set", s]))
+        .output()
+        .unwrap()
+}
+
 fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
     client_config(bootstrap).create().unwrap()
 }
@@ -582,21 +608,7 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
     }
 
     // Node id 4 again, from another process and data directory.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_magnetar"))
-        .args(["broker", "--node-id", "4", "--controller-quorum", &c.voters])
-        .arg("--data-dir")
-        .arg(c.dir().join("node-4-twin"))
-        .args([
-            "--kafka-addr",
-            "127.0.0.1:0",
-            "--pulsar-addr",
-            "127.0.0.1:0",
-            "--http-addr",
-            "127.0.0.1:0",
-        ])
-        .args(SETTINGS.iter().flat_map(|s| ["--set", s]))
-        .output()
-        .unwrap();
+    let out = run_node("4", &c.voters, &[], &c.dir().join("node-4-twin"), SETTINGS);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -604,19 +616,7 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
         "{stderr}"
     );
     // A voter's id as a broker-only node is refused at once.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_magnetar"))
-        .args(["broker", "--node-id", "2", "--controller-quorum", &c.voters])
-        .arg("--data-dir")
-        .arg(c.dir().join("node-2-twin"))
-        .args([
-            "--kafka-addr",
-            "127.0.0.1:0",
-            "--pulsar-addr",
-            "127.0.0.1:0",
-        ])
-        .args(["--http-addr", "127.0.0.1:0"])
-        .output()
-        .unwrap();
+    let out = run_node("2", &c.voters, &[], &c.dir().join("node-2-twin"), &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -633,21 +633,13 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
         .find_map(|v| v.strip_prefix("2@"))
         .unwrap()
         .to_string();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_magnetar"))
-        .args(["broker", "--node-id", "2", "--controller-quorum", &c.voters])
-        .args(["--controller-addr", &two_controller])
-        .arg("--data-dir")
-        .arg(c.dir().join("node-2"))
-        .args([
-            "--kafka-addr",
-            "127.0.0.1:0",
-            "--pulsar-addr",
-            "127.0.0.1:0",
-        ])
-        .args(["--http-addr", "127.0.0.1:0"])
-        .args(SETTINGS.iter().flat_map(|s| ["--set", s]))
-        .output()
-        .unwrap();
+    let out = run_node(
+        "2",
+        &c.voters,
+        &["--controller-addr", &two_controller],
+        &c.dir().join("node-2"),
+        SETTINGS,
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -703,20 +695,7 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
         .unwrap();
     assert!(cp.success());
     let started = std::time::Instant::now();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_magnetar"))
-        .args(["broker", "--node-id", "4", "--controller-quorum", &c.voters])
-        .arg("--data-dir")
-        .arg(&copy)
-        .args([
-            "--kafka-addr",
-            "127.0.0.1:0",
-            "--pulsar-addr",
-            "127.0.0.1:0",
-        ])
-        .args(["--http-addr", "127.0.0.1:0"])
-        .args(SETTINGS.iter().flat_map(|s| ["--set", s]))
-        .output()
-        .unwrap();
+    let out = run_node("4", &c.voters, &[], &copy, SETTINGS);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(

@@ -426,25 +426,7 @@ impl GroupCoordinator {
             // The edge answers this by version (ILLEGAL_GENERATION before v9).
             None => return Err(CoordinatorError::GroupNotFound(group_id.to_string())),
         }
-        let records: Vec<(RecordKey, Option<Vec<u8>>)> = offsets
-            .iter()
-            .map(|(t, p, o)| {
-                (
-                    RecordKey::Offset {
-                        group: group_id.to_string(),
-                        topic: t.clone(),
-                        partition: *p,
-                    },
-                    serde_json::to_vec(o).ok(),
-                )
-            })
-            .collect();
-        self.log.append(&records)?;
-        let entry = inner.offsets.entry(group_id.to_string()).or_default();
-        for (t, p, o) in offsets {
-            entry.insert((t, p), o);
-        }
-        Ok(())
+        Ok(self.write_offsets(&mut inner, group_id, offsets)?)
     }
 
     /// Commits the offsets a committed transaction staged for `group_id`
@@ -455,6 +437,16 @@ impl GroupCoordinator {
         offsets: Vec<(String, i32, CommittedOffset)>,
     ) -> Result<(), Error> {
         let mut inner = self.inner.lock();
+        self.write_offsets(&mut inner, group_id, offsets)
+    }
+
+    /// Persists `offsets` as `group_id`'s committed ones, then applies them.
+    fn write_offsets(
+        &self,
+        inner: &mut Inner,
+        group_id: &str,
+        offsets: Vec<(String, i32, CommittedOffset)>,
+    ) -> Result<(), Error> {
         let records: Vec<(RecordKey, Option<Vec<u8>>)> = offsets
             .iter()
             .map(|(t, p, o)| {

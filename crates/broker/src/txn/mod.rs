@@ -62,6 +62,12 @@ impl Decider<'_> {
         self.txns.state.read().get(id).cloned()
     }
 
+    /// `id`'s state; INVALID_PRODUCER_ID_MAPPING for an id never initialized.
+    pub(crate) fn known(&self, id: &str) -> Result<TxnMetadata, Error> {
+        self.get(id)
+            .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()).into())
+    }
+
     /// Persists `m` as `id`'s state, then makes it current.
     pub(crate) fn persist(&mut self, id: &str, m: TxnMetadata) -> Result<(), Error> {
         let bytes = serde_json::to_vec(&m).map_err(|e| Error::InvalidRequest(e.to_string()))?;

@@ -160,9 +160,7 @@ impl Broker {
                 .collect());
         }
         let mut d = txns.decide();
-        let m = d
-            .get(id)
-            .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
+        let m = d.known(id)?;
         let next = m.add_partitions(id, producer_id, epoch, partitions, now_ms().0)?;
         if next != m {
             d.persist(id, next)?;
@@ -235,9 +233,7 @@ impl Broker {
     ) -> Result<(), Error> {
         let txns = self.transactions()?;
         let mut d = txns.decide();
-        let m = d
-            .get(id)
-            .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
+        let m = d.known(id)?;
         let next = m.add_group(id, producer_id, epoch, group, now_ms().0)?;
         if next != m {
             d.persist(id, next)?;
@@ -257,9 +253,7 @@ impl Broker {
     ) -> Result<(), Error> {
         let txns = self.transactions()?;
         let mut d = txns.decide();
-        let m = d
-            .get(id)
-            .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
+        let m = d.known(id)?;
         let next = m.stage_offsets(id, producer_id, epoch, group, offsets, now_ms().0)?;
         d.persist(id, next)
     }
@@ -279,9 +273,7 @@ impl Broker {
         let _ending = txns.ending.lock();
         let prepared = {
             let mut d = txns.decide();
-            let m = d
-                .get(id)
-                .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
+            let m = d.known(id)?;
             let prepared = match m.prepare_end(id, producer_id, epoch, commit, now)? {
                 EndPlan::Done => return Ok(()),
                 EndPlan::Write(p) => p,

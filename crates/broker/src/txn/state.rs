@@ -215,17 +215,9 @@ impl TxnMetadata {
         commit: bool,
         now: i64,
     ) -> Result<EndPlan, TxnError> {
-        if producer_id != self.producer_id {
-            return Err(TxnError::InvalidProducerIdMapping(id.to_string()));
-        }
         // A retry after a timeout aborted the transaction (and bumped the
         // epoch) is fenced like any older epoch.
-        if epoch != self.producer_epoch {
-            return Err(TxnError::ProducerFenced {
-                sent: epoch,
-                current: self.producer_epoch,
-            });
-        }
+        self.check_producer(id, producer_id, epoch)?;
         match (self.state, commit) {
             (TxnState::Ongoing, _) => {
                 let mut next = self.clone();
