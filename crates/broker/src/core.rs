@@ -74,6 +74,9 @@ pub struct Broker {
     // the start-up value.
     pub(crate) static_config: BrokerConfig,
     endpoint: Endpoint,
+    /// Each Kafka listener's advertised endpoint by registration key
+    /// (`kafka`, `kafka:SASL_SSL`, ...), as a single node answers them.
+    listener_endpoints: RwLock<std::collections::BTreeMap<String, Endpoint>>,
     pub(crate) logs: LogManager,
     pub(crate) topics: RwLock<TopicTable>,
     // Serializes topic creation/deletion/alteration, tenant and namespace
@@ -167,6 +170,7 @@ impl Broker {
             config: RwLock::new(config),
             static_config,
             endpoint,
+            listener_endpoints: RwLock::new(Default::default()),
             logs,
             topics: RwLock::new(table),
             store: Mutex::new(store),
@@ -269,6 +273,22 @@ impl Broker {
     /// The endpoint advertised to clients.
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    /// Records the advertised endpoint of each of this node's Kafka
+    /// listeners, by registration key, once they are bound.
+    pub fn set_listener_endpoints(&self, endpoints: std::collections::BTreeMap<String, Endpoint>) {
+        *self.listener_endpoints.write() = endpoints;
+    }
+
+    /// The advertised endpoint of this node's listener `key` (its primary
+    /// endpoint when the listener is not known).
+    pub fn listener_endpoint(&self, key: &str) -> Endpoint {
+        self.listener_endpoints
+            .read()
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| self.endpoint.clone())
     }
 
     /// This broker's node id.

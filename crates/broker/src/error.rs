@@ -135,6 +135,19 @@ pub enum Error {
     /// concurrent change got there first); nothing was changed.
     #[error("metadata conflict: {0}")]
     MetadataConflict(String),
+    /// A SCRAM credential change Kafka refuses as UNACCEPTABLE_CREDENTIAL
+    /// (bad iterations, empty name or salt).
+    #[error("{0}")]
+    UnacceptableCredential(String),
+    /// A SCRAM mechanism this broker does not know.
+    #[error("{0}")]
+    UnsupportedSaslMechanism(String),
+    /// A user named twice in one credential request.
+    #[error("{0}")]
+    DuplicateResource(String),
+    /// A credential (or user) that does not exist.
+    #[error("{0}")]
+    ResourceNotFound(String),
     /// A subscription of this name exists on the partition (admin create).
     #[error("Subscription {0} already exists for topic")]
     SubscriptionExists(String),

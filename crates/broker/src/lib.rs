@@ -30,6 +30,7 @@ pub mod placement;
 pub mod reconcile;
 pub mod registry;
 pub mod schema;
+pub mod security;
 pub mod sequences;
 pub mod subscription;
 pub mod tenancy;

@@ -124,6 +124,22 @@ pub enum MetadataRecord {
         /// Tenant → record.
         tenants: BTreeMap<String, TenantRecord>,
     },
+    /// A user's SCRAM credential for one mechanism was set (KIP-554).
+    ScramCredentialSet {
+        /// The user.
+        user: String,
+        /// The mechanism.
+        mechanism: crate::security::ScramMechanism,
+        /// The salted credential.
+        credential: crate::security::ScramCredential,
+    },
+    /// A user's SCRAM credential for one mechanism was removed.
+    ScramCredentialDeleted {
+        /// The user.
+        user: String,
+        /// The mechanism.
+        mechanism: crate::security::ScramMechanism,
+    },
     /// A broker registered (again): its epoch must be above every earlier
     /// registration's (of any broker, unregistered ones included).
     BrokerRegistered {
@@ -298,6 +314,30 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
             m.producer_id_limit = *limit;
         }
         MetadataRecord::TenantsSet { tenants } => m.tenants = tenants.clone(),
+        MetadataRecord::ScramCredentialSet {
+            user,
+            mechanism,
+            credential,
+        } => {
+            m.scram_credentials
+                .entry(user.clone())
+                .or_default()
+                .insert(*mechanism, credential.clone());
+        }
+        MetadataRecord::ScramCredentialDeleted { user, mechanism } => {
+            let Some(of_user) = m.scram_credentials.get_mut(user) else {
+                return Err(conflict(format!("user {user} has no SCRAM credential")));
+            };
+            if of_user.remove(mechanism).is_none() {
+                return Err(conflict(format!(
+                    "user {user} has no {} credential",
+                    mechanism.name()
+                )));
+            }
+            if of_user.is_empty() {
+                m.scram_credentials.remove(user);
+            }
+        }
         MetadataRecord::BrokerRegistered { node, registration } => {
             if registration.epoch <= m.last_broker_epoch {
                 return Err(conflict(format!(

@@ -106,6 +106,13 @@ pub struct Metadata {
     /// single node coordinates everything itself and has none).
     #[serde(default)]
     pub coordinators: Vec<crate::metadata_records::NodeId>,
+    /// SCRAM credentials by user and mechanism (salted: no password is
+    /// stored).
+    #[serde(default)]
+    pub scram_credentials: BTreeMap<
+        String,
+        BTreeMap<crate::security::ScramMechanism, crate::security::ScramCredential>,
+    >,
 }
 
 /// A broker as registered with the controller: Kafka's
@@ -165,6 +172,7 @@ impl Metadata {
             brokers: BTreeMap::new(),
             last_broker_epoch: 0,
             coordinators: Vec::new(),
+            scram_credentials: BTreeMap::new(),
         };
         add_default_namespace(&mut m.tenants);
         m

@@ -19,6 +19,7 @@ const ENDPOINT_BROKERS: i8 = 1;
 /// Answers DescribeCluster.
 pub fn handle(
     broker: &Arc<Broker>,
+    listener: &str,
     version: i16,
     req: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
@@ -44,7 +45,7 @@ pub fn handle(
     }
     resp.with_brokers(
         broker
-            .live_brokers(broker::cluster::KAFKA_LISTENER)
+            .live_brokers(listener)
             .into_iter()
             .map(|(node, e)| {
                 DescribeClusterBroker::default()

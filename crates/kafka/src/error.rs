@@ -40,6 +40,10 @@ pub fn response_error(e: &Error) -> ResponseError {
         | Error::Undeletable(_)
         | Error::TopicBusy(_) => R::InvalidRequest,
         Error::ControllerUnavailable(_) => R::RequestTimedOut,
+        Error::UnacceptableCredential(_) => R::UnacceptableCredential,
+        Error::UnsupportedSaslMechanism(_) => R::UnsupportedSaslMechanism,
+        Error::DuplicateResource(_) => R::DuplicateResource,
+        Error::ResourceNotFound(_) => R::ResourceNotFound,
         Error::Storage { source, .. } => storage_error(source),
         Error::Transaction(t) => txn_error(t),
         Error::TransactionsUnavailable(_) => R::TransactionalIdAuthorizationFailed,

@@ -24,6 +24,7 @@ const KEY_TRANSACTION: i8 = 1;
 /// Answers FindCoordinator.
 pub fn handle(
     broker: &Arc<Broker>,
+    listener: &str,
     version: i16,
     req: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
@@ -39,7 +40,7 @@ pub fn handle(
                 "the coordinator key is empty".into(),
             )),
             KEY_GROUP | KEY_TRANSACTION => broker
-                .coordinator_of(key, broker::cluster::KAFKA_LISTENER)
+                .coordinator_of(key, listener)
                 .map(|(node, e)| (BrokerId(node), StrBytes::from_string(e.host), e.port as i32))
                 .map_err(|e| (ResponseError::CoordinatorNotAvailable, e.to_string())),
             other => Err((

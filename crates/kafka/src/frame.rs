@@ -101,9 +101,17 @@ pub fn parse_request(mut frame: Bytes) -> Result<Parsed, RequestError> {
             correlation_id: header.correlation_id,
             client_id: header.client_id.map(|s| s.to_string()),
             client_host: String::new(),
+            listener: default_listener(),
         },
         body,
     })
+}
+
+/// The PLAINTEXT listener's key, until the server sets the real one.
+fn default_listener() -> std::sync::Arc<str> {
+    static KEY: std::sync::LazyLock<std::sync::Arc<str>> =
+        std::sync::LazyLock::new(|| std::sync::Arc::from(broker::cluster::KAFKA_LISTENER));
+    KEY.clone()
 }
 
 /// Encodes a response frame, size prefix included.

@@ -18,6 +18,7 @@ mod add_partitions_to_txn;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod alter_replica_log_dirs;
+mod alter_user_scram_credentials;
 mod api_versions;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
@@ -34,6 +35,7 @@ mod describe_producers;
 mod describe_quorum;
 mod describe_topic_partitions;
 mod describe_transactions;
+mod describe_user_scram_credentials;
 mod elect_leaders;
 mod end_txn;
 pub mod error;
@@ -60,13 +62,18 @@ mod offset_for_leader_epoch;
 mod produce;
 mod replica_assignment;
 pub mod response;
+mod sasl_authenticate;
+mod sasl_handshake;
 pub mod server;
+pub mod session;
+mod stream;
 mod sync_group;
 #[cfg(test)]
 mod tests;
 mod txn_offset_commit;
 
-pub use server::{serve, Server};
+pub use server::{serve, serve_listener, Server};
+pub use session::ListenerSecurity;
 
 /// An inclusive range of versions of one API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +112,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, Versions)] = &[
     (ApiKey::SyncGroup, sync_group::VERSIONS),
     (ApiKey::DescribeGroups, describe_groups::VERSIONS),
     (ApiKey::ListGroups, list_groups::VERSIONS),
+    (ApiKey::SaslHandshake, sasl_handshake::VERSIONS),
     (ApiKey::ApiVersions, api_versions::VERSIONS),
     (ApiKey::CreateTopics, create_topics::VERSIONS),
     (ApiKey::DeleteTopics, delete_topics::VERSIONS),
@@ -127,7 +135,16 @@ pub const SUPPORTED_APIS: &[(ApiKey, Versions)] = &[
     ),
     (ApiKey::DeleteGroups, delete_groups::VERSIONS),
     (ApiKey::OffsetDelete, offset_delete::VERSIONS),
+    (ApiKey::SaslAuthenticate, sasl_authenticate::VERSIONS),
     (ApiKey::DescribeCluster, describe_cluster::VERSIONS),
+    (
+        ApiKey::DescribeUserScramCredentials,
+        describe_user_scram_credentials::VERSIONS,
+    ),
+    (
+        ApiKey::AlterUserScramCredentials,
+        alter_user_scram_credentials::VERSIONS,
+    ),
     (
         ApiKey::ConsumerGroupHeartbeat,
         consumer_group_heartbeat::VERSIONS,
@@ -185,6 +202,9 @@ pub struct RequestContext {
     pub client_id: Option<String>,
     /// The client's address as Kafka reports it (`/ip`).
     pub client_host: String,
+    /// The key of the listener's endpoints in broker registrations: what
+    /// Metadata, FindCoordinator and DescribeCluster answer with.
+    pub listener: Arc<str>,
 }
 
 /// What to do after a request.
@@ -237,7 +257,7 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: Request
             ResponseKind::DescribeConfigs(describe_configs::handle(broker, v, r))
         }
         RequestKind::DescribeCluster(r) => {
-            ResponseKind::DescribeCluster(describe_cluster::handle(broker, v, r))
+            ResponseKind::DescribeCluster(describe_cluster::handle(broker, &ctx.listener, v, r))
         }
         RequestKind::DescribeTopicPartitions(r) => {
             ResponseKind::DescribeTopicPartitions(describe_topic_partitions::handle(broker, r))
@@ -257,6 +277,18 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: Request
         RequestKind::DescribeProducers(r) => {
             ResponseKind::DescribeProducers(describe_producers::handle(broker, r))
         }
+        // The server answers these from the connection's session; without
+        // one (no SASL on the connection) they are out of place.
+        RequestKind::SaslHandshake(r) => {
+            let mut session =
+                session::Session::new(broker::security::SecurityProtocol::Plaintext, None);
+            let listener = session::ListenerSecurity::plaintext();
+            ResponseKind::SaslHandshake(sasl_handshake::handle(&mut session, &listener, r).0)
+        }
+        RequestKind::SaslAuthenticate(_) => ResponseKind::SaslAuthenticate(
+            kafka_protocol::messages::SaslAuthenticateResponse::default()
+                .with_error_code(kafka_protocol::error::ResponseError::IllegalSaslState.code()),
+        ),
         other => {
             let broker = broker.clone();
             let ctx = ctx.clone();
@@ -275,10 +307,12 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: Request
 fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestKind) -> Outcome {
     let v = ctx.api_version;
     Outcome::Reply(match request {
-        RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(broker, v, r)),
+        RequestKind::Metadata(r) => {
+            ResponseKind::Metadata(metadata::handle(broker, &ctx.listener, v, r))
+        }
         // In a cluster the first lookup places the coordinators.
         RequestKind::FindCoordinator(r) => {
-            ResponseKind::FindCoordinator(find_coordinator::handle(broker, v, r))
+            ResponseKind::FindCoordinator(find_coordinator::handle(broker, &ctx.listener, v, r))
         }
         RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, r)),
         RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(leave_group::handle(broker, v, r)),
@@ -347,6 +381,13 @@ fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestK
         }
         RequestKind::AlterReplicaLogDirs(r) => {
             ResponseKind::AlterReplicaLogDirs(alter_replica_log_dirs::handle(broker, r))
+        }
+        RequestKind::DescribeUserScramCredentials(r) => ResponseKind::DescribeUserScramCredentials(
+            describe_user_scram_credentials::handle(broker, r),
+        ),
+        // Commits to the metadata.
+        RequestKind::AlterUserScramCredentials(r) => {
+            ResponseKind::AlterUserScramCredentials(alter_user_scram_credentials::handle(broker, r))
         }
         // The frame layer only decodes APIs listed in SUPPORTED_APIS, so
         // anything else is a table/dispatch mismatch: close rather than

@@ -32,7 +32,12 @@ const CLUSTER_OPERATIONS: i32 =
 const NOT_REQUESTED: i32 = i32::MIN;
 
 /// Answers Metadata.
-pub fn handle(broker: &Arc<Broker>, version: i16, req: MetadataRequest) -> MetadataResponse {
+pub fn handle(
+    broker: &Arc<Broker>,
+    listener: &str,
+    version: i16,
+    req: MetadataRequest,
+) -> MetadataResponse {
     tracing::trace!(?req, "metadata");
     // Before v4 the request has no flag and Kafka treats it as "allowed".
     let allow_auto_create = version < 4 || req.allow_auto_topic_creation;
@@ -85,7 +90,7 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: MetadataRequest) -> Metad
     MetadataResponse::default()
         .with_brokers(
             broker
-                .live_brokers(broker::cluster::KAFKA_LISTENER)
+                .live_brokers(listener)
                 .into_iter()
                 .map(|(node, e)| {
                     MetadataResponseBroker::default()

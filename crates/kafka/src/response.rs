@@ -78,6 +78,11 @@ impl ResponseFrame {
         Ok(())
     }
 
+    /// The pieces, in order.
+    pub fn into_chunks(self) -> Vec<Chunk> {
+        self.chunks
+    }
+
     /// The whole frame in memory (tests, and small responses).
     pub fn to_bytes(&self) -> std::io::Result<Bytes> {
         let mut out = BytesMut::with_capacity(self.len());

@@ -14,21 +14,26 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tracing::debug;
+use tracing::{debug, info, warn};
 
 use super::frame::{self, FrameError, FrameLimits, Parsed};
+use super::session::{Gate, ListenerSecurity, Session};
+use super::stream::ClientWriter;
 use super::{handle, Outcome};
 use broker::limits::{ConnectionGuard, ConnectionTracker, RequestBudget};
 use broker::log_limit::RateLimiter;
 use broker::metrics::{Outcome as Recorded, RequestTable};
 use broker::{warn_limited, Broker};
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 
 /// Warnings about bad or refused connections: a few per second at most.
 static BAD_CONNECTION_LOG: RateLimiter = RateLimiter::new(10, Duration::from_secs(1));
+/// Warnings about failed authentications: a few per second at most.
+static AUTH_FAILURE_LOG: RateLimiter = RateLimiter::new(10, Duration::from_secs(1));
 
 /// A running listener.
 pub use broker::net::Listener as Server;
@@ -41,15 +46,34 @@ struct Shared {
     budget: RequestBudget,
     frame_limits: FrameLimits,
     idle: Option<Duration>,
+    security: Arc<ListenerSecurity>,
 }
 
-/// Starts serving `listener` in the background.
+/// Starts serving `listener` in the background as a PLAINTEXT listener.
 pub fn serve(listener: TcpListener, broker: Arc<Broker>) -> std::io::Result<Server> {
+    serve_listener(listener, broker, Arc::new(ListenerSecurity::plaintext()))
+}
+
+/// Starts serving `listener` in the background with `security` (TLS,
+/// SASL): a TLS handshake first on TLS listeners, SASL authentication
+/// before anything else on SASL listeners.
+pub fn serve_listener(
+    listener: TcpListener,
+    broker: Arc<Broker>,
+    security: Arc<ListenerSecurity>,
+) -> std::io::Result<Server> {
     let local_addr = listener.local_addr()?;
     let (tx, rx) = watch::channel(false);
     let config = broker.config();
     let listener_metrics = broker.metrics().listener("kafka");
     let tracker = ConnectionTracker::new(config.max_connections(), config.max_connections_per_ip());
+    if let Some(tls) = &security.tls {
+        tokio::spawn(reload_certificates(
+            tls.clone(),
+            security.name.clone(),
+            rx.clone(),
+        ));
+    }
     let shared = Arc::new(Shared {
         requests: broker
             .metrics()
@@ -62,6 +86,7 @@ pub fn serve(listener: TcpListener, broker: Arc<Broker>) -> std::io::Result<Serv
         },
         idle: config.connections_max_idle(),
         broker,
+        security,
     });
     let task = tokio::spawn(broker::net::accept_loop(
         listener,
@@ -71,7 +96,7 @@ pub fn serve(listener: TcpListener, broker: Arc<Broker>) -> std::io::Result<Serv
         move |stream, peer, shutdown, guard| {
             let shared = shared.clone();
             async move {
-                if let Err(e) = connection(stream, peer, shared, shutdown, guard).await {
+                if let Err(e) = accept(stream, peer, shared, shutdown, guard).await {
                     debug!(%peer, "connection ended: {e}");
                 }
             }
@@ -80,20 +105,118 @@ pub fn serve(listener: TcpListener, broker: Arc<Broker>) -> std::io::Result<Serv
     Ok(Server::new(local_addr, tx, task))
 }
 
-async fn connection(
+/// Re-reads a TLS listener's certificate files when they change (checked
+/// every second, on the blocking pool).
+async fn reload_certificates(
+    tls: Arc<broker::security::tls::TlsContext>,
+    name: String,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            _ = tick.tick() => {}
+        }
+        let t = tls.clone();
+        match tokio::task::spawn_blocking(move || t.reload_if_changed()).await {
+            Ok(Ok(true)) => info!(listener = %name, "TLS certificates reloaded"),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => {
+                warn!(listener = %name, "TLS certificates not reloaded, the previous ones stay in use: {e}")
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// Sets up one connection: the TLS handshake (bounded by
+/// `socket.request.read.timeout.ms`) on TLS listeners, then its requests.
+async fn accept(
     stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: watch::Receiver<bool>,
+    guard: ConnectionGuard,
+) -> std::io::Result<()> {
+    let Some(tls) = &shared.security.tls else {
+        let (read, write) = stream.into_split();
+        let session = Session::new(shared.security.protocol, None);
+        let read = BufReader::with_capacity(64 * 1024, read);
+        return connection(
+            read,
+            ClientWriter::Plain(write),
+            session,
+            peer,
+            shared,
+            shutdown,
+            guard,
+        )
+        .await;
+    };
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config());
+    let handshake = acceptor.accept(stream);
+    let limit = shared
+        .frame_limits
+        .read_timeout
+        .unwrap_or(Duration::from_secs(30));
+    let stream = match tokio::time::timeout(limit, handshake).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            warn_limited!(BAD_CONNECTION_LOG, %peer, listener = %shared.security.name, "closing connection: TLS handshake failed: {e}");
+            return Ok(());
+        }
+        Err(_) => {
+            warn_limited!(BAD_CONNECTION_LOG, %peer, listener = %shared.security.name, "closing connection: no TLS handshake within {limit:?}");
+            return Ok(());
+        }
+    };
+    // A verified client certificate names the principal (on SSL; SASL
+    // listeners authenticate with SASL).
+    let principal = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .and_then(|c| broker::security::tls::principal_of_certificate(c));
+    let session = Session::new(shared.security.protocol, principal);
+    let (read, write) = tokio::io::split(stream);
+    let read = BufReader::with_capacity(64 * 1024, read);
+    connection(
+        read,
+        ClientWriter::Tls(write),
+        session,
+        peer,
+        shared,
+        shutdown,
+        guard,
+    )
+    .await
+}
+
+async fn connection(
+    mut read: impl AsyncRead + Unpin,
+    mut write: ClientWriter,
+    mut session: Session,
     peer: SocketAddr,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
     _guard: ConnectionGuard,
 ) -> std::io::Result<()> {
-    let (read, mut write) = stream.into_split();
-    let mut read = BufReader::with_capacity(64 * 1024, read);
     let broker = &shared.broker;
+    let mut limits = shared.frame_limits.clone();
     loop {
+        if session.authenticated() {
+            limits.max_size = shared.frame_limits.max_size;
+            limits.max_size_key = shared.frame_limits.max_size_key;
+        } else {
+            limits.max_size = session.max_request(shared.frame_limits.max_size);
+            limits.max_size_key = "sasl.server.max.receive.size, before authentication";
+        }
         let frame = tokio::select! {
             _ = shutdown.changed() => return Ok(()),
-            f = frame::read_frame(&mut read, &shared.frame_limits, &shared.budget, shared.idle) => f,
+            f = frame::read_frame(&mut read, &limits, &shared.budget, shared.idle) => f,
         };
         let (frame, _permit) = match frame {
             Ok(Some(f)) => f,
@@ -104,7 +227,7 @@ async fn connection(
                 return Ok(());
             }
             Err(e) => {
-                warn_limited!(BAD_CONNECTION_LOG, %peer, "closing connection: {e}");
+                warn_limited!(BAD_CONNECTION_LOG, %peer, listener = %shared.security.name, "closing connection: {e}");
                 return Ok(());
             }
         };
@@ -113,11 +236,48 @@ async fn connection(
         let (out, api, recorded) = match frame::parse_request(frame) {
             Ok(Parsed::Request { mut ctx, body }) => {
                 ctx.client_host = format!("/{}", peer.ip());
+                ctx.listener = shared.security.registry_key.clone();
                 let api = ctx.api_key;
                 tracing::trace!(%peer, ?api, version = ctx.api_version, correlation_id = ctx.correlation_id, "request");
-                let outcome = handle(broker, &ctx, body).await;
+                if let Gate::Close(reason) = session.gate(api, started) {
+                    record(&shared, api, Recorded::Closed, started);
+                    warn_limited!(BAD_CONNECTION_LOG, %peer, listener = %shared.security.name, "closing connection: {reason}");
+                    return Ok(());
+                }
+                let (outcome, close_after) = match body {
+                    RequestKind::SaslHandshake(r) => {
+                        let (resp, close) =
+                            crate::sasl_handshake::handle(&mut session, &shared.security, r);
+                        (Outcome::Reply(ResponseKind::SaslHandshake(resp)), close)
+                    }
+                    RequestKind::SaslAuthenticate(r) => {
+                        let answer = crate::sasl_authenticate::handle(
+                            broker,
+                            &mut session,
+                            &shared.security,
+                            ctx.api_version,
+                            r,
+                        )
+                        .await;
+                        if answer.failed {
+                            // Slows guessing down; the connection holds no
+                            // worker meanwhile.
+                            tokio::time::sleep(shared.security.failed_delay).await;
+                            if let Some(why) = &answer.close {
+                                warn_limited!(AUTH_FAILURE_LOG, %peer, listener = %shared.security.name, "{why}");
+                            }
+                        } else if answer.close.is_none() && session.authenticated() {
+                            debug!(%peer, principal = %session.principal, "authenticated");
+                        }
+                        (
+                            Outcome::Reply(ResponseKind::SaslAuthenticate(answer.response)),
+                            answer.close,
+                        )
+                    }
+                    body => (handle(broker, &ctx, body).await, None),
+                };
                 let recorded = crate::metrics::outcome(&outcome);
-                match outcome {
+                let out = match outcome {
                     Outcome::Reply(resp) => match frame::encode_response(&ctx, &resp) {
                         Ok(bytes) => (Some(bytes), api, recorded),
                         Err(e) => {
@@ -127,7 +287,7 @@ async fn connection(
                         }
                     },
                     Outcome::Frame(frame) => {
-                        frame.write_to(&mut write).await?;
+                        write.write_frame(frame).await?;
                         (None, api, recorded)
                     }
                     Outcome::NoReply => (None, api, recorded),
@@ -136,7 +296,20 @@ async fn connection(
                         warn_limited!(BAD_CONNECTION_LOG, %peer, ?api, "closing connection: {reason}");
                         return Ok(());
                     }
+                };
+                if let Some(reason) = close_after {
+                    if let Some(bytes) = &out.0 {
+                        write.write_all(bytes).await?;
+                        write.flush().await?;
+                    }
+                    record(&shared, api, out.2, started);
+                    if api != ApiKey::SaslAuthenticate {
+                        warn_limited!(BAD_CONNECTION_LOG, %peer, listener = %shared.security.name, "closing connection: {reason}");
+                    }
+                    write.shutdown().await.ok();
+                    return Ok(());
                 }
+                out
             }
             Ok(Parsed::UnsupportedApiVersions { correlation_id }) => {
                 // Normal negotiation: clients start at their newest version.
@@ -155,6 +328,7 @@ async fn connection(
         };
         if let Some(bytes) = out {
             write.write_all(&bytes).await?;
+            write.flush().await?;
         }
         record(&shared, api, recorded, started);
     }

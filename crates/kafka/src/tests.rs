@@ -412,6 +412,26 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
                     ]),
             ]))
         }
+        ApiKey::SaslHandshake => RequestKind::SaslHandshake(
+            SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")),
+        ),
+        ApiKey::SaslAuthenticate => RequestKind::SaslAuthenticate(
+            SaslAuthenticateRequest::default()
+                .with_auth_bytes(bytes::Bytes::from_static(b"\0u\0p")),
+        ),
+        ApiKey::DescribeUserScramCredentials => {
+            RequestKind::DescribeUserScramCredentials(DescribeUserScramCredentialsRequest::default())
+        }
+        ApiKey::AlterUserScramCredentials => RequestKind::AlterUserScramCredentials(
+            AlterUserScramCredentialsRequest::default().with_upsertions(vec![
+                alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
+                    .with_name(StrBytes::from_static_str("alice"))
+                    .with_mechanism(2)
+                    .with_iterations(4096)
+                    .with_salt(bytes::Bytes::from_static(b"salt"))
+                    .with_salted_password(bytes::Bytes::from_static(&[7; 64])),
+            ]),
+        ),
         other => panic!("no test request for {other:?}"),
     }
 }
@@ -433,6 +453,7 @@ async fn every_supported_version_encodes_and_decodes() {
                 correlation_id: 1,
                 client_id: None,
                 client_host: "/127.0.0.1".into(),
+                listener: std::sync::Arc::from("kafka"),
             };
             let bytes = match handle(&b, &ctx, request(*key, version, topic.id.0)).await {
                 Outcome::Reply(resp) => frame::encode_response(&ctx, &resp)
@@ -509,6 +530,7 @@ async fn invalid_records_are_reported_per_record_from_v8() {
             correlation_id: 1,
             client_id: None,
             client_host: "/127.0.0.1".into(),
+            listener: std::sync::Arc::from("kafka"),
         };
         let req = ProduceRequest::default()
             .with_acks(-1)

@@ -17,7 +17,8 @@ use tokio::net::TcpListener;
 /// A running node.
 pub struct Node {
     broker: Arc<Broker>,
-    kafka: magnetar_kafka::Server,
+    /// The Kafka listeners, by name, the first (the primary) first.
+    kafka: Vec<(String, magnetar_kafka::Server)>,
     pulsar: Option<magnetar_pulsar::Server>,
     http: Option<magnetar_http::Server>,
     maintenance: broker::maintenance::Maintenance,
@@ -28,10 +29,35 @@ impl Node {
     /// Binds the listeners `config` names, opens the broker (recovering
     /// its logs on a blocking thread) and starts serving.
     pub async fn start(config: BrokerConfig) -> anyhow::Result<Node> {
-        let listener = TcpListener::bind(config.kafka_addr)
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.kafka_addr))?;
-        let bound = listener.local_addr()?;
+        let specs = config.kafka_listeners()?;
+        let mut kafka_listeners = Vec::new();
+        for spec in specs {
+            let l = TcpListener::bind(spec.bind).await.map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot listen on {} (listener {}): {e}",
+                    spec.bind,
+                    spec.name
+                )
+            })?;
+            kafka_listeners.push((spec, l));
+        }
+        let securities = listener_securities(&config, &kafka_listeners).await?;
+        let mut kafka_endpoints = std::collections::BTreeMap::new();
+        for (spec, l) in &kafka_listeners {
+            let bound = l.local_addr()?;
+            let e = match &spec.advertised {
+                Some((host, port)) => Endpoint {
+                    host: host.clone(),
+                    port: *port,
+                },
+                None => Endpoint {
+                    host: advertised_host(bound),
+                    port: bound.port(),
+                },
+            };
+            kafka_endpoints.insert(spec.registry_key(), e);
+        }
+        let endpoint = kafka_endpoints[&kafka_listeners[0].0.registry_key()].clone();
         let pulsar_listener = match config.pulsar_addr {
             Some(a) => Some(
                 TcpListener::bind(a)
@@ -47,13 +73,6 @@ impl Node {
                     .map_err(|e| anyhow::anyhow!("cannot listen on {a} (--http-addr): {e}"))?,
             ),
             None => None,
-        };
-        let endpoint = match config.advertised_listener() {
-            Some((host, port)) => Endpoint { host, port },
-            None => Endpoint {
-                host: advertised_host(bound),
-                port: bound.port(),
-            },
         };
         let pulsar_advertised = match &pulsar_listener {
             Some(l) => {
@@ -74,11 +93,10 @@ impl Node {
         };
         let clustered = !config.string_value("controller.quorum.voters").is_empty();
         let (broker, membership) = if clustered {
-            let mut endpoints = std::collections::BTreeMap::new();
-            endpoints.insert(
-                broker::cluster::KAFKA_LISTENER.to_string(),
-                format!("{}:{}", endpoint.host, endpoint.port),
-            );
+            let mut endpoints: std::collections::BTreeMap<String, String> = kafka_endpoints
+                .iter()
+                .map(|(k, e)| (k.clone(), format!("{}:{}", e.host, e.port)))
+                .collect();
             if let Some(a) = &pulsar_advertised {
                 endpoints.insert(broker::cluster::PULSAR_LISTENER.to_string(), a.clone());
             }
@@ -91,8 +109,15 @@ impl Node {
             let b = tokio::task::spawn_blocking(move || Broker::open(config, endpoint)).await??;
             (b, None)
         };
+        broker.set_listener_endpoints(kafka_endpoints);
         let served = (|| -> anyhow::Result<_> {
-            let kafka = magnetar_kafka::serve(listener, broker.clone())?;
+            let mut kafka = Vec::new();
+            for ((spec, l), security) in kafka_listeners.into_iter().zip(securities) {
+                kafka.push((
+                    spec.name.clone(),
+                    magnetar_kafka::serve_listener(l, broker.clone(), security)?,
+                ));
+            }
             let mut pulsar_url = None;
             let mut pulsar_front_end = None;
             let pulsar = match pulsar_listener {
@@ -161,9 +186,17 @@ impl Node {
         self.broker.clone()
     }
 
-    /// Where the Kafka listener is bound.
+    /// Where the primary (first) Kafka listener is bound.
     pub fn kafka_addr(&self) -> SocketAddr {
-        self.kafka.local_addr
+        self.kafka[0].1.local_addr
+    }
+
+    /// Every Kafka listener's name and bound address, the primary first.
+    pub fn kafka_listeners(&self) -> Vec<(String, SocketAddr)> {
+        self.kafka
+            .iter()
+            .map(|(n, s)| (n.clone(), s.local_addr))
+            .collect()
     }
 
     /// Where the Pulsar listener is bound, if there is one.
@@ -186,7 +219,9 @@ impl Node {
         if let Some(p) = self.pulsar {
             p.shutdown().await;
         }
-        self.kafka.shutdown().await;
+        for (_, k) in self.kafka {
+            k.shutdown().await;
+        }
         self.maintenance.stop().await;
         let mut membership = self.membership;
         if let Some(m) = membership.as_mut() {
@@ -200,6 +235,46 @@ impl Node {
         }
         Ok(())
     }
+}
+
+/// What each Kafka listener asks of its clients: TLS material (read once,
+/// shared by the TLS listeners), SASL mechanisms, session lifetime.
+async fn listener_securities(
+    config: &BrokerConfig,
+    listeners: &[(broker::security::KafkaListener, TcpListener)],
+) -> anyhow::Result<Vec<Arc<magnetar_kafka::ListenerSecurity>>> {
+    let tls = match listeners.iter().find(|(l, _)| l.protocol.tls()) {
+        None => None,
+        Some((l, _)) => {
+            let settings = config.tls_settings().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "listener {} is {} but ssl.keystore.location is not set",
+                    l.name,
+                    l.protocol
+                )
+            })?;
+            let ctx = tokio::task::spawn_blocking(move || {
+                broker::security::tls::TlsContext::load(settings)
+            })
+            .await?
+            .map_err(|e| anyhow::anyhow!("TLS: {e}"))?;
+            Some(Arc::new(ctx))
+        }
+    };
+    Ok(listeners
+        .iter()
+        .map(|(l, _)| {
+            Arc::new(magnetar_kafka::ListenerSecurity {
+                name: l.name.clone(),
+                registry_key: Arc::from(l.registry_key()),
+                protocol: l.protocol,
+                mechanisms: config.sasl_mechanisms(),
+                reauth: config.max_reauth(),
+                failed_delay: config.failed_authentication_delay(),
+                tls: l.protocol.tls().then(|| tls.clone()).flatten(),
+            })
+        })
+        .collect())
 }
 
 /// With a wildcard listen address, clients need a name that reaches us.

@@ -155,6 +155,18 @@ fn build_config(args: &StandaloneArgs) -> Result<BrokerConfig, broker::Error> {
     for assignment in &args.set {
         config.apply_assignment(assignment)?;
     }
+    let listeners = config.kafka_listeners()?;
+    if let Some(l) = listeners.iter().find(|l| l.protocol.tls()) {
+        if config.tls_settings().is_none() {
+            return Err(broker::Error::Config {
+                key: "ssl.keystore.location".into(),
+                reason: format!(
+                    "listener {} is {} and needs a PEM keystore (certificate chain and key)",
+                    l.name, l.protocol
+                ),
+            });
+        }
+    }
     Ok(config)
 }
 
@@ -203,6 +215,9 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     }
     if let Some(a) = node.controller_addr() {
         eprintln!("magnetar: controller listener on {a}");
+    }
+    for (name, addr) in node.kafka_listeners().iter().skip(1) {
+        eprintln!("magnetar: kafka listener {name} on {addr}");
     }
     eprintln!("magnetar: kafka listener on {}", node.kafka_addr());
 

@@ -140,7 +140,7 @@ impl crate::Broker {
                 .filter(|b| !b.fenced)
                 .filter_map(|b| Some((b.node, b.endpoint(listener)?)))
                 .collect(),
-            None => vec![(self.node_id(), self.endpoint().clone())],
+            None => vec![(self.node_id(), self.listener_endpoint(listener))],
         }
     }
 
@@ -190,7 +190,7 @@ impl crate::Broker {
         listener: &str,
     ) -> Result<(NodeId, Endpoint), crate::Error> {
         let Some(_) = &self.cluster else {
-            return Ok((self.node_id(), self.endpoint().clone()));
+            return Ok((self.node_id(), self.listener_endpoint(listener)));
         };
         let slots = self.coordinator_slots()?;
         let node = slots[coordinator_slot(key, slots.len())];

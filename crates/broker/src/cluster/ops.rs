@@ -34,6 +34,21 @@ impl Broker {
         }
     }
 
+    /// Commits `records` whichever way this node keeps its metadata: to its
+    /// own file on a single node, through the controller quorum (and
+    /// applied here) in a cluster. A record that does not fit the current
+    /// state is [`Error::MetadataConflict`] and nothing changes.
+    pub(crate) fn commit_metadata(&self, records: Vec<MetadataRecord>) -> Result<(), Error> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        if self.cluster.is_none() {
+            return self.store.lock().commit(&records);
+        }
+        self.submit_and_apply(records)?
+            .map_err(Error::MetadataConflict)
+    }
+
     /// Submits `records` and waits until this broker applied them. `Ok(Err)`:
     /// the batch conflicted with a newer state and changed nothing.
     fn submit_and_apply(&self, records: Vec<MetadataRecord>) -> Result<Result<(), String>, Error> {

@@ -59,6 +59,12 @@ pub enum ValueKind {
     Listener,
     /// A controller quorum, `id@host:port,...`; empty = unset (STRING).
     Voters,
+    /// Kafka listeners, `NAME://host:port,...`; empty = unset (STRING).
+    Listeners,
+    /// Listener names to security protocols, `NAME:PROTOCOL,...` (STRING).
+    ProtocolMap,
+    /// Any text, e.g. a file path; empty = unset (STRING).
+    Text,
 }
 
 /// Kafka's DescribeConfigs type codes (`ConfigEntry.ConfigType`).
@@ -93,7 +99,12 @@ impl ValueKind {
             ValueKind::Int { .. } | ValueKind::IntOrMinusOne { .. } => KafkaType::Int,
             ValueKind::Long { .. } | ValueKind::Limit { .. } => KafkaType::Long,
             ValueKind::Double { .. } => KafkaType::Double,
-            ValueKind::Choice(_) | ValueKind::Listener | ValueKind::Voters => KafkaType::String,
+            ValueKind::Choice(_)
+            | ValueKind::Listener
+            | ValueKind::Voters
+            | ValueKind::Listeners
+            | ValueKind::ProtocolMap
+            | ValueKind::Text => KafkaType::String,
             ValueKind::List(_) | ValueKind::ReplicaList => KafkaType::List,
         }
     }
@@ -190,6 +201,15 @@ impl ValueKind {
                 parse_listener(v)?;
                 Ok(v.to_string())
             }
+            ValueKind::Listeners => {
+                crate::security::listeners::parse_listener_list(v)?;
+                Ok(v.to_string())
+            }
+            ValueKind::ProtocolMap => {
+                crate::security::listeners::parse_protocol_map(v)?;
+                Ok(v.to_string())
+            }
+            ValueKind::Text => Ok(v.to_string()),
             ValueKind::Voters => {
                 if v.is_empty() {
                     return Ok(String::new());
@@ -435,7 +455,10 @@ mod readme {
                 | ValueKind::List(_)
                 | ValueKind::ReplicaList
                 | ValueKind::Listener
-                | ValueKind::Voters => format!("{:?}", k.default),
+                | ValueKind::Voters
+                | ValueKind::Listeners
+                | ValueKind::ProtocolMap
+                | ValueKind::Text => format!("{:?}", k.default),
             };
             let dynamic = if k.dynamic {
                 " (dynamic: can be changed at runtime)"

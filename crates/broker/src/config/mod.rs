@@ -388,13 +388,59 @@ impl BrokerConfig {
         std::time::Duration::from_secs(self.int("pulsar.keep.alive.interval.seconds") as u64)
     }
 
-    /// `advertised.listeners`, parsed to host and port, if set.
-    pub fn advertised_listener(&self) -> Option<(String, u16)> {
-        let v = self.raw("advertised.listeners");
-        if v.is_empty() {
-            return None;
-        }
-        keys::parse_listener(v).ok()
+    /// The Kafka listeners (`listeners`, or one PLAINTEXT listener on
+    /// `kafka_addr`), with their protocols and advertised addresses.
+    pub fn kafka_listeners(&self) -> Result<Vec<crate::security::KafkaListener>, Error> {
+        crate::security::listeners::resolve(
+            self.raw("listeners"),
+            self.raw("advertised.listeners"),
+            self.raw("listener.security.protocol.map"),
+            self.kafka_addr,
+        )
+        .map_err(|reason| Error::Config {
+            key: "listeners".into(),
+            reason,
+        })
+    }
+
+    /// The TLS settings (`ssl.*`), if a keystore is set.
+    pub fn tls_settings(&self) -> Option<crate::security::tls::TlsSettings> {
+        let path = |k: &str| {
+            let v = self.raw(k);
+            (!v.is_empty()).then(|| PathBuf::from(v))
+        };
+        Some(crate::security::tls::TlsSettings {
+            keystore: path("ssl.keystore.location")?,
+            key: path("ssl.key.location"),
+            truststore: path("ssl.truststore.location"),
+            client_auth: crate::security::tls::ClientAuth::from_name(self.raw("ssl.client.auth"))
+                .unwrap_or(crate::security::tls::ClientAuth::None),
+            tls12: self
+                .raw("ssl.enabled.protocols")
+                .split(',')
+                .any(|p| p == "TLSv1.2"),
+        })
+    }
+
+    /// `sasl.enabled.mechanisms`.
+    pub fn sasl_mechanisms(&self) -> Vec<crate::security::Mechanism> {
+        self.raw("sasl.enabled.mechanisms")
+            .split(',')
+            .filter_map(crate::security::Mechanism::from_name)
+            .collect()
+    }
+
+    /// `connections.max.reauth.ms`, or `None` for sessions without limit.
+    pub fn max_reauth(&self) -> Option<std::time::Duration> {
+        let ms = self.int("connections.max.reauth.ms");
+        (ms > 0).then(|| std::time::Duration::from_millis(ms as u64))
+    }
+
+    /// `connection.failed.authentication.delay.ms`.
+    pub fn failed_authentication_delay(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(
+            self.int("connection.failed.authentication.delay.ms").max(0) as u64,
+        )
     }
 
     /// The log settings every topic inherits unless it overrides them.
@@ -645,15 +691,35 @@ mod tests {
     }
 
     #[test]
-    fn advertised_listener_forms() {
+    fn listener_settings() {
         let mut c = cfg();
-        assert_eq!(c.advertised_listener(), None);
+        assert_eq!(c.kafka_listeners().unwrap().len(), 1);
         c.apply_assignment("advertised.listeners=PLAINTEXT://broker1:19092")
             .unwrap();
-        assert_eq!(c.advertised_listener(), Some(("broker1".into(), 19092)));
-        c.apply_assignment("advertised.listeners=10.0.0.1:9093")
-            .unwrap();
-        assert_eq!(c.advertised_listener(), Some(("10.0.0.1".into(), 9093)));
+        assert_eq!(
+            c.kafka_listeners().unwrap()[0].advertised,
+            Some(("broker1".into(), 19092))
+        );
         assert!(c.apply_assignment("advertised.listeners=nope").is_err());
+        c.apply_assignment("listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0")
+            .unwrap();
+        c.apply_assignment("advertised.listeners=").unwrap();
+        let l = c.kafka_listeners().unwrap();
+        assert_eq!(l[1].protocol, crate::security::SecurityProtocol::SaslSsl);
+        assert!(c
+            .apply_assignment("listener.security.protocol.map=A:B")
+            .is_err());
+        assert!(c.tls_settings().is_none());
+        c.apply_assignment("ssl.keystore.location=/k.pem").unwrap();
+        c.apply_assignment("ssl.client.auth=REQUIRED").unwrap();
+        let t = c.tls_settings().unwrap();
+        assert_eq!(t.client_auth, crate::security::tls::ClientAuth::Required);
+        assert!(t.tls12);
+        assert_eq!(c.sasl_mechanisms().len(), 2);
+        c.apply_assignment("sasl.enabled.mechanisms=plain").unwrap();
+        assert_eq!(c.sasl_mechanisms(), vec![crate::security::Mechanism::Plain]);
+        assert!(c
+            .apply_assignment("sasl.enabled.mechanisms=GSSAPI")
+            .is_err());
     }
 }

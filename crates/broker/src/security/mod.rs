@@ -1,0 +1,172 @@
+//! Who a client is and how it proved it: listeners and their security
+//! protocols (Kafka's `listeners`, `listener.security.protocol.map`), TLS
+//! (`rustls`, certificates reloaded when their files change), and SASL
+//! authentication (PLAIN and SCRAM-SHA-256/512 as sans-IO state machines,
+//! with SCRAM credentials stored salted in the broker metadata).
+//!
+//! Protocol-neutral: the Kafka front end drives these machines from its
+//! SaslHandshake/SaslAuthenticate requests; other front ends can reuse them.
+
+pub mod credentials;
+pub mod listeners;
+pub mod plain;
+pub mod scram;
+pub mod tls;
+
+use std::fmt;
+
+use thiserror::Error;
+
+pub use listeners::{KafkaListener, SecurityProtocol};
+pub use scram::{ScramCredential, ScramMechanism};
+
+/// An authenticated identity, as Kafka's `KafkaPrincipal` (`User:alice`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Principal {
+    /// The principal type; always `User` here.
+    pub kind: String,
+    /// The name: a SASL user name, or a TLS certificate's subject.
+    pub name: String,
+}
+
+impl Principal {
+    /// `User:name`.
+    pub fn user(name: impl Into<String>) -> Principal {
+        Principal {
+            kind: "User".into(),
+            name: name.into(),
+        }
+    }
+
+    /// `User:ANONYMOUS`: a client on a listener that authenticates no one.
+    pub fn anonymous() -> Principal {
+        Principal::user("ANONYMOUS")
+    }
+}
+
+impl fmt::Display for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind, self.name)
+    }
+}
+
+/// The SASL mechanisms this broker implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mechanism {
+    /// RFC 4616: the password in the clear (use it over TLS only).
+    Plain,
+    /// RFC 5802/7677 with one of the SCRAM hashes.
+    Scram(ScramMechanism),
+}
+
+impl Mechanism {
+    /// Every mechanism, as `sasl.enabled.mechanisms` names them.
+    pub const ALL: [Mechanism; 3] = [
+        Mechanism::Plain,
+        Mechanism::Scram(ScramMechanism::Sha256),
+        Mechanism::Scram(ScramMechanism::Sha512),
+    ];
+
+    /// The IANA name (`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Plain => "PLAIN",
+            Mechanism::Scram(m) => m.name(),
+        }
+    }
+
+    /// The mechanism named `name` (case-sensitive, as Kafka).
+    pub fn from_name(name: &str) -> Option<Mechanism> {
+        Mechanism::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// Why an authentication failed. The message a client gets never tells a
+/// wrong password from an unknown user.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum AuthError {
+    /// Bad credentials, whichever part was wrong.
+    #[error("authentication failed: invalid credentials")]
+    InvalidCredentials {
+        /// What was wrong, for the broker's own log only.
+        detail: String,
+    },
+    /// The client broke the mechanism's exchange.
+    #[error("authentication failed: {0}")]
+    Malformed(String),
+}
+
+impl AuthError {
+    pub(crate) fn invalid(detail: impl Into<String>) -> AuthError {
+        AuthError::InvalidCredentials {
+            detail: detail.into(),
+        }
+    }
+
+    /// What to log about this failure (more than the client is told).
+    pub fn log_detail(&self) -> String {
+        match self {
+            AuthError::InvalidCredentials { detail } => detail.clone(),
+            AuthError::Malformed(m) => m.clone(),
+        }
+    }
+}
+
+/// One SASL exchange in progress on a connection.
+#[derive(Debug)]
+pub enum SaslExchange {
+    /// PLAIN: one message, verified against the stored credentials.
+    Plain,
+    /// SCRAM before the client's first message.
+    ScramStart(ScramMechanism),
+    /// SCRAM after the server's first message.
+    ScramFinal(Box<scram::ScramServer>),
+}
+
+/// What a step of an exchange produced.
+#[derive(Debug)]
+pub enum SaslStep {
+    /// Send these bytes to the client and wait for its next message.
+    Continue(Vec<u8>, SaslExchange),
+    /// Authenticated; send these bytes (possibly empty) to the client.
+    Done(Principal, Vec<u8>),
+}
+
+impl SaslExchange {
+    /// A new exchange of `mechanism`.
+    pub fn start(mechanism: Mechanism) -> SaslExchange {
+        match mechanism {
+            Mechanism::Plain => SaslExchange::Plain,
+            Mechanism::Scram(m) => SaslExchange::ScramStart(m),
+        }
+    }
+
+    /// Feeds the client's next message. `lookup` finds a user's stored
+    /// credential of a mechanism; `secret` keys the made-up credentials of
+    /// unknown users (so a probe cannot tell them from known ones).
+    /// PLAIN derives a key from the password: run it off async workers.
+    pub fn step(
+        self,
+        message: &[u8],
+        lookup: &dyn Fn(&str, ScramMechanism) -> Option<ScramCredential>,
+        secret: &[u8],
+    ) -> Result<SaslStep, AuthError> {
+        match self {
+            SaslExchange::Plain => {
+                let p = plain::authenticate(message, lookup)?;
+                Ok(SaslStep::Done(p, Vec::new()))
+            }
+            SaslExchange::ScramStart(m) => {
+                let (server, first) = scram::ScramServer::start(m, message, lookup, secret)?;
+                Ok(SaslStep::Continue(
+                    first,
+                    SaslExchange::ScramFinal(Box::new(server)),
+                ))
+            }
+            SaslExchange::ScramFinal(server) => {
+                let (p, last) = server.finish(message)?;
+                Ok(SaslStep::Done(p, last))
+            }
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! TLS for listeners, with `rustls`: the server's key and certificate chain
+//! from PEM files (`ssl.keystore.location`, `ssl.key.location`), client
+//! certificates checked against `ssl.truststore.location` as
+//! `ssl.client.auth` asks, and everything re-read when the files change,
+//! without a restart (existing connections keep their session).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use parking_lot::RwLock;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::ServerConfig;
+
+use super::Principal;
+
+/// What `ssl.client.auth` asks of clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// No client certificate is asked for.
+    None,
+    /// A certificate is asked for; clients without one still connect.
+    Requested,
+    /// Clients without a valid certificate are refused.
+    Required,
+}
+
+impl ClientAuth {
+    /// The value of `ssl.client.auth`.
+    pub fn from_name(v: &str) -> Option<ClientAuth> {
+        match v {
+            "none" => Some(ClientAuth::None),
+            "requested" => Some(ClientAuth::Requested),
+            "required" => Some(ClientAuth::Required),
+            _ => None,
+        }
+    }
+}
+
+/// Where the TLS material is and what is asked of clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// PEM: the certificate chain, leaf first, and the private key unless
+    /// `key` names another file.
+    pub keystore: PathBuf,
+    /// PEM private key, if not in `keystore`.
+    pub key: Option<PathBuf>,
+    /// PEM CA certificates that client certificates must chain to.
+    pub truststore: Option<PathBuf>,
+    /// What is asked of clients.
+    pub client_auth: ClientAuth,
+    /// Whether TLS 1.2 is offered besides 1.3 (`ssl.enabled.protocols`).
+    pub tls12: bool,
+}
+
+/// The files' identity when last read: a change of any reloads.
+type Stamp = Vec<(PathBuf, Option<(SystemTime, u64)>)>;
+
+/// A listener's TLS configuration, reloadable.
+pub struct TlsContext {
+    settings: TlsSettings,
+    current: RwLock<(Stamp, Arc<ServerConfig>)>,
+}
+
+impl std::fmt::Debug for TlsContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsContext")
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+impl TlsContext {
+    /// Reads the files; a clear error if any is missing or unusable.
+    pub fn load(settings: TlsSettings) -> Result<TlsContext, String> {
+        let stamp = stamp(&settings);
+        let config = build(&settings)?;
+        Ok(TlsContext {
+            settings,
+            current: RwLock::new((stamp, config)),
+        })
+    }
+
+    /// The configuration new connections use.
+    pub fn config(&self) -> Arc<ServerConfig> {
+        self.current.read().1.clone()
+    }
+
+    /// Re-reads the files if any changed since they were last read: `Ok(true)`
+    /// if the new material is now in use, an error (and the old material
+    /// kept) if it is unusable. File work: call it off async workers.
+    pub fn reload_if_changed(&self) -> Result<bool, String> {
+        let now = stamp(&self.settings);
+        if self.current.read().0 == now {
+            return Ok(false);
+        }
+        match build(&self.settings) {
+            Ok(config) => {
+                *self.current.write() = (now, config);
+                Ok(true)
+            }
+            Err(e) => {
+                // Not retried until the files change again.
+                self.current.write().0 = now;
+                Err(e)
+            }
+        }
+    }
+}
+
+fn stamp(s: &TlsSettings) -> Stamp {
+    [Some(&s.keystore), s.key.as_ref(), s.truststore.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let meta = std::fs::metadata(p).ok();
+            (
+                p.clone(),
+                meta.and_then(|m| Some((m.modified().ok()?, m.len()))),
+            )
+        })
+        .collect()
+}
+
+fn read(path: &Path, what: &str) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("cannot read {what} {}: {e}", path.display()))
+}
+
+fn build(s: &TlsSettings) -> Result<Arc<ServerConfig>, String> {
+    let keystore = read(&s.keystore, "ssl.keystore.location")?;
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&keystore)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{}: bad PEM certificate: {e:?}", s.keystore.display()))?;
+    if chain.is_empty() {
+        return Err(format!(
+            "{} holds no PEM certificate (ssl.keystore.location)",
+            s.keystore.display()
+        ));
+    }
+    let (key_bytes, key_path) = match &s.key {
+        Some(p) => (read(p, "ssl.key.location")?, p.clone()),
+        None => (keystore.clone(), s.keystore.clone()),
+    };
+    let key = PrivateKeyDer::from_pem_slice(&key_bytes).map_err(|e| {
+        format!(
+            "{} holds no unencrypted PEM private key ({e:?}); encrypted keys are not supported",
+            key_path.display()
+        )
+    })?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let versions: &[&'static rustls::SupportedProtocolVersion] = if s.tls12 {
+        &[&rustls::version::TLS13, &rustls::version::TLS12]
+    } else {
+        &[&rustls::version::TLS13]
+    };
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(versions)
+        .map_err(|e| format!("TLS: {e}"))?;
+    let builder = match (s.client_auth, &s.truststore) {
+        (ClientAuth::None, _) => builder.with_no_client_auth(),
+        (_, None) => return Err(
+            "ssl.client.auth asks for client certificates but ssl.truststore.location is not set"
+                .into(),
+        ),
+        (auth, Some(path)) => {
+            let pem = read(path, "ssl.truststore.location")?;
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in CertificateDer::pem_slice_iter(&pem) {
+                let cert =
+                    cert.map_err(|e| format!("{}: bad PEM certificate: {e:?}", path.display()))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("{}: unusable CA certificate: {e}", path.display()))?;
+            }
+            if roots.is_empty() {
+                return Err(format!("{} holds no CA certificate", path.display()));
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let verifier = if auth == ClientAuth::Requested {
+                verifier.allow_unauthenticated()
+            } else {
+                verifier
+            };
+            builder.with_client_cert_verifier(
+                verifier
+                    .build()
+                    .map_err(|e| format!("client certificate verifier: {e}"))?,
+            )
+        }
+    };
+    let config = builder.with_single_cert(chain, key).map_err(|e| {
+        format!(
+            "{}: the key does not fit the certificate: {e}",
+            s.keystore.display()
+        )
+    })?;
+    Ok(Arc::new(config))
+}
+
+/// The principal of a verified client certificate: `User:` and its
+/// subject as an RFC 2253 string (`CN=client,O=Example`), Kafka's default
+/// `ssl.principal.mapping.rules`.
+pub fn principal_of_certificate(der: &[u8]) -> Option<Principal> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let mut rdns = Vec::new();
+    for rdn in cert.subject().iter() {
+        let mut parts = Vec::new();
+        for attr in rdn.iter() {
+            let oid = attr.attr_type();
+            let name = match oid.to_id_string().as_str() {
+                "2.5.4.3" => "CN".to_string(),
+                "2.5.4.6" => "C".to_string(),
+                "2.5.4.7" => "L".to_string(),
+                "2.5.4.8" => "ST".to_string(),
+                "2.5.4.9" => "STREET".to_string(),
+                "2.5.4.10" => "O".to_string(),
+                "2.5.4.11" => "OU".to_string(),
+                "0.9.2342.19200300.100.1.25" => "DC".to_string(),
+                "0.9.2342.19200300.100.1.1" => "UID".to_string(),
+                other => other.to_string(),
+            };
+            let value = attr.as_str().ok()?;
+            parts.push(format!("{name}={}", escape_rfc2253(value)));
+        }
+        rdns.push(parts.join("+"));
+    }
+    // RFC 2253 writes the most specific RDN first.
+    rdns.reverse();
+    Some(Principal::user(rdns.join(",")))
+}
+
+fn escape_rfc2253(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for (i, c) in v.chars().enumerate() {
+        let special = matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';')
+            || (i == 0 && (c == '#' || c == ' '))
+            || (i + 1 == v.chars().count() && c == ' ');
+        if special {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

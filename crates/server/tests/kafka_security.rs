@@ -1,0 +1,154 @@
+//! TLS and SASL on real listeners, judged by independent clients:
+//! librdkafka (Python confluent-kafka, whose wheels carry TLS and SASL) and
+//! kafka-python. Certificates are made here with `rcgen`, never checked in.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::BrokerProcess;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+
+/// A CA, a server certificate for localhost/127.0.0.1 and a client
+/// certificate, as PEM files in `dir`; plus a client certificate from
+/// another CA, which the broker must refuse.
+fn make_pki(dir: &Path) {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "Magnetar test CA");
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut server =
+        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+    server
+        .distinguished_name
+        .push(DnType::CommonName, "localhost");
+    let server_cert = server.signed_by(&key, &ca_cert, &ca_key).unwrap();
+    let client_key = KeyPair::generate().unwrap();
+    let mut client = CertificateParams::new(Vec::<String>::new()).unwrap();
+    client
+        .distinguished_name
+        .push(DnType::CommonName, "client-1");
+    let client_cert = client.signed_by(&client_key, &ca_cert, &ca_key).unwrap();
+    let rogue_ca_key = KeyPair::generate().unwrap();
+    let mut rogue_ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    rogue_ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    rogue_ca
+        .distinguished_name
+        .push(DnType::CommonName, "Rogue CA");
+    let rogue_ca_cert = rogue_ca.self_signed(&rogue_ca_key).unwrap();
+    let rogue_key = KeyPair::generate().unwrap();
+    let rogue = CertificateParams::new(Vec::<String>::new())
+        .unwrap()
+        .signed_by(&rogue_key, &rogue_ca_cert, &rogue_ca_key)
+        .unwrap();
+    let w = |name: &str, text: String| std::fs::write(dir.join(name), text).unwrap();
+    w("ca.pem", ca_cert.pem());
+    w(
+        "server.pem",
+        format!("{}{}", server_cert.pem(), key.serialize_pem()),
+    );
+    w("client.pem", client_cert.pem());
+    w("client.key", client_key.serialize_pem());
+    w("rogue.pem", rogue.pem());
+    w("rogue.key", rogue_key.serialize_pem());
+}
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/kafka_security.py")
+}
+
+/// Every Kafka listener the broker logged: (name, address).
+fn listener(broker: &BrokerProcess, name: &str) -> String {
+    let needle = format!("magnetar: kafka listener {name} on ");
+    broker
+        .log_text()
+        .lines()
+        .rev()
+        .find_map(|l| {
+            l.strip_prefix(needle.as_str())
+                .map(|a| a.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no {name} listener in the log:\n{}", broker.log_text()))
+}
+
+fn run(phase: &str, broker: &BrokerProcess, pki: &Path) {
+    let out = Command::new("python3")
+        .arg(script())
+        .arg(phase)
+        .arg(broker.bootstrap())
+        .arg(listener(broker, "SSL"))
+        .arg(listener(broker, "SASL_PLAINTEXT"))
+        .arg(listener(broker, "SASL_SSL"))
+        .arg(pki)
+        .output()
+        .expect("python3 is needed for the client interop tests");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "kafka_security.py {phase} failed ({}).\nIf a module is missing, run: pip install -r tests/python/requirements.txt\nstdout:\n{stdout}\nstderr:\n{stderr}\nbroker log:\n{}",
+        out.status,
+        broker.log_text()
+    );
+}
+
+/// PLAINTEXT (for the admin), SSL with client certificates requested,
+/// SASL_PLAINTEXT and SASL_SSL with PLAIN, SCRAM-SHA-256 and -512: users
+/// made with AlterUserScramCredentials, then produce and consume over each
+/// protocol with both clients; wrong passwords, unknown users, deleted
+/// credentials, a rogue client certificate, plaintext on the TLS port and
+/// TLS on the plaintext port all refused; credentials survive a SIGKILL.
+#[test]
+fn tls_and_sasl_with_librdkafka_and_kafka_python() {
+    secured("requested", &["main", "after-restart"]);
+}
+
+/// `ssl.client.auth=required`: a certificate of the truststore's CA gets
+/// in; one of another CA, or none, is refused in the handshake.
+#[test]
+fn client_certificates_required() {
+    secured("required", &["mtls-required"]);
+}
+
+/// A broker with every kind of listener; runs the script's phases, a
+/// SIGKILL and restart between two phases.
+fn secured(client_auth: &str, phases: &[&str]) {
+    let pki = tempfile::tempdir().unwrap();
+    make_pki(pki.path());
+    let client_auth = format!("ssl.client.auth={client_auth}");
+    let keystore = format!(
+        "ssl.keystore.location={}",
+        pki.path().join("server.pem").display()
+    );
+    let truststore = format!(
+        "ssl.truststore.location={}",
+        pki.path().join("ca.pem").display()
+    );
+    let settings = [
+        "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+        keystore.as_str(),
+        truststore.as_str(),
+        client_auth.as_str(),
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "connection.failed.authentication.delay.ms=50",
+        "group.initial.rebalance.delay.ms=0",
+    ];
+    let mut broker = BrokerProcess::start(&settings);
+    for (i, phase) in phases.iter().enumerate() {
+        if i > 0 {
+            broker.kill();
+            broker.restart();
+        }
+        run(phase, &broker, pki.path());
+        if *phase == "main" {
+            assert!(
+                broker.log_text().contains("SASL authentication failed"),
+                "failed authentications are logged"
+            );
+        }
+    }
+}
