@@ -92,6 +92,8 @@ pub struct Broker {
     // Set for a cluster member: its link to the controller quorum and the
     // brokers it knows of.
     pub(crate) cluster: Option<crate::cluster::ClusterState>,
+    // Set with `authorizer.class.name`.
+    pub(crate) authorizer: Option<crate::security::acl::Authorizer>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -166,6 +168,9 @@ impl Broker {
     ) -> Broker {
         let cluster_id = store.data.cluster_id.clone();
         let tenants = RwLock::new(Arc::new(store.data.tenants.clone()));
+        let authorizer = static_config
+            .authorizer()
+            .map(|c| crate::security::acl::Authorizer::new(c, &store.data.acls));
         Broker {
             config: RwLock::new(config),
             static_config,
@@ -180,6 +185,7 @@ impl Broker {
             groups: OnceLock::new(),
             metrics: crate::metrics::Metrics::new(),
             cluster,
+            authorizer,
         }
     }
 

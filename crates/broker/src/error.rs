@@ -148,6 +148,19 @@ pub enum Error {
     /// A credential (or user) that does not exist.
     #[error("{0}")]
     ResourceNotFound(String),
+    /// The authorizer denied an operation on a resource.
+    #[error("not authorized: {operation:?} on {kind:?} {name}")]
+    Denied {
+        /// The resource's type.
+        kind: crate::security::acl::ResourceType,
+        /// Its name.
+        name: String,
+        /// What was denied.
+        operation: crate::security::acl::Operation,
+    },
+    /// ACLs asked of a broker without an authorizer.
+    #[error("{0}")]
+    SecurityDisabled(String),
     /// A subscription of this name exists on the partition (admin create).
     #[error("Subscription {0} already exists for topic")]
     SubscriptionExists(String),

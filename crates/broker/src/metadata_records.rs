@@ -140,6 +140,17 @@ pub enum MetadataRecord {
         /// The mechanism.
         mechanism: crate::security::ScramMechanism,
     },
+    /// An ACL was created (creating one that exists changes nothing).
+    AclCreated {
+        /// The ACL.
+        binding: crate::security::acl::AclBinding,
+    },
+    /// An ACL was deleted (deleting one that is gone changes nothing: two
+    /// DeleteAcls may select the same ACL).
+    AclDeleted {
+        /// The ACL.
+        binding: crate::security::acl::AclBinding,
+    },
     /// A broker registered (again): its epoch must be above every earlier
     /// registration's (of any broker, unregistered ones included).
     BrokerRegistered {
@@ -223,6 +234,16 @@ pub enum Expectation {
         /// Tenant → record.
         tenants: BTreeMap<String, TenantRecord>,
     },
+}
+
+impl MetadataRecord {
+    /// Whether it changes the ACLs.
+    pub fn is_acl(&self) -> bool {
+        matches!(
+            self,
+            MetadataRecord::AclCreated { .. } | MetadataRecord::AclDeleted { .. }
+        )
+    }
 }
 
 fn conflict(what: String) -> Error {
@@ -337,6 +358,12 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
             if of_user.is_empty() {
                 m.scram_credentials.remove(user);
             }
+        }
+        MetadataRecord::AclCreated { binding } => {
+            m.acls.insert(binding.clone());
+        }
+        MetadataRecord::AclDeleted { binding } => {
+            m.acls.remove(binding);
         }
         MetadataRecord::BrokerRegistered { node, registration } => {
             if registration.epoch <= m.last_broker_epoch {

@@ -113,6 +113,9 @@ pub struct Metadata {
         String,
         BTreeMap<crate::security::ScramMechanism, crate::security::ScramCredential>,
     >,
+    /// The ACLs (CreateAcls/DeleteAcls).
+    #[serde(default)]
+    pub acls: std::collections::BTreeSet<crate::security::acl::AclBinding>,
 }
 
 /// A broker as registered with the controller: Kafka's
@@ -173,6 +176,7 @@ impl Metadata {
             last_broker_epoch: 0,
             coordinators: Vec::new(),
             scram_credentials: BTreeMap::new(),
+            acls: Default::default(),
         };
         add_default_namespace(&mut m.tenants);
         m

@@ -104,9 +104,10 @@ impl From<broker::Error> for ApiError {
             E::InvalidPartitions(_) => ApiError::new(StatusCode::NOT_ACCEPTABLE, e.to_string()),
             E::ResourceNotFound(_) => ApiError::not_found(e.to_string()),
             E::DuplicateResource(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
-            E::UnacceptableCredential(_) | E::UnsupportedSaslMechanism(_) => {
-                ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
-            }
+            E::UnacceptableCredential(_)
+            | E::UnsupportedSaslMechanism(_)
+            | E::SecurityDisabled(_) => ApiError::new(StatusCode::BAD_REQUEST, e.to_string()),
+            E::Denied { .. } => ApiError::new(StatusCode::FORBIDDEN, e.to_string()),
             E::InvalidConfig { .. }
             | E::Config { .. }
             | E::InvalidRequest(_)

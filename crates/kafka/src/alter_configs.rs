@@ -17,8 +17,13 @@ use broker::Broker;
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 2);
 
-/// Answers AlterConfigs.
-pub fn handle(broker: &Arc<Broker>, req: AlterConfigsRequest) -> AlterConfigsResponse {
+/// Answers AlterConfigs; a topic's configs need AlterConfigs on it, a
+/// broker's AlterConfigs on the cluster.
+pub(crate) fn handle(
+    broker: &Arc<Broker>,
+    access: &crate::authz::Access,
+    req: AlterConfigsRequest,
+) -> AlterConfigsResponse {
     let responses = req
         .resources
         .into_iter()
@@ -28,20 +33,25 @@ pub fn handle(broker: &Arc<Broker>, req: AlterConfigsRequest) -> AlterConfigsRes
                 .iter()
                 .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
                 .collect();
-            let result = resource(broker, r.resource_type, r.resource_name.as_str()).and_then(
-                |res| match res {
-                    Resource::Topic(name) => super::find_topic(broker, name).and_then(|topic| {
-                        let config = TopicConfig::from_pairs(
-                            pairs.iter().map(|(k, v)| (k.as_str(), v.as_deref())),
-                        )?;
-                        broker.set_topic_config(topic.name.as_str(), config, req.validate_only)
-                    }),
-                    Resource::Broker(scope) => {
-                        // Whole-set semantics: every key of the layer not given is reset.
-                        broker.replace_broker_config(scope, &pairs, req.validate_only)
-                    }
-                },
-            );
+            let result = super::describe_configs::config_access(
+                access,
+                r.resource_type,
+                r.resource_name.as_str(),
+                broker::security::acl::Operation::AlterConfigs,
+            )
+            .and_then(|()| resource(broker, r.resource_type, r.resource_name.as_str()))
+            .and_then(|res| match res {
+                Resource::Topic(name) => super::find_topic(broker, name).and_then(|topic| {
+                    let config = TopicConfig::from_pairs(
+                        pairs.iter().map(|(k, v)| (k.as_str(), v.as_deref())),
+                    )?;
+                    broker.set_topic_config(topic.name.as_str(), config, req.validate_only)
+                }),
+                Resource::Broker(scope) => {
+                    // Whole-set semantics: every key of the layer not given is reset.
+                    broker.replace_broker_config(scope, &pairs, req.validate_only)
+                }
+            });
             let (code, message) = code_and_message(&result);
             AlterConfigsResourceResponse::default()
                 .with_resource_type(r.resource_type)

@@ -25,11 +25,19 @@ use broker::{Broker, Error, Topic};
 pub const VERSIONS: Versions = Versions::new(0, 1);
 
 /// Answers AlterPartitionReassignments.
-pub fn handle(
+///
+/// Needs Alter on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &crate::authz::Access,
     version: i16,
     req: AlterPartitionReassignmentsRequest,
 ) -> AlterPartitionReassignmentsResponse {
+    if !access.cluster(broker::security::acl::Operation::Alter) {
+        return AlterPartitionReassignmentsResponse::default()
+            .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
+            .with_error_message(None);
+    }
     let allow_rf_change = version < 1 || req.allow_replication_factor_change;
     let responses = req
         .topics

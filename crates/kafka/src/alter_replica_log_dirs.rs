@@ -31,10 +31,14 @@ fn is_log_dir(path: &str, dir: &Path) -> bool {
 }
 
 /// Answers AlterReplicaLogDirs (on the blocking pool: paths are resolved).
-pub fn handle(
+///
+/// Needs Alter on the cluster (CLUSTER_AUTHORIZATION_FAILED per partition).
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &crate::authz::Access,
     req: AlterReplicaLogDirsRequest,
 ) -> AlterReplicaLogDirsResponse {
+    let allowed = access.cluster(broker::security::acl::Operation::Alter);
     let dir = broker.log_dir();
     let mut results: Vec<AlterReplicaLogDirTopicResult> = Vec::new();
     for d in req.dirs {
@@ -45,7 +49,9 @@ pub fn handle(
                 let exists = topic
                     .as_ref()
                     .is_some_and(|t| t.partition(PartitionId(p)).is_ok());
-                let code = if !ours {
+                let code = if !allowed {
+                    ResponseError::ClusterAuthorizationFailed.code()
+                } else if !ours {
                     ResponseError::LogDirNotFound.code()
                 } else if !exists {
                     ResponseError::ReplicaNotAvailable.code()

@@ -16,11 +16,36 @@ use broker::Broker;
 /// Versions implemented.
 pub const VERSIONS: Versions = Versions::new(0, 0);
 
-/// Answers the request.
-pub fn handle(
+/// Answers the request. Needs Alter on the cluster: otherwise every user
+/// gets CLUSTER_AUTHORIZATION_FAILED.
+pub(crate) fn handle(
     broker: &Broker,
+    access: &crate::authz::Access,
     req: AlterUserScramCredentialsRequest,
 ) -> AlterUserScramCredentialsResponse {
+    if let Err(e) = access.require_cluster(broker::security::acl::Operation::Alter) {
+        let mut users: Vec<String> = Vec::new();
+        for n in req
+            .deletions
+            .iter()
+            .map(|d| d.name.to_string())
+            .chain(req.upsertions.iter().map(|u| u.name.to_string()))
+        {
+            if !users.contains(&n) {
+                users.push(n);
+            }
+        }
+        let results = users
+            .into_iter()
+            .map(|u| {
+                AlterUserScramCredentialsResult::default()
+                    .with_user(StrBytes::from_string(u))
+                    .with_error_code(response_error(&e).code())
+                    .with_error_message(Some(StrBytes::from_string(e.to_string())))
+            })
+            .collect();
+        return AlterUserScramCredentialsResponse::default().with_results(results);
+    }
     let mut changes: Vec<CredentialChange> = req
         .deletions
         .into_iter()

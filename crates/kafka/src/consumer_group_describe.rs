@@ -13,16 +13,19 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::Versions;
+use crate::authz::{Access, OPERATIONS_NOT_REQUESTED};
 use broker::group::consumer::Assignment;
 use broker::group::coordinator::GroupView;
+use broker::security::acl::{Operation, ResourceType};
 use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 1);
 
 /// Answers ConsumerGroupDescribe.
-pub fn handle(
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &Access,
     version: i16,
     req: ConsumerGroupDescribeRequest,
 ) -> ConsumerGroupDescribeResponse {
@@ -30,9 +33,19 @@ pub fn handle(
         .group_ids
         .into_iter()
         .map(|id| {
+            if !access.group(Operation::Describe, id.as_str()) {
+                return DescribedGroup::default()
+                    .with_group_id(id)
+                    .with_error_code(ResponseError::GroupAuthorizationFailed.code())
+                    .with_authorized_operations(OPERATIONS_NOT_REQUESTED);
+            }
             let base = DescribedGroup::default()
                 .with_group_id(id.clone())
-                .with_authorized_operations(i32::MIN);
+                .with_authorized_operations(if req.include_authorized_operations {
+                    access.operations(ResourceType::Group, id.as_str())
+                } else {
+                    OPERATIONS_NOT_REQUESTED
+                });
             let described = broker.groups().describe(id.as_str()).map(|g| match g {
                 GroupView::Consumer(g) => Ok(base
                     .clone()

@@ -20,7 +20,9 @@ use broker::Broker;
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 1);
 
-/// Answers ConsumerGroupHeartbeat.
+/// Answers ConsumerGroupHeartbeat. With an authorizer the group needs Read
+/// (GROUP_AUTHORIZATION_FAILED) and every subscribed topic name Describe
+/// (TOPIC_AUTHORIZATION_FAILED, naming them).
 pub fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -31,6 +33,27 @@ pub fn handle(
             .with_error_code(ResponseError::InvalidRequest.code())
             .with_error_message(Some(StrBytes::from_string(msg.to_string())))
     };
+    let access = crate::authz::Access::of(broker, ctx);
+    let read = broker::security::acl::Operation::Read;
+    if !access.group(read, req.group_id.as_str()) {
+        return ConsumerGroupHeartbeatResponse::default()
+            .with_error_code(ResponseError::GroupAuthorizationFailed.code());
+    }
+    let denied: Vec<&str> = req
+        .subscribed_topic_names
+        .iter()
+        .flatten()
+        .map(|t| t.as_str())
+        .filter(|t| !access.topic(broker::security::acl::Operation::Describe, t))
+        .collect();
+    if !denied.is_empty() {
+        return ConsumerGroupHeartbeatResponse::default()
+            .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+            .with_error_message(Some(StrBytes::from_string(format!(
+                "not authorized to describe topics: {}",
+                denied.join(", ")
+            ))));
+    }
     if req.group_id.is_empty() {
         return invalid("the group id is empty");
     }

@@ -10,18 +10,26 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::error::response_error;
 use super::{replica_assignment, Versions};
+use crate::authz::Access;
+use broker::security::acl::Operation;
 use broker::{Broker, Error};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 3);
 
-/// Answers CreatePartitions.
-pub fn handle(broker: &Arc<Broker>, req: CreatePartitionsRequest) -> CreatePartitionsResponse {
+/// Answers CreatePartitions; each topic needs Alter.
+pub(crate) fn handle(
+    broker: &Arc<Broker>,
+    access: &Access,
+    req: CreatePartitionsRequest,
+) -> CreatePartitionsResponse {
     let results = req
         .topics
         .into_iter()
         .map(|t| {
-            let result = grow(broker, &t, req.validate_only);
+            let result = access
+                .require_topic(Operation::Alter, t.name.as_str())
+                .and_then(|()| grow(broker, &t, req.validate_only));
             let out = CreatePartitionsTopicResult::default().with_name(t.name);
             match result {
                 Ok(()) => out,

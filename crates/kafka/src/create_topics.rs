@@ -15,15 +15,20 @@ use kafka_protocol::protocol::StrBytes;
 use super::describe_configs::source_code;
 use super::error::response_error;
 use super::{replica_assignment, Versions};
+use crate::authz::Access;
 use broker::config::{TopicConfig, TopicKind};
+use broker::security::acl::Operation;
 use broker::{Broker, Error, NewTopic};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(2, 7);
 
-/// Answers CreateTopics.
-pub fn handle(
+/// Answers CreateTopics. With an authorizer each topic needs Create on the
+/// cluster or on itself (TOPIC_AUTHORIZATION_FAILED); its configs are
+/// reported only with DescribeConfigs on it.
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &Access,
     version: i16,
     req: CreateTopicsRequest,
 ) -> CreateTopicsResponse {
@@ -51,7 +56,20 @@ pub fn handle(
                         name.as_str()
                     ))));
             }
+            if !access.may_create_topic(name.as_str()) {
+                return base
+                    .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                    .with_error_message(Some(StrBytes::from_string(format!(
+                        "not authorized to create topic {}",
+                        name.as_str()
+                    ))));
+            }
             match create(broker, t, req.validate_only) {
+                Ok(topic) if !access.topic(Operation::DescribeConfigs, topic.name.as_str()) => base
+                    .with_topic_id(topic.id.0)
+                    .with_num_partitions(topic.partitions)
+                    .with_replication_factor(topic.replication_factor)
+                    .with_topic_config_error_code(ResponseError::TopicAuthorizationFailed.code()),
                 Ok(topic) => {
                     let configs = (version >= 5).then(|| {
                         broker

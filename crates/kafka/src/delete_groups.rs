@@ -14,12 +14,20 @@ use broker::Broker;
 pub const VERSIONS: Versions = Versions::new(0, 2);
 
 /// Answers DeleteGroups.
-pub fn handle(broker: &Arc<Broker>, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
+///
+/// Each group needs Delete (GROUP_AUTHORIZATION_FAILED).
+pub(crate) fn handle(
+    broker: &Arc<Broker>,
+    access: &crate::authz::Access,
+    req: DeleteGroupsRequest,
+) -> DeleteGroupsResponse {
     let results = req
         .groups_names
         .into_iter()
         .map(|g| {
-            let code = if g.is_empty() {
+            let code = if !access.group(broker::security::acl::Operation::Delete, g.as_str()) {
+                ResponseError::GroupAuthorizationFailed.code()
+            } else if g.is_empty() {
                 ResponseError::InvalidGroupId.code()
             } else {
                 broker

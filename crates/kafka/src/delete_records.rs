@@ -10,27 +10,37 @@ use model::{Offset, PartitionId};
 
 use super::error::response_error;
 use super::Versions;
+use crate::authz::Access;
+use broker::security::acl::Operation;
 use broker::{Broker, Error};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 2);
 
 /// Answers DeleteRecords (offset -1 means "up to the high watermark").
-pub fn handle(broker: &Arc<Broker>, req: DeleteRecordsRequest) -> DeleteRecordsResponse {
+/// Each topic needs Delete.
+pub(crate) fn handle(
+    broker: &Arc<Broker>,
+    access: &Access,
+    req: DeleteRecordsRequest,
+) -> DeleteRecordsResponse {
     let topics = req
         .topics
         .into_iter()
         .map(|t| {
-            let topic = super::find_topic(broker, t.name.as_str()).and_then(|topic| {
-                // As Kafka: deleting records of __consumer_offsets would lose every committed offset.
-                if topic.name.is_internal() {
-                    return Err(Error::InvalidTopic(model::Error::InvalidTopicName {
-                        name: topic.name.to_string(),
-                        reason: "cannot delete records of an internal topic",
-                    }));
-                }
-                Ok(topic)
-            });
+            let topic = access
+                .require_topic(Operation::Delete, t.name.as_str())
+                .and_then(|()| super::find_topic(broker, t.name.as_str()))
+                .and_then(|topic| {
+                    // As Kafka: deleting records of __consumer_offsets would lose every committed offset.
+                    if topic.name.is_internal() {
+                        return Err(Error::InvalidTopic(model::Error::InvalidTopicName {
+                            name: topic.name.to_string(),
+                            reason: "cannot delete records of an internal topic",
+                        }));
+                    }
+                    Ok(topic)
+                });
             let partitions = t
                 .partitions
                 .into_iter()

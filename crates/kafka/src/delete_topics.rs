@@ -11,14 +11,18 @@ use model::TopicId;
 
 use super::error::response_error;
 use super::Versions;
+use crate::authz::Access;
+use broker::security::acl::Operation;
 use broker::{Broker, Error};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(1, 6);
 
-/// Answers DeleteTopics.
-pub fn handle(
+/// Answers DeleteTopics; each topic needs Delete (TOPIC_AUTHORIZATION_FAILED,
+/// whether it exists or not).
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &Access,
     version: i16,
     req: DeleteTopicsRequest,
 ) -> DeleteTopicsResponse {
@@ -40,11 +44,20 @@ pub fn handle(
                 (Some(_), false) => Err(Error::InvalidRequest(
                     "give a topic name or a topic id, not both".into(),
                 )),
-                (Some(n), true) => super::find_topic(broker, n.as_str()).and_then(|t| {
-                    broker.delete_topic(t.name.as_str())?;
-                    Ok((t.name.clone(), t.id))
-                }),
-                (None, false) => broker.delete_topic_by_id(id).map(|name| (name, id)),
+                (Some(n), true) => access
+                    .require_topic(Operation::Delete, n.as_str())
+                    .and_then(|()| super::find_topic(broker, n.as_str()))
+                    .and_then(|t| {
+                        broker.delete_topic(t.name.as_str())?;
+                        Ok((t.name.clone(), t.id))
+                    }),
+                (None, false) => match broker.topic_by_id(id) {
+                    Some(t) => access
+                        .require_topic(Operation::Delete, t.name.as_str())
+                        .and_then(|()| broker.delete_topic_by_id(id))
+                        .map(|name| (name, id)),
+                    None => broker.delete_topic_by_id(id).map(|name| (name, id)),
+                },
                 (None, true) => Err(Error::InvalidRequest(
                     "neither topic name nor topic id given".into(),
                 )),

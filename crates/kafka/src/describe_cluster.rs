@@ -8,6 +8,8 @@ use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeCluster
 use kafka_protocol::protocol::StrBytes;
 
 use super::Versions;
+use crate::authz::{Access, OPERATIONS_NOT_REQUESTED};
+use broker::security::acl::{Operation, ResourceType, CLUSTER_NAME};
 use broker::Broker;
 
 /// Implemented versions.
@@ -16,9 +18,12 @@ pub const VERSIONS: Versions = Versions::new(0, 2);
 /// Endpoint type "brokers" (KIP-919); "controllers" (2) is not served here.
 const ENDPOINT_BROKERS: i8 = 1;
 
-/// Answers DescribeCluster.
-pub fn handle(
+/// Answers DescribeCluster. As in Kafka anyone may ask; the cluster's
+/// authorized operations are reported (when asked for) only to a principal
+/// with Describe on the cluster, 0 to others.
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &Access,
     listener: &str,
     version: i16,
     req: DescribeClusterRequest,
@@ -31,10 +36,12 @@ pub fn handle(
         } else {
             ENDPOINT_BROKERS
         })
-        .with_cluster_authorized_operations(if req.include_cluster_authorized_operations {
-            (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12)
+        .with_cluster_authorized_operations(if !req.include_cluster_authorized_operations {
+            OPERATIONS_NOT_REQUESTED
+        } else if access.cluster(Operation::Describe) {
+            access.operations(ResourceType::Cluster, CLUSTER_NAME)
         } else {
-            i32::MIN
+            0
         });
     if version >= 1 && req.endpoint_type != ENDPOINT_BROKERS {
         return resp

@@ -59,6 +59,21 @@ pub enum Resource<'a> {
     Broker(BrokerScope),
 }
 
+/// Whether the principal may `operation` (DescribeConfigs or AlterConfigs)
+/// the configs of the resource: a topic's on the topic, a broker's on the
+/// cluster.
+pub(crate) fn config_access(
+    access: &crate::authz::Access,
+    resource_type: i8,
+    name: &str,
+    operation: broker::security::acl::Operation,
+) -> Result<(), broker::Error> {
+    match resource_type {
+        RESOURCE_TOPIC => access.require_topic(operation, name),
+        _ => access.require_cluster(operation),
+    }
+}
+
 /// Resolves a request's resource type and name, or the error Kafka gives.
 pub fn resource<'a>(
     broker: &Broker,
@@ -80,9 +95,11 @@ pub fn resource<'a>(
     }
 }
 
-/// Answers DescribeConfigs.
-pub fn handle(
+/// Answers DescribeConfigs; a topic's configs need DescribeConfigs on it,
+/// a broker's DescribeConfigs on the cluster.
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &crate::authz::Access,
     version: i16,
     req: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
@@ -99,6 +116,16 @@ pub fn handle(
             let out = DescribeConfigsResult::default()
                 .with_resource_type(r.resource_type)
                 .with_resource_name(r.resource_name.clone());
+            if let Err(e) = config_access(
+                access,
+                r.resource_type,
+                r.resource_name.as_str(),
+                broker::security::acl::Operation::DescribeConfigs,
+            ) {
+                return out
+                    .with_error_code(super::error::response_error(&e).code())
+                    .with_error_message(Some(StrBytes::from_string(e.to_string())));
+            }
             let entry = |spec: &ConfigKey,
                          value: &str,
                          source: ConfigSource,

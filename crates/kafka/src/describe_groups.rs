@@ -13,33 +13,43 @@ use kafka_protocol::protocol::{Encodable, StrBytes};
 use model::TopicId;
 
 use super::Versions;
+use crate::authz::{Access, OPERATIONS_NOT_REQUESTED};
 use broker::group::consumer::Assignment;
 use broker::group::coordinator::GroupView;
+use broker::security::acl::{Operation, ResourceType};
 use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 6);
 
-/// Answers DescribeGroups.
-pub fn handle(
+/// Answers DescribeGroups; each group needs Describe
+/// (GROUP_AUTHORIZATION_FAILED).
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &Access,
     version: i16,
     req: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
-    let ops = |asked: bool| {
-        if asked && version >= 3 {
-            0b1111_1000
+    let ops = |id: &str| {
+        if req.include_authorized_operations && version >= 3 {
+            access.operations(ResourceType::Group, id)
         } else {
-            i32::MIN
+            OPERATIONS_NOT_REQUESTED
         }
     };
     let groups = req
         .groups
         .into_iter()
         .map(|id| {
+            if !access.group(Operation::Describe, id.as_str()) {
+                return DescribedGroup::default()
+                    .with_group_id(id)
+                    .with_error_code(ResponseError::GroupAuthorizationFailed.code())
+                    .with_authorized_operations(OPERATIONS_NOT_REQUESTED);
+            }
             let base = DescribedGroup::default()
                 .with_group_id(id.clone())
-                .with_authorized_operations(ops(req.include_authorized_operations));
+                .with_authorized_operations(ops(id.as_str()));
             let described = broker.groups().describe(id.as_str()).map(|g| match g {
                 GroupView::Classic(d) => base
                     .clone()

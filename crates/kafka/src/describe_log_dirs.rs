@@ -21,11 +21,25 @@ pub const VERSIONS: Versions = Versions::new(1, 4);
 /// Answers DescribeLogDirs. `topics` null describes every partition; a
 /// list describes the partitions named that exist here (others are left
 /// out, as Kafka does). Runs on the blocking pool (`statvfs`).
-pub fn handle(
+///
+/// Needs Describe on the cluster: otherwise nothing is described, with
+/// CLUSTER_AUTHORIZATION_FAILED from v3 (where the field exists).
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &crate::authz::Access,
     version: i16,
     req: DescribeLogDirsRequest,
 ) -> DescribeLogDirsResponse {
+    if !access.cluster(broker::security::acl::Operation::Describe) {
+        let resp = DescribeLogDirsResponse::default();
+        return if version >= 3 {
+            resp.with_error_code(
+                kafka_protocol::error::ResponseError::ClusterAuthorizationFailed.code(),
+            )
+        } else {
+            resp
+        };
+    }
     let describe = |topic: &Topic, partitions: &mut dyn Iterator<Item = i32>| {
         let partitions: Vec<DescribeLogDirsPartition> = partitions
             .filter_map(|p| topic.partition(PartitionId(p)).ok())

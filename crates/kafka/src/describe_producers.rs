@@ -21,12 +21,20 @@ pub const VERSIONS: Versions = Versions::new(0, 0);
 /// Answers DescribeProducers. A partition that does not exist gets
 /// UNKNOWN_TOPIC_OR_PARTITION. `coordinator_epoch` is that of the last marker (-1: none) and
 /// `current_txn_start_offset` the first offset of its open transaction (-1: none).
-pub fn handle(broker: &Arc<Broker>, req: DescribeProducersRequest) -> DescribeProducersResponse {
+///
+/// Each topic needs Read (TOPIC_AUTHORIZATION_FAILED), as in Kafka.
+pub(crate) fn handle(
+    broker: &Arc<Broker>,
+    access: &crate::authz::Access,
+    req: DescribeProducersRequest,
+) -> DescribeProducersResponse {
     let topics = req
         .topics
         .into_iter()
         .map(|t| {
-            let topic = super::find_topic(broker, t.name.as_str());
+            let topic = access
+                .require_topic(broker::security::acl::Operation::Read, t.name.as_str())
+                .and_then(|()| super::find_topic(broker, t.name.as_str()));
             let partitions = t
                 .partition_indexes
                 .iter()
@@ -44,6 +52,11 @@ fn partition(topic: Result<&Topic, &Error>, index: i32) -> PartitionResponse {
     let out = PartitionResponse::default()
         .with_partition_index(index)
         .with_error_message(None);
+    if let Err(e @ Error::Denied { .. }) = topic {
+        return out
+            .with_error_code(crate::error::response_error(e).code())
+            .with_error_message(Some(StrBytes::from_string(e.to_string())));
+    }
     let found = topic.map_err(|e| e.to_string()).and_then(|t| {
         t.partition(PartitionId(index))
             .map_err(|e| e.to_string())

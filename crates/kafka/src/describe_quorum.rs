@@ -42,12 +42,18 @@ fn replica(version: i16, p: &ReplicaProgress) -> ReplicaState {
 }
 
 /// Answers DescribeQuorum. Blocking: asks the quorum's leader.
-pub fn handle(
+///
+/// Needs Describe on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &crate::authz::Access,
     version: i16,
     req: DescribeQuorumRequest,
 ) -> DescribeQuorumResponse {
     let resp = DescribeQuorumResponse::default();
+    if !access.cluster(broker::security::acl::Operation::Describe) {
+        return resp.with_error_code(ResponseError::ClusterAuthorizationFailed.code());
+    }
     // Messages exist from v2 on.
     let message = |m: String| (version >= 2).then(|| StrBytes::from_string(m));
     let quorum = match broker.describe_quorum() {

@@ -14,8 +14,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::metadata::TOPIC_OPERATIONS;
 use super::Versions;
+use crate::authz::Access;
+use broker::security::acl::{Operation, ResourceType};
 use broker::{Broker, Topic};
 
 /// Implemented versions.
@@ -31,9 +32,12 @@ pub const MAX_PARTITIONS: i32 = 2000;
 /// remain, `next_cursor` says where to go on. An empty topic list means
 /// every topic (unknown names are then never reported); a listed topic that
 /// does not exist gets UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION
-/// for an invalid name).
-pub fn handle(
+/// for an invalid name). With an authorizer, topics the principal may not
+/// Describe are left out of "every topic" and answered
+/// TOPIC_AUTHORIZATION_FAILED when listed.
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &Access,
     req: DescribeTopicPartitionsRequest,
 ) -> DescribeTopicPartitionsResponse {
     // A bad cursor fails every topic asked for, as Kafka's error response.
@@ -56,7 +60,12 @@ pub fn handle(
         .as_ref()
         .map_or(String::new(), |c| c.topic_name.to_string());
     let mut names: Vec<String> = if all {
-        broker.topics().iter().map(|t| t.name.to_string()).collect()
+        broker
+            .topics()
+            .iter()
+            .filter(|t| access.topic(Operation::Describe, t.name.as_str()))
+            .map(|t| t.name.to_string())
+            .collect()
     } else {
         req.topics.iter().map(|t| t.name.to_string()).collect()
     };
@@ -89,11 +98,21 @@ pub fn handle(
             next_cursor = Some(cursor(&name, 0));
             break;
         }
+        let ops = access.operations(ResourceType::Topic, &name);
+        if !all && !access.topic(Operation::Describe, &name) {
+            topics.push(
+                DescribeTopicPartitionsResponseTopic::default()
+                    .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                    .with_name(Some(wire_name(&name)))
+                    .with_topic_authorized_operations(ops),
+            );
+            continue;
+        }
         match broker.topic(&name) {
             Some(topic) => {
                 let from = start(&name).max(0) as usize;
                 let upto = topic.partition_count().min(from + remaining as usize);
-                topics.push(describe(broker, &topic, from.min(upto)..upto));
+                topics.push(describe(broker, &topic, from.min(upto)..upto, ops));
                 remaining -= (upto.saturating_sub(from)) as i32;
                 if upto < topic.partition_count() {
                     next_cursor = Some(cursor(&name, upto as i32));
@@ -110,7 +129,7 @@ pub fn handle(
                         .with_error_code(code.code())
                         .with_name(Some(wire_name(&name)))
                         .with_is_internal(name.starts_with("__"))
-                        .with_topic_authorized_operations(TOPIC_OPERATIONS),
+                        .with_topic_authorized_operations(ops),
                 );
             }
             None => {}
@@ -135,12 +154,13 @@ fn describe(
     broker: &Broker,
     topic: &Topic,
     partitions: std::ops::Range<usize>,
+    ops: i32,
 ) -> DescribeTopicPartitionsResponseTopic {
     DescribeTopicPartitionsResponseTopic::default()
         .with_name(Some(wire_name(topic.name.as_str())))
         .with_topic_id(topic.id.0)
         .with_is_internal(topic.name.is_internal())
-        .with_topic_authorized_operations(TOPIC_OPERATIONS)
+        .with_topic_authorized_operations(ops)
         .with_partitions(
             topic.placements[partitions.clone()]
                 .iter()

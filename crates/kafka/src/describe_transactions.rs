@@ -18,8 +18,13 @@ use broker::Broker;
 pub const VERSIONS: Versions = Versions::new(0, 0);
 
 /// Answers DescribeTransactions.
-pub fn handle(
+///
+/// Each transactional id needs Describe
+/// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); partitions of topics the
+/// principal may not Describe are left out, as Kafka does.
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &crate::authz::Access,
     req: DescribeTransactionsRequest,
 ) -> DescribeTransactionsResponse {
     let ids: Vec<String> = req
@@ -33,14 +38,19 @@ pub fn handle(
         .into_iter()
         .enumerate()
         .map(|(i, id)| {
-            let s = TransactionState::default().with_transactional_id(id);
+            let s = TransactionState::default().with_transactional_id(id.clone());
+            if !access.transactional_id(broker::security::acl::Operation::Describe, id.as_str()) {
+                return s.with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code());
+            }
             match &found {
                 Err(e) => s.with_error_code(response_error(e).code()),
                 Ok(list) => match &list[i] {
                     None => s.with_error_code(ResponseError::TransactionalIdNotFound.code()),
                     Some(m) => {
                         let mut topics: Vec<TopicData> = Vec::new();
-                        for (t, p) in &m.partitions {
+                        for (t, p) in m.partitions.iter().filter(|(t, _)| {
+                            access.topic(broker::security::acl::Operation::Describe, t)
+                        }) {
                             match topics.last_mut() {
                                 Some(d) if d.topic.as_str() == t => d.partitions.push(*p),
                                 _ => topics.push(

@@ -17,10 +17,18 @@ use broker::Broker;
 pub const VERSIONS: Versions = Versions::new(0, 0);
 
 /// Answers the request.
-pub fn handle(
+///
+/// Needs Describe on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+pub(crate) fn handle(
     broker: &Broker,
+    access: &crate::authz::Access,
     req: DescribeUserScramCredentialsRequest,
 ) -> DescribeUserScramCredentialsResponse {
+    if let Err(e) = access.require_cluster(broker::security::acl::Operation::Describe) {
+        return DescribeUserScramCredentialsResponse::default()
+            .with_error_code(response_error(&e).code())
+            .with_error_message(Some(StrBytes::from_string(e.to_string())));
+    }
     let names: Option<Vec<String>> = req
         .users
         .map(|u| u.into_iter().map(|n| n.name.to_string()).collect());

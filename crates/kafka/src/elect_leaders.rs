@@ -24,11 +24,18 @@ const ELECTION_TYPES: std::ops::RangeInclusive<i8> = 0..=1;
 /// UNKNOWN_TOPIC_OR_PARTITION); with `topic_partitions` null every topic is
 /// listed without its partitions, as Kafka leaves out those already led by
 /// the desired leader. An unknown election type is INVALID_REQUEST.
-pub fn handle(
+///
+/// Needs Alter on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &crate::authz::Access,
     version: i16,
     req: ElectLeadersRequest,
 ) -> ElectLeadersResponse {
+    if !access.cluster(broker::security::acl::Operation::Alter) {
+        return ElectLeadersResponse::default()
+            .with_error_code(ResponseError::ClusterAuthorizationFailed.code());
+    }
     if version >= 1 && !ELECTION_TYPES.contains(&req.election_type) {
         return ElectLeadersResponse::default()
             .with_error_code(ResponseError::InvalidRequest.code());

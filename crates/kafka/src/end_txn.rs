@@ -8,13 +8,27 @@ use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse};
 
 use super::error::{fenced_as_epoch, response_error};
 use super::Versions;
+use crate::authz::Access;
+use broker::security::acl::Operation;
 use broker::Broker;
+use kafka_protocol::error::ResponseError;
 
 /// Implemented versions (v5, KIP-890's epoch bump per transaction, is not).
 pub const VERSIONS: Versions = Versions::new(0, 4);
 
 /// Answers EndTxn. Blocking: it writes markers.
-pub fn handle(broker: &Arc<Broker>, version: i16, req: EndTxnRequest) -> EndTxnResponse {
+///
+/// With an authorizer the transactional id needs Write.
+pub(crate) fn handle(
+    broker: &Arc<Broker>,
+    access: &Access,
+    version: i16,
+    req: EndTxnRequest,
+) -> EndTxnResponse {
+    if !access.transactional_id(Operation::Write, req.transactional_id.as_str()) {
+        return EndTxnResponse::default()
+            .with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code());
+    }
     let r = broker.end_txn(
         req.transactional_id.as_str(),
         req.producer_id.0,

@@ -44,6 +44,8 @@ pub fn response_error(e: &Error) -> ResponseError {
         Error::UnsupportedSaslMechanism(_) => R::UnsupportedSaslMechanism,
         Error::DuplicateResource(_) => R::DuplicateResource,
         Error::ResourceNotFound(_) => R::ResourceNotFound,
+        Error::SecurityDisabled(_) => R::SecurityDisabled,
+        Error::Denied { kind, .. } => denied(*kind),
         Error::Storage { source, .. } => storage_error(source),
         Error::Transaction(t) => txn_error(t),
         Error::TransactionsUnavailable(_) => R::TransactionalIdAuthorizationFailed,
@@ -51,6 +53,19 @@ pub fn response_error(e: &Error) -> ResponseError {
         Error::DataDir(_) | Error::MetadataIo { .. } | Error::MetadataCorrupt { .. } => {
             R::KafkaStorageError
         }
+    }
+}
+
+/// Kafka's error for a denied operation on a resource of `kind`.
+pub fn denied(kind: broker::security::acl::ResourceType) -> ResponseError {
+    use broker::security::acl::ResourceType as T;
+    match kind {
+        T::Topic => ResponseError::TopicAuthorizationFailed,
+        T::Group => ResponseError::GroupAuthorizationFailed,
+        T::Cluster => ResponseError::ClusterAuthorizationFailed,
+        T::TransactionalId => ResponseError::TransactionalIdAuthorizationFailed,
+        T::DelegationToken => ResponseError::DelegationTokenAuthorizationFailed,
+        T::User => ResponseError::PrincipalDeserializationFailure,
     }
 }
 

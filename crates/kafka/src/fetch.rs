@@ -23,6 +23,8 @@ use super::error::response_error;
 use super::fetch_response::{self, FetchAnswer, PartitionAnswer, TopicAnswer};
 use super::response::ResponseFrame;
 use super::Versions;
+use crate::authz::Access;
+use broker::security::acl::Operation;
 use broker::{Broker, Error, Partition, Topic};
 
 /// Implemented versions.
@@ -50,9 +52,11 @@ struct Plan {
     read_committed: bool,
 }
 
-/// Answers Fetch, waiting for data if the request asks to.
-pub async fn handle(
+/// Answers Fetch, waiting for data if the request asks to. With an
+/// authorizer each topic needs Read (TOPIC_AUTHORIZATION_FAILED).
+pub(crate) async fn handle(
     broker: &Arc<Broker>,
+    access: &Access<'_>,
     correlation_id: i32,
     version: i16,
     req: FetchRequest,
@@ -73,7 +77,14 @@ pub async fn handle(
         } else {
             broker.resolve_topic_name(ft.topic.as_str())
         }
-        .map_err(|e| response_error(&e));
+        .map_err(|e| response_error(&e))
+        .and_then(|t| {
+            if access.topic(Operation::Read, t.name.as_str()) {
+                Ok(t)
+            } else {
+                Err(ResponseError::TopicAuthorizationFailed)
+            }
+        });
         for fp in &ft.partitions {
             let log = topic
                 .as_ref()

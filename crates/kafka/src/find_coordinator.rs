@@ -13,6 +13,8 @@ use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinator
 use kafka_protocol::protocol::StrBytes;
 
 use super::Versions;
+use crate::authz::Access;
+use broker::security::acl::{Operation, ResourceType};
 use broker::Broker;
 
 /// Implemented versions.
@@ -21,9 +23,11 @@ pub const VERSIONS: Versions = Versions::new(0, 6);
 const KEY_GROUP: i8 = 0;
 const KEY_TRANSACTION: i8 = 1;
 
-/// Answers FindCoordinator.
-pub fn handle(
+/// Answers FindCoordinator. With an authorizer a group key needs Describe
+/// on the group, a transactional id Describe on it.
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &Access,
     listener: &str,
     version: i16,
     req: FindCoordinatorRequest,
@@ -39,6 +43,18 @@ pub fn handle(
                 ResponseError::InvalidRequest,
                 "the coordinator key is empty".into(),
             )),
+            KEY_GROUP if !access.group(Operation::Describe, key) => Err((
+                ResponseError::GroupAuthorizationFailed,
+                format!("not authorized to describe group {key}"),
+            )),
+            KEY_TRANSACTION
+                if !access.may(Operation::Describe, ResourceType::TransactionalId, key) =>
+            {
+                Err((
+                    ResponseError::TransactionalIdAuthorizationFailed,
+                    format!("not authorized to describe transactional id {key}"),
+                ))
+            }
             KEY_GROUP | KEY_TRANSACTION => broker
                 .coordinator_of(key, listener)
                 .map(|(node, e)| (BrokerId(node), StrBytes::from_string(e.host), e.port as i32))

@@ -102,6 +102,7 @@ pub fn parse_request(mut frame: Bytes) -> Result<Parsed, RequestError> {
             client_id: header.client_id.map(|s| s.to_string()),
             client_host: String::new(),
             listener: default_listener(),
+            principal: anonymous(),
         },
         body,
     })
@@ -112,6 +113,13 @@ fn default_listener() -> std::sync::Arc<str> {
     static KEY: std::sync::LazyLock<std::sync::Arc<str>> =
         std::sync::LazyLock::new(|| std::sync::Arc::from(broker::cluster::KAFKA_LISTENER));
     KEY.clone()
+}
+
+/// `User:ANONYMOUS`, until the server sets the session's principal.
+fn anonymous() -> std::sync::Arc<broker::security::Principal> {
+    static ANONYMOUS: std::sync::LazyLock<std::sync::Arc<broker::security::Principal>> =
+        std::sync::LazyLock::new(|| std::sync::Arc::new(broker::security::Principal::anonymous()));
+    ANONYMOUS.clone()
 }
 
 /// Encodes a response frame, size prefix included.

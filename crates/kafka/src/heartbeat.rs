@@ -8,13 +8,23 @@ use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
 use super::error::coordinator_error;
 use super::Versions;
+use crate::authz::Access;
+use broker::security::acl::Operation;
 use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 4);
 
-/// Answers Heartbeat.
-pub fn handle(broker: &Arc<Broker>, req: HeartbeatRequest) -> HeartbeatResponse {
+/// Answers Heartbeat; the group needs Read.
+pub(crate) fn handle(
+    broker: &Arc<Broker>,
+    access: &Access,
+    req: HeartbeatRequest,
+) -> HeartbeatResponse {
+    if !access.group(Operation::Read, req.group_id.as_str()) {
+        return HeartbeatResponse::default()
+            .with_error_code(ResponseError::GroupAuthorizationFailed.code());
+    }
     if req.group_id.is_empty() {
         return HeartbeatResponse::default().with_error_code(ResponseError::InvalidGroupId.code());
     }

@@ -22,25 +22,29 @@ const DELETE: i8 = 1;
 const APPEND: i8 = 2;
 const SUBTRACT: i8 = 3;
 
-/// Answers IncrementalAlterConfigs.
-pub fn handle(
+/// Answers IncrementalAlterConfigs; authorized as AlterConfigs.
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &crate::authz::Access,
     req: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let responses = req
         .resources
         .into_iter()
         .map(|r| {
-            let result = resource(broker, r.resource_type, r.resource_name.as_str()).and_then(
-                |res| match res {
-                    Resource::Topic(name) => {
-                        alter_topic(broker, name, &r.configs, req.validate_only)
-                    }
-                    Resource::Broker(scope) => {
-                        alter_broker(broker, scope, &r.configs, req.validate_only)
-                    }
-                },
-            );
+            let result = super::describe_configs::config_access(
+                access,
+                r.resource_type,
+                r.resource_name.as_str(),
+                broker::security::acl::Operation::AlterConfigs,
+            )
+            .and_then(|()| resource(broker, r.resource_type, r.resource_name.as_str()))
+            .and_then(|res| match res {
+                Resource::Topic(name) => alter_topic(broker, name, &r.configs, req.validate_only),
+                Resource::Broker(scope) => {
+                    alter_broker(broker, scope, &r.configs, req.validate_only)
+                }
+            });
             let (code, message) = code_and_message(&result);
             AlterConfigsResourceResponse::default()
                 .with_resource_type(r.resource_type)

@@ -12,21 +12,40 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 
 use super::error::{fenced_as_epoch, response_error};
 use super::Versions;
+use crate::authz::Access;
+use broker::security::acl::{Operation, ResourceType};
 use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 5);
 
 /// Answers InitProducerId. Blocking: it may persist and write markers.
-pub fn handle(
+/// With an authorizer a transactional id needs Write on it
+/// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer needs
+/// IdempotentWrite on the cluster or Write on some topic (KIP-679;
+/// CLUSTER_AUTHORIZATION_FAILED).
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &Access,
     version: i16,
     req: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let resp = InitProducerIdResponse::default()
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
-    let result = match req.transactional_id.as_ref().map(|t| t.as_str()) {
+    let transactional_id = req.transactional_id.as_ref().map(|t| t.as_str());
+    match transactional_id {
+        Some(id) if !id.is_empty() && !access.transactional_id(Operation::Write, id) => {
+            return resp.with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code())
+        }
+        None if !access.cluster(Operation::IdempotentWrite)
+            && !access.any_of_type(Operation::Write, ResourceType::Topic) =>
+        {
+            return resp.with_error_code(ResponseError::ClusterAuthorizationFailed.code())
+        }
+        _ => {}
+    }
+    let result = match transactional_id {
         None => broker.next_producer_id().map(|id| (id.0, 0)),
         // As Kafka: an empty transactional id is a malformed request.
         Some("") => return resp.with_error_code(ResponseError::InvalidRequest.code()),

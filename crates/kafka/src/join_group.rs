@@ -11,6 +11,7 @@ use super::error::coordinator_error;
 use super::{RequestContext, Versions};
 use broker::group::classic::{GroupError, JoinRequest, Protocol};
 use broker::group::coordinator::CoordinatorError;
+use broker::security::acl::Operation;
 use broker::Broker;
 
 /// Implemented versions.
@@ -29,6 +30,9 @@ pub async fn handle(
             .with_generation_id(-1)
             .with_member_id(member_id)
     };
+    if !crate::authz::Access::of(broker, ctx).group(Operation::Read, req.group_id.as_str()) {
+        return fail(ResponseError::GroupAuthorizationFailed, req.member_id);
+    }
     if req.group_id.is_empty() {
         return fail(ResponseError::InvalidGroupId, req.member_id);
     }

@@ -9,13 +9,24 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::error::{classic_error, coordinator_error};
 use super::Versions;
+use crate::authz::Access;
+use broker::security::acl::Operation;
 use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 5);
 
 /// Answers LeaveGroup.
-pub fn handle(broker: &Arc<Broker>, version: i16, req: LeaveGroupRequest) -> LeaveGroupResponse {
+pub(crate) fn handle(
+    broker: &Arc<Broker>,
+    access: &Access,
+    version: i16,
+    req: LeaveGroupRequest,
+) -> LeaveGroupResponse {
+    if !access.group(Operation::Read, req.group_id.as_str()) {
+        return LeaveGroupResponse::default()
+            .with_error_code(ResponseError::GroupAuthorizationFailed.code());
+    }
     if req.group_id.is_empty() {
         return LeaveGroupResponse::default().with_error_code(ResponseError::InvalidGroupId.code());
     }

@@ -13,6 +13,7 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 
 use broker::Broker;
 
+mod acl_wire;
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod alter_configs;
@@ -20,13 +21,17 @@ mod alter_partition_reassignments;
 mod alter_replica_log_dirs;
 mod alter_user_scram_credentials;
 mod api_versions;
+mod authz;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
+mod create_acls;
 mod create_partitions;
 mod create_topics;
+mod delete_acls;
 mod delete_groups;
 mod delete_records;
 mod delete_topics;
+mod describe_acls;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
@@ -126,6 +131,9 @@ pub const SUPPORTED_APIS: &[(ApiKey, Versions)] = &[
         ApiKey::OffsetForLeaderEpoch,
         offset_for_leader_epoch::VERSIONS,
     ),
+    (ApiKey::DescribeAcls, describe_acls::VERSIONS),
+    (ApiKey::CreateAcls, create_acls::VERSIONS),
+    (ApiKey::DeleteAcls, delete_acls::VERSIONS),
     (ApiKey::DescribeConfigs, describe_configs::VERSIONS),
     (ApiKey::AlterConfigs, alter_configs::VERSIONS),
     (ApiKey::CreatePartitions, create_partitions::VERSIONS),
@@ -205,6 +213,9 @@ pub struct RequestContext {
     /// The key of the listener's endpoints in broker registrations: what
     /// Metadata, FindCoordinator and DescribeCluster answer with.
     pub listener: Arc<str>,
+    /// Who the client is on this connection (`User:ANONYMOUS` unless TLS
+    /// or SASL said otherwise): what the authorizer is asked about.
+    pub principal: Arc<broker::security::Principal>,
 }
 
 /// What to do after a request.
@@ -231,11 +242,12 @@ pub enum Outcome {
 /// hand their fsyncs to the blocking pool.
 pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestKind) -> Outcome {
     let v = ctx.api_version;
+    let access = authz::Access::of(broker, ctx);
     let reply = match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(v, r)),
-        RequestKind::Produce(r) => return produce::handle(broker, v, r).await,
+        RequestKind::Produce(r) => return produce::handle(broker, &access, v, r).await,
         RequestKind::Fetch(r) => {
-            return Outcome::Frame(fetch::handle(broker, ctx.correlation_id, v, r).await)
+            return Outcome::Frame(fetch::handle(broker, &access, ctx.correlation_id, v, r).await)
         }
         RequestKind::JoinGroup(r) => {
             ResponseKind::JoinGroup(join_group::handle(broker, ctx, r).await)
@@ -243,39 +255,45 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: Request
         RequestKind::SyncGroup(r) => {
             ResponseKind::SyncGroup(sync_group::handle(broker, ctx, r).await)
         }
-        RequestKind::ListGroups(r) => ResponseKind::ListGroups(list_groups::handle(broker, v, r)),
+        RequestKind::ListGroups(r) => {
+            ResponseKind::ListGroups(list_groups::handle(broker, &access, v, r))
+        }
         RequestKind::DescribeGroups(r) => {
-            ResponseKind::DescribeGroups(describe_groups::handle(broker, v, r))
+            ResponseKind::DescribeGroups(describe_groups::handle(broker, &access, v, r))
         }
-        RequestKind::ConsumerGroupDescribe(r) => {
-            ResponseKind::ConsumerGroupDescribe(consumer_group_describe::handle(broker, v, r))
-        }
+        RequestKind::ConsumerGroupDescribe(r) => ResponseKind::ConsumerGroupDescribe(
+            consumer_group_describe::handle(broker, &access, v, r),
+        ),
         RequestKind::OffsetFetch(r) => {
-            ResponseKind::OffsetFetch(offset_fetch::handle(broker, v, r))
+            ResponseKind::OffsetFetch(offset_fetch::handle(broker, &access, v, r))
         }
         RequestKind::DescribeConfigs(r) => {
-            ResponseKind::DescribeConfigs(describe_configs::handle(broker, v, r))
+            ResponseKind::DescribeConfigs(describe_configs::handle(broker, &access, v, r))
         }
-        RequestKind::DescribeCluster(r) => {
-            ResponseKind::DescribeCluster(describe_cluster::handle(broker, &ctx.listener, v, r))
-        }
-        RequestKind::DescribeTopicPartitions(r) => {
-            ResponseKind::DescribeTopicPartitions(describe_topic_partitions::handle(broker, r))
-        }
+        RequestKind::DescribeCluster(r) => ResponseKind::DescribeCluster(describe_cluster::handle(
+            broker,
+            &access,
+            &ctx.listener,
+            v,
+            r,
+        )),
+        RequestKind::DescribeTopicPartitions(r) => ResponseKind::DescribeTopicPartitions(
+            describe_topic_partitions::handle(broker, &access, r),
+        ),
         RequestKind::ListConfigResources(r) => {
-            ResponseKind::ListConfigResources(list_config_resources::handle(broker, v, r))
+            ResponseKind::ListConfigResources(list_config_resources::handle(broker, &access, v, r))
         }
         RequestKind::ElectLeaders(r) => {
-            ResponseKind::ElectLeaders(elect_leaders::handle(broker, v, r))
+            ResponseKind::ElectLeaders(elect_leaders::handle(broker, &access, v, r))
         }
         RequestKind::AlterPartitionReassignments(r) => ResponseKind::AlterPartitionReassignments(
-            alter_partition_reassignments::handle(broker, v, r),
+            alter_partition_reassignments::handle(broker, &access, v, r),
         ),
-        RequestKind::ListPartitionReassignments(r) => {
-            ResponseKind::ListPartitionReassignments(list_partition_reassignments::handle(r))
-        }
+        RequestKind::ListPartitionReassignments(r) => ResponseKind::ListPartitionReassignments(
+            list_partition_reassignments::handle(&access, r),
+        ),
         RequestKind::DescribeProducers(r) => {
-            ResponseKind::DescribeProducers(describe_producers::handle(broker, r))
+            ResponseKind::DescribeProducers(describe_producers::handle(broker, &access, r))
         }
         // The server answers these from the connection's session; without
         // one (no SASL on the connection) they are out of place.
@@ -306,89 +324,106 @@ pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: Request
 /// The requests that may do file work; run on the blocking pool.
 fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestKind) -> Outcome {
     let v = ctx.api_version;
+    let access = authz::Access::of(broker, ctx);
     Outcome::Reply(match request {
         RequestKind::Metadata(r) => {
-            ResponseKind::Metadata(metadata::handle(broker, &ctx.listener, v, r))
+            ResponseKind::Metadata(metadata::handle(broker, &access, &ctx.listener, v, r))
         }
         // In a cluster the first lookup places the coordinators.
-        RequestKind::FindCoordinator(r) => {
-            ResponseKind::FindCoordinator(find_coordinator::handle(broker, &ctx.listener, v, r))
+        RequestKind::FindCoordinator(r) => ResponseKind::FindCoordinator(find_coordinator::handle(
+            broker,
+            &access,
+            &ctx.listener,
+            v,
+            r,
+        )),
+        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, &access, r)),
+        RequestKind::LeaveGroup(r) => {
+            ResponseKind::LeaveGroup(leave_group::handle(broker, &access, v, r))
         }
-        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, r)),
-        RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(leave_group::handle(broker, v, r)),
         RequestKind::OffsetCommit(r) => {
-            ResponseKind::OffsetCommit(offset_commit::handle(broker, v, r))
+            ResponseKind::OffsetCommit(offset_commit::handle(broker, &access, v, r))
         }
         RequestKind::OffsetDelete(r) => {
-            ResponseKind::OffsetDelete(offset_delete::handle(broker, r))
+            ResponseKind::OffsetDelete(offset_delete::handle(broker, &access, r))
         }
         RequestKind::DeleteGroups(r) => {
-            ResponseKind::DeleteGroups(delete_groups::handle(broker, r))
+            ResponseKind::DeleteGroups(delete_groups::handle(broker, &access, r))
         }
         RequestKind::ConsumerGroupHeartbeat(r) => {
             ResponseKind::ConsumerGroupHeartbeat(consumer_group_heartbeat::handle(broker, ctx, r))
         }
         RequestKind::ListOffsets(r) => {
-            ResponseKind::ListOffsets(list_offsets::handle(broker, v, r))
+            ResponseKind::ListOffsets(list_offsets::handle(broker, &access, v, r))
         }
         RequestKind::CreateTopics(r) => {
-            ResponseKind::CreateTopics(create_topics::handle(broker, v, r))
+            ResponseKind::CreateTopics(create_topics::handle(broker, &access, v, r))
         }
         RequestKind::DeleteTopics(r) => {
-            ResponseKind::DeleteTopics(delete_topics::handle(broker, v, r))
+            ResponseKind::DeleteTopics(delete_topics::handle(broker, &access, v, r))
         }
         RequestKind::CreatePartitions(r) => {
-            ResponseKind::CreatePartitions(create_partitions::handle(broker, r))
+            ResponseKind::CreatePartitions(create_partitions::handle(broker, &access, r))
         }
         RequestKind::DeleteRecords(r) => {
-            ResponseKind::DeleteRecords(delete_records::handle(broker, r))
+            ResponseKind::DeleteRecords(delete_records::handle(broker, &access, r))
         }
         RequestKind::InitProducerId(r) => {
-            ResponseKind::InitProducerId(init_producer_id::handle(broker, v, r))
+            ResponseKind::InitProducerId(init_producer_id::handle(broker, &access, v, r))
         }
         // The transaction coordinator persists, and EndTxn writes markers.
         RequestKind::AddPartitionsToTxn(r) => {
-            ResponseKind::AddPartitionsToTxn(add_partitions_to_txn::handle(broker, v, r))
+            ResponseKind::AddPartitionsToTxn(add_partitions_to_txn::handle(broker, &access, v, r))
         }
         RequestKind::AddOffsetsToTxn(r) => {
-            ResponseKind::AddOffsetsToTxn(add_offsets_to_txn::handle(broker, v, r))
+            ResponseKind::AddOffsetsToTxn(add_offsets_to_txn::handle(broker, &access, v, r))
         }
-        RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn::handle(broker, v, r)),
+        RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn::handle(broker, &access, v, r)),
         RequestKind::TxnOffsetCommit(r) => {
-            ResponseKind::TxnOffsetCommit(txn_offset_commit::handle(broker, v, r))
+            ResponseKind::TxnOffsetCommit(txn_offset_commit::handle(broker, &access, v, r))
         }
         RequestKind::DescribeTransactions(r) => {
-            ResponseKind::DescribeTransactions(describe_transactions::handle(broker, r))
+            ResponseKind::DescribeTransactions(describe_transactions::handle(broker, &access, r))
         }
         RequestKind::ListTransactions(r) => {
-            ResponseKind::ListTransactions(list_transactions::handle(broker, v, r))
+            ResponseKind::ListTransactions(list_transactions::handle(broker, &access, v, r))
         }
         // Asks the quorum's leader.
         RequestKind::DescribeQuorum(r) => {
-            ResponseKind::DescribeQuorum(describe_quorum::handle(broker, v, r))
+            ResponseKind::DescribeQuorum(describe_quorum::handle(broker, &access, v, r))
         }
         RequestKind::OffsetForLeaderEpoch(r) => {
-            ResponseKind::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(broker, r))
+            ResponseKind::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(broker, &access, r))
         }
         RequestKind::AlterConfigs(r) => {
-            ResponseKind::AlterConfigs(alter_configs::handle(broker, r))
+            ResponseKind::AlterConfigs(alter_configs::handle(broker, &access, r))
         }
-        RequestKind::IncrementalAlterConfigs(r) => {
-            ResponseKind::IncrementalAlterConfigs(incremental_alter_configs::handle(broker, r))
-        }
+        RequestKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
+            incremental_alter_configs::handle(broker, &access, r),
+        ),
         RequestKind::DescribeLogDirs(r) => {
-            ResponseKind::DescribeLogDirs(describe_log_dirs::handle(broker, v, r))
+            ResponseKind::DescribeLogDirs(describe_log_dirs::handle(broker, &access, v, r))
         }
         RequestKind::AlterReplicaLogDirs(r) => {
-            ResponseKind::AlterReplicaLogDirs(alter_replica_log_dirs::handle(broker, r))
+            ResponseKind::AlterReplicaLogDirs(alter_replica_log_dirs::handle(broker, &access, r))
+        }
+        RequestKind::DescribeAcls(r) => {
+            ResponseKind::DescribeAcls(describe_acls::handle(broker, &access, r))
+        }
+        // Commit to the metadata.
+        RequestKind::CreateAcls(r) => {
+            ResponseKind::CreateAcls(create_acls::handle(broker, &access, r))
+        }
+        RequestKind::DeleteAcls(r) => {
+            ResponseKind::DeleteAcls(delete_acls::handle(broker, &access, r))
         }
         RequestKind::DescribeUserScramCredentials(r) => ResponseKind::DescribeUserScramCredentials(
-            describe_user_scram_credentials::handle(broker, r),
+            describe_user_scram_credentials::handle(broker, &access, r),
         ),
         // Commits to the metadata.
-        RequestKind::AlterUserScramCredentials(r) => {
-            ResponseKind::AlterUserScramCredentials(alter_user_scram_credentials::handle(broker, r))
-        }
+        RequestKind::AlterUserScramCredentials(r) => ResponseKind::AlterUserScramCredentials(
+            alter_user_scram_credentials::handle(broker, &access, r),
+        ),
         // The frame layer only decodes APIs listed in SUPPORTED_APIS, so
         // anything else is a table/dispatch mismatch: close rather than
         // answer something wrong.

@@ -36,11 +36,18 @@ const SUPPORTED: &[i8] = &[
 /// their types; broker loggers, client-metrics subscriptions and group
 /// configs do not exist here, so those types list nothing. A type Kafka
 /// does not define is refused with UNSUPPORTED_VERSION, as Kafka does.
-pub fn handle(
+///
+/// With an authorizer it needs DescribeConfigs on the cluster.
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &crate::authz::Access,
     version: i16,
     req: ListConfigResourcesRequest,
 ) -> ListConfigResourcesResponse {
+    if !access.cluster(broker::security::acl::Operation::DescribeConfigs) {
+        return ListConfigResourcesResponse::default()
+            .with_error_code(ResponseError::ClusterAuthorizationFailed.code());
+    }
     if version == 0 {
         return ListConfigResourcesResponse::default();
     }

@@ -7,17 +7,27 @@ use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::Versions;
+use crate::authz::Access;
+use broker::security::acl::Operation;
 use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 5);
 
-/// Answers ListGroups.
-pub fn handle(broker: &Arc<Broker>, version: i16, req: ListGroupsRequest) -> ListGroupsResponse {
+/// Answers ListGroups: every group for a principal with Describe on the
+/// cluster, else those it may Describe, as Kafka.
+pub(crate) fn handle(
+    broker: &Arc<Broker>,
+    access: &Access,
+    version: i16,
+    req: ListGroupsRequest,
+) -> ListGroupsResponse {
+    let everything = access.cluster(Operation::Describe);
     let groups = broker
         .groups()
         .list()
         .into_iter()
+        .filter(|g| everything || access.group(Operation::Describe, &g.group_id))
         .filter(|g| {
             version < 4
                 || req.states_filter.is_empty()

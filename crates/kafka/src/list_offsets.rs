@@ -11,6 +11,8 @@ use model::{PartitionId, Timestamp};
 
 use super::error::response_error;
 use super::Versions;
+use crate::authz::Access;
+use broker::security::acl::Operation;
 use broker::{Broker, Error, Partition};
 
 /// Implemented versions.
@@ -22,16 +24,22 @@ const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
 
-/// Answers ListOffsets.
-pub fn handle(broker: &Arc<Broker>, version: i16, req: ListOffsetsRequest) -> ListOffsetsResponse {
+/// Answers ListOffsets; each topic needs Describe.
+pub(crate) fn handle(
+    broker: &Arc<Broker>,
+    access: &Access,
+    version: i16,
+    req: ListOffsetsRequest,
+) -> ListOffsetsResponse {
     // read_committed (v2+): the latest offset is the last stable offset.
     let committed = version >= 2 && req.isolation_level == 1;
     let topics = req
         .topics
         .into_iter()
         .map(|t| {
-            let topic = model::TopicName::new(t.name.as_str())
-                .map_err(Error::from)
+            let topic = access
+                .require_topic(Operation::Describe, t.name.as_str())
+                .and_then(|()| model::TopicName::new(t.name.as_str()).map_err(Error::from))
                 .and_then(|n| {
                     broker
                         .topic(n.as_str())

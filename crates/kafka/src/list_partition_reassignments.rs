@@ -14,6 +14,18 @@ use super::Versions;
 pub const VERSIONS: Versions = Versions::new(0, 0);
 
 /// Answers ListPartitionReassignments.
-pub fn handle(_req: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse {
+///
+/// Needs Describe on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+pub(crate) fn handle(
+    access: &crate::authz::Access,
+    _req: ListPartitionReassignmentsRequest,
+) -> ListPartitionReassignmentsResponse {
+    if !access.cluster(broker::security::acl::Operation::Describe) {
+        return ListPartitionReassignmentsResponse::default()
+            .with_error_code(
+                kafka_protocol::error::ResponseError::ClusterAuthorizationFailed.code(),
+            )
+            .with_error_message(None);
+    }
     ListPartitionReassignmentsResponse::default().with_error_message(None)
 }

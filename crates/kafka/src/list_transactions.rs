@@ -28,8 +28,11 @@ const STATES: [TxnState; 6] = [
 ];
 
 /// Answers ListTransactions.
-pub fn handle(
+///
+/// Lists only the transactional ids the principal may Describe.
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &crate::authz::Access,
     version: i16,
     req: ListTransactionsRequest,
 ) -> ListTransactionsResponse {
@@ -60,6 +63,12 @@ pub fn handle(
             let transaction_states = list
                 .into_iter()
                 .enumerate()
+                .filter(|(_, l)| {
+                    access.transactional_id(
+                        broker::security::acl::Operation::Describe,
+                        &l.transactional_id,
+                    )
+                })
                 .filter(|(i, _)| {
                     min_duration < 0
                         || described

@@ -2,7 +2,14 @@
 //!
 //! A topic that does not exist is reported as UNKNOWN_TOPIC_OR_PARTITION,
 //! never as a topic with zero partitions. It is created only when the request
-//! allows auto-creation *and* the broker's `auto.create.topics.enable` is on.
+//! allows auto-creation *and* the broker's `auto.create.topics.enable` is on
+//! *and* the principal may create it.
+//!
+//! With an authorizer, a request for every topic lists only the topics the
+//! principal may Describe; one naming a topic it may not Describe gets
+//! TOPIC_AUTHORIZATION_FAILED for it, whether the topic exists or not, so
+//! the answer discloses nothing. A missing topic the principal may not
+//! create (Create on the cluster or the topic) gets the same.
 
 use std::sync::Arc;
 
@@ -18,22 +25,17 @@ use model::TopicId;
 
 use super::error::response_error;
 use super::Versions;
+use crate::authz::{Access, OPERATIONS_NOT_REQUESTED as NOT_REQUESTED};
+use broker::security::acl::{Operation, ResourceType, CLUSTER_NAME};
 use broker::{Broker, Error, Topic};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 13);
 
-/// Authorized-operations bitfields (no ACLs: everything is allowed); the
-/// topic one is shared with DescribeTopicPartitions.
-pub(crate) const TOPIC_OPERATIONS: i32 =
-    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
-const CLUSTER_OPERATIONS: i32 =
-    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
-const NOT_REQUESTED: i32 = i32::MIN;
-
 /// Answers Metadata.
-pub fn handle(
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &Access,
     listener: &str,
     version: i16,
     req: MetadataRequest,
@@ -41,14 +43,20 @@ pub fn handle(
     tracing::trace!(?req, "metadata");
     // Before v4 the request has no flag and Kafka treats it as "allowed".
     let allow_auto_create = version < 4 || req.allow_auto_topic_creation;
-    let topic_ops = |asked: bool| {
-        if asked && version >= 8 {
-            TOPIC_OPERATIONS
+    let asked_ops = req.include_topic_authorized_operations && version >= 8;
+    let topic_ops = |name: &str| {
+        if asked_ops {
+            access.operations(ResourceType::Topic, name)
         } else {
             NOT_REQUESTED
         }
     };
-    let include_topic_ops = req.include_topic_authorized_operations;
+    let denied = |name: Option<WireTopicName>, id: uuid::Uuid| {
+        MetadataResponseTopic::default()
+            .with_name(name)
+            .with_topic_id(id)
+            .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+    };
 
     let requested = match req.topics {
         None => None,
@@ -59,21 +67,23 @@ pub fn handle(
         None => broker
             .topics()
             .iter()
-            .map(|t| describe(broker, t, topic_ops(include_topic_ops)))
+            .filter(|t| access.topic(Operation::Describe, t.name.as_str()))
+            .map(|t| describe(broker, t, topic_ops(t.name.as_str())))
             .collect(),
         Some(list) => list
             .into_iter()
             .map(|t| {
                 let id = TopicId(t.topic_id);
                 match t.name {
-                    Some(name) => by_name(
-                        broker,
-                        &name,
-                        allow_auto_create,
-                        topic_ops(include_topic_ops),
-                    ),
+                    Some(name) if !access.topic(Operation::Describe, name.as_str()) => {
+                        denied(Some(name), uuid::Uuid::nil())
+                    }
+                    Some(name) => by_name(broker, access, &name, allow_auto_create, topic_ops),
                     None if !id.is_zero() => match broker.topic_by_id(id) {
-                        Some(topic) => describe(broker, &topic, topic_ops(include_topic_ops)),
+                        Some(topic) if !access.topic(Operation::Describe, topic.name.as_str()) => {
+                            denied(None, t.topic_id)
+                        }
+                        Some(topic) => describe(broker, &topic, topic_ops(topic.name.as_str())),
                         None => MetadataResponseTopic::default()
                             .with_name(None)
                             .with_topic_id(t.topic_id)
@@ -104,7 +114,7 @@ pub fn handle(
         .with_controller_id(BrokerId(broker.controller_id()))
         .with_cluster_authorized_operations(
             if req.include_cluster_authorized_operations && (8..=10).contains(&version) {
-                CLUSTER_OPERATIONS
+                access.operations(ResourceType::Cluster, CLUSTER_NAME)
             } else {
                 NOT_REQUESTED
             },
@@ -114,19 +124,29 @@ pub fn handle(
 
 fn by_name(
     broker: &Arc<Broker>,
+    access: &Access,
     name: &WireTopicName,
     allow: bool,
-    ops: i32,
+    ops: impl Fn(&str) -> i32,
 ) -> MetadataResponseTopic {
+    let may_create = allow && access.may_create_topic(name.as_str());
     let result = model::TopicName::new(name.as_str())
         .map_err(Error::from)
-        .and_then(|n| broker.lookup_topic(&n, allow));
-    match result {
-        Ok(topic) => describe(broker, &topic, ops),
-        Err(e) => MetadataResponseTopic::default()
-            .with_name(Some(name.clone()))
-            .with_error_code(response_error(&e).code()),
-    }
+        .and_then(|n| broker.lookup_topic(&n, may_create));
+    let error = match result {
+        Ok(topic) => return describe(broker, &topic, ops(topic.name.as_str())),
+        // Kafka's answer when the topic would have been created but for
+        // the ACLs.
+        Err(Error::UnknownTopic(_))
+            if allow && !may_create && broker.config().auto_create_topics_enable() =>
+        {
+            ResponseError::TopicAuthorizationFailed
+        }
+        Err(e) => response_error(&e),
+    };
+    MetadataResponseTopic::default()
+        .with_name(Some(name.clone()))
+        .with_error_code(error.code())
 }
 
 fn describe(broker: &Broker, topic: &Topic, ops: i32) -> MetadataResponseTopic {

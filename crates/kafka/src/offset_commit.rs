@@ -12,8 +12,10 @@ use model::PartitionId;
 
 use super::error::coordinator_error;
 use super::Versions;
+use crate::authz::Access;
 use broker::group::coordinator::CoordinatorError;
 use broker::group::store::CommittedOffset;
+use broker::security::acl::Operation;
 use broker::{now_ms, Broker};
 
 /// Implemented versions.
@@ -22,9 +24,12 @@ pub const VERSIONS: Versions = Versions::new(2, 9);
 /// Longest metadata string accepted (Kafka's offset.metadata.max.bytes).
 const MAX_METADATA: usize = 4096;
 
-/// Answers OffsetCommit.
-pub fn handle(
+/// Answers OffsetCommit. With an authorizer the group needs Read
+/// (GROUP_AUTHORIZATION_FAILED for every partition) and each topic Read
+/// (TOPIC_AUTHORIZATION_FAILED for its partitions).
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &Access,
     version: i16,
     req: OffsetCommitRequest,
 ) -> OffsetCommitResponse {
@@ -32,12 +37,16 @@ pub fn handle(
     // Per partition: Ok(offset to store) or the error for it.
     let mut checked: Vec<(usize, i32, Result<CommittedOffset, ResponseError>)> = Vec::new();
     let coordinated = broker.coordinates(req.group_id.as_str());
+    let group_ok = access.group(Operation::Read, req.group_id.as_str());
     for (ti, t) in req.topics.iter().enumerate() {
         let topic = super::find_topic(broker, t.name.as_str());
+        let topic_ok = access.topic(Operation::Read, t.name.as_str());
         for p in &t.partitions {
             let r = match &topic {
+                _ if !group_ok => Err(ResponseError::GroupAuthorizationFailed),
                 _ if req.group_id.is_empty() => Err(ResponseError::InvalidGroupId),
                 _ if !coordinated => Err(ResponseError::NotCoordinator),
+                _ if !topic_ok => Err(ResponseError::TopicAuthorizationFailed),
                 Err(_) => Err(ResponseError::UnknownTopicOrPartition),
                 Ok(topic) if !topic.has_partition(PartitionId(p.partition_index)) => {
                     Err(ResponseError::UnknownTopicOrPartition)

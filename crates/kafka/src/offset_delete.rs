@@ -50,7 +50,22 @@ pub fn subscribed_topics(g: SubscriptionsView) -> Vec<String> {
 }
 
 /// Answers OffsetDelete.
-pub fn handle(broker: &Arc<Broker>, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
+///
+/// The group needs Delete (GROUP_AUTHORIZATION_FAILED) and each topic Read
+/// (TOPIC_AUTHORIZATION_FAILED for its partitions, which are kept).
+pub(crate) fn handle(
+    broker: &Arc<Broker>,
+    access: &crate::authz::Access,
+    req: OffsetDeleteRequest,
+) -> OffsetDeleteResponse {
+    if !access.group(
+        broker::security::acl::Operation::Delete,
+        req.group_id.as_str(),
+    ) {
+        return OffsetDeleteResponse::default()
+            .with_error_code(ResponseError::GroupAuthorizationFailed.code());
+    }
+    let topic_ok = |t: &str| access.topic(broker::security::acl::Operation::Read, t);
     if req.group_id.is_empty() {
         return OffsetDeleteResponse::default()
             .with_error_code(ResponseError::InvalidGroupId.code());
@@ -63,6 +78,7 @@ pub fn handle(broker: &Arc<Broker>, req: OffsetDeleteRequest) -> OffsetDeleteRes
     let wanted: Vec<(String, i32)> = req
         .topics
         .iter()
+        .filter(|t| topic_ok(t.name.as_str()))
         .flat_map(|t| {
             t.partitions
                 .iter()
@@ -79,10 +95,18 @@ pub fn handle(broker: &Arc<Broker>, req: OffsetDeleteRequest) -> OffsetDeleteRes
                 .topics
                 .into_iter()
                 .map(|t| {
+                    let allowed = topic_ok(t.name.as_str());
                     let partitions = t
                         .partitions
                         .iter()
                         .map(|p| {
+                            if !allowed {
+                                return OffsetDeleteResponsePartition::default()
+                                    .with_partition_index(p.partition_index)
+                                    .with_error_code(
+                                        ResponseError::TopicAuthorizationFailed.code(),
+                                    );
+                            }
                             let code = match results.next() {
                                 Some(Err(e)) => coordinator_error(&e).code(),
                                 _ => 0,

@@ -13,7 +13,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::error::coordinator_error;
 use super::Versions;
+use crate::authz::Access;
 use broker::group::store::CommittedOffset;
+use broker::security::acl::Operation;
 use broker::Broker;
 
 /// Implemented versions.
@@ -21,8 +23,16 @@ pub const VERSIONS: Versions = Versions::new(1, 9);
 
 type Wanted = Option<Vec<(String, i32)>>;
 
-/// Answers OffsetFetch.
-pub fn handle(broker: &Arc<Broker>, version: i16, req: OffsetFetchRequest) -> OffsetFetchResponse {
+/// Answers OffsetFetch. With an authorizer each group needs Describe
+/// (GROUP_AUTHORIZATION_FAILED), and each topic Describe: a topic asked for
+/// gets TOPIC_AUTHORIZATION_FAILED, and "every topic" leaves it out.
+pub(crate) fn handle(
+    broker: &Arc<Broker>,
+    access: &Access,
+    version: i16,
+    req: OffsetFetchRequest,
+) -> OffsetFetchResponse {
+    let group_denied = |g: &str| !access.group(Operation::Describe, g);
     if version >= 8 {
         let groups = req
             .groups
@@ -43,6 +53,9 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: OffsetFetchRequest) -> Of
                     g.member_epoch,
                 );
                 match (g.group_id.is_empty(), validated) {
+                    _ if group_denied(g.group_id.as_str()) => OffsetFetchResponseGroup::default()
+                        .with_group_id(g.group_id)
+                        .with_error_code(ResponseError::GroupAuthorizationFailed.code()),
                     (true, _) => OffsetFetchResponseGroup::default()
                         .with_group_id(g.group_id)
                         .with_error_code(ResponseError::InvalidGroupId.code()),
@@ -55,7 +68,7 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: OffsetFetchRequest) -> Of
                         .with_group_id(g.group_id)
                         .with_error_code(coordinator_error(&e).code()),
                     (false, Ok(())) => {
-                        let rows = fetch(broker, &g.group_id, wanted.as_deref());
+                        let rows = fetch(broker, access, &g.group_id, wanted.as_deref());
                         OffsetFetchResponseGroup::default()
                             .with_group_id(g.group_id)
                             .with_topics(group_topics(rows))
@@ -64,6 +77,31 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: OffsetFetchRequest) -> Of
             })
             .collect();
         return OffsetFetchResponse::default().with_groups(groups);
+    }
+    // Before v2 there is no request-level error code.
+    let request_error = |e: ResponseError| {
+        if version >= 2 {
+            return OffsetFetchResponse::default().with_error_code(e.code());
+        }
+        let topics = req.topics.iter().flatten().map(|t| {
+            OffsetFetchResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(
+                    t.partition_indexes
+                        .iter()
+                        .map(|p| {
+                            OffsetFetchResponsePartition::default()
+                                .with_partition_index(*p)
+                                .with_committed_offset(-1)
+                                .with_error_code(e.code())
+                        })
+                        .collect(),
+                )
+        });
+        OffsetFetchResponse::default().with_topics(topics.collect())
+    };
+    if group_denied(req.group_id.as_str()) {
+        return request_error(ResponseError::GroupAuthorizationFailed);
     }
     if req.group_id.is_empty() {
         return OffsetFetchResponse::default()
@@ -82,7 +120,7 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: OffsetFetchRequest) -> Of
             })
             .collect()
     });
-    let rows = fetch(broker, &req.group_id, wanted.as_deref());
+    let rows = fetch(broker, access, &req.group_id, wanted.as_deref());
     let mut topics: Vec<OffsetFetchResponseTopic> = Vec::new();
     for (t, p, o) in rows {
         if topics.last().is_none_or(|last| last.name.as_str() != t) {
@@ -91,43 +129,62 @@ pub fn handle(broker: &Arc<Broker>, version: i16, req: OffsetFetchRequest) -> Of
                     .with_name(TopicName(StrBytes::from_string(t.clone()))),
             );
         }
-        let (offset, epoch, meta) = split(o);
+        let (offset, epoch, meta, error) = split(o);
         if let Some(last) = topics.last_mut() {
             last.partitions.push(
                 OffsetFetchResponsePartition::default()
                     .with_partition_index(p)
                     .with_committed_offset(offset)
                     .with_committed_leader_epoch(epoch)
-                    .with_metadata(meta),
+                    .with_metadata(meta)
+                    .with_error_code(error),
             );
         }
     }
     OffsetFetchResponse::default().with_topics(topics)
 }
 
+/// A partition's committed offset, or the error for it.
+type Row = (String, i32, Result<Option<CommittedOffset>, ResponseError>);
+
 fn fetch(
     broker: &Broker,
+    access: &Access,
     group: &GroupId,
     wanted: Option<&[(String, i32)]>,
-) -> Vec<(String, i32, Option<CommittedOffset>)> {
-    broker.groups().fetch_offsets(group.as_str(), wanted)
+) -> Vec<Row> {
+    let asked = wanted.is_some();
+    broker
+        .groups()
+        .fetch_offsets(group.as_str(), wanted)
+        .into_iter()
+        .filter_map(|(t, p, o)| {
+            if access.topic(Operation::Describe, &t) {
+                Some((t, p, Ok(o)))
+            } else if asked {
+                Some((t, p, Err(ResponseError::TopicAuthorizationFailed)))
+            } else {
+                None
+            }
+        })
+        .collect()
 }
 
-fn split(o: Option<CommittedOffset>) -> (i64, i32, Option<StrBytes>) {
+fn split(o: Result<Option<CommittedOffset>, ResponseError>) -> (i64, i32, Option<StrBytes>, i16) {
     match o {
-        Some(o) => (
+        Ok(Some(o)) => (
             o.offset,
             o.leader_epoch,
             Some(StrBytes::from_string(o.metadata.unwrap_or_default())),
+            0,
         ),
         // Kafka answers "no offset" with -1 and empty metadata, not an error.
-        None => (-1, -1, Some(StrBytes::new())),
+        Ok(None) => (-1, -1, Some(StrBytes::new()), 0),
+        Err(e) => (-1, -1, Some(StrBytes::new()), e.code()),
     }
 }
 
-fn group_topics(
-    rows: Vec<(String, i32, Option<CommittedOffset>)>,
-) -> Vec<OffsetFetchResponseTopics> {
+fn group_topics(rows: Vec<Row>) -> Vec<OffsetFetchResponseTopics> {
     let mut topics: Vec<OffsetFetchResponseTopics> = Vec::new();
     for (t, p, o) in rows {
         if topics.last().is_none_or(|last| last.name.as_str() != t) {
@@ -136,14 +193,15 @@ fn group_topics(
                     .with_name(TopicName(StrBytes::from_string(t.clone()))),
             );
         }
-        let (offset, epoch, meta) = split(o);
+        let (offset, epoch, meta, error) = split(o);
         if let Some(last) = topics.last_mut() {
             last.partitions.push(
                 OffsetFetchResponsePartitions::default()
                     .with_partition_index(p)
                     .with_committed_offset(offset)
                     .with_committed_leader_epoch(epoch)
-                    .with_metadata(meta),
+                    .with_metadata(meta)
+                    .with_error_code(error),
             );
         }
     }

@@ -18,15 +18,20 @@ use broker::Broker;
 pub const VERSIONS: Versions = Versions::new(2, 4);
 
 /// Answers OffsetForLeaderEpoch.
-pub fn handle(
+///
+/// Each topic needs Describe (a consumer's check; TOPIC_AUTHORIZATION_FAILED).
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &crate::authz::Access,
     req: OffsetForLeaderEpochRequest,
 ) -> OffsetForLeaderEpochResponse {
     let topics = req
         .topics
         .into_iter()
         .map(|t| {
-            let topic = super::find_topic(broker, t.topic.as_str());
+            let topic = access
+                .require_topic(broker::security::acl::Operation::Describe, t.topic.as_str())
+                .and_then(|()| super::find_topic(broker, t.topic.as_str()));
             let partitions = t
                 .partitions
                 .into_iter()

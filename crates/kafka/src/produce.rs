@@ -23,6 +23,8 @@ use tracing::warn;
 
 use super::error::{record_errors, response_error};
 use super::{Outcome, Versions};
+use crate::authz::Access;
+use broker::security::acl::Operation;
 use broker::{now_ms, Broker, Error, Partition, Topic};
 
 /// Implemented versions (v13 addresses topics by id).
@@ -31,25 +33,49 @@ pub const VERSIONS: Versions = Versions::new(3, 13);
 /// Answers Produce. With acks=0 there is no response; if a partition
 /// failed the connection is closed instead, as Kafka does, so the producer
 /// notices and refreshes its metadata rather than writing into the void.
-pub async fn handle(broker: &Arc<Broker>, version: i16, req: ProduceRequest) -> Outcome {
+/// With an authorizer, every partition of a transactional request needs
+/// Write on its transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+/// and each topic needs Write (TOPIC_AUTHORIZATION_FAILED).
+pub(crate) async fn handle(
+    broker: &Arc<Broker>,
+    access: &Access<'_>,
+    version: i16,
+    req: ProduceRequest,
+) -> Outcome {
     let acks = req.acks;
     let mut disk_work = Vec::new();
     let mut responses = Vec::with_capacity(req.topic_data.len());
-    let request_error = if !matches!(acks, -1..=1) {
-        Some(ResponseError::InvalidRequiredAcks)
-    } else {
-        None
-    };
     let transactional_id = req
         .transactional_id
         .as_ref()
         .map(|t| t.to_string())
         .filter(|t| !t.is_empty());
+    let request_error = if !matches!(acks, -1..=1) {
+        Some(ResponseError::InvalidRequiredAcks)
+    } else if transactional_id
+        .as_deref()
+        .is_some_and(|t| !access.transactional_id(Operation::Write, t))
+    {
+        Some(ResponseError::TransactionalIdAuthorizationFailed)
+    } else {
+        None
+    };
     for topic_data in req.topic_data {
         let topic = if version >= 13 {
             broker.resolve_topic_id(TopicId(topic_data.topic_id))
         } else {
             broker.resolve_topic_name(topic_data.name.as_str())
+        };
+        let denied = if version >= 13 {
+            topic
+                .as_ref()
+                .is_ok_and(|t| !access.topic(Operation::Write, t.name.as_str()))
+        } else {
+            !access.topic(Operation::Write, topic_data.name.as_str())
+        };
+        let request_error = match request_error {
+            None if denied => Some(ResponseError::TopicAuthorizationFailed),
+            e => e,
         };
         let partition_responses = topic_data
             .partition_data

@@ -98,7 +98,7 @@ pub(crate) async fn handle(
                 }
             }
             let lifetime = listener.reauth;
-            session.principal = principal;
+            session.principal = std::sync::Arc::new(principal);
             session.state = AuthState::Authenticated {
                 expires: lifetime.map(|d| Instant::now() + d),
             };

@@ -33,7 +33,7 @@ pub(crate) fn handle(
     let wanted = req.mechanism.as_str();
     let reauth_of = match &session.state {
         AuthState::AwaitingHandshake => None,
-        AuthState::Authenticated { expires } => Some((session.principal.clone(), *expires)),
+        AuthState::Authenticated { expires } => Some(((*session.principal).clone(), *expires)),
         _ => {
             return (
                 resp.with_error_code(ResponseError::IllegalSaslState.code()),

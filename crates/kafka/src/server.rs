@@ -237,6 +237,7 @@ async fn connection(
             Ok(Parsed::Request { mut ctx, body }) => {
                 ctx.client_host = format!("/{}", peer.ip());
                 ctx.listener = shared.security.registry_key.clone();
+                ctx.principal = session.principal.clone();
                 let api = ctx.api_key;
                 tracing::trace!(%peer, ?api, version = ctx.api_version, correlation_id = ctx.correlation_id, "request");
                 if let Gate::Close(reason) = session.gate(api, started) {

@@ -97,7 +97,7 @@ pub enum Gate {
 pub struct Session {
     /// Who the client is: `User:ANONYMOUS`, a certificate's subject, or the
     /// SASL user once authenticated.
-    pub principal: Principal,
+    pub principal: Arc<Principal>,
     pub(crate) state: AuthState,
 }
 
@@ -106,7 +106,7 @@ impl Session {
     /// is the client certificate's, if one was presented.
     pub fn new(protocol: SecurityProtocol, principal: Option<Principal>) -> Session {
         Session {
-            principal: principal.unwrap_or_else(Principal::anonymous),
+            principal: Arc::new(principal.unwrap_or_else(Principal::anonymous)),
             state: if protocol.sasl() {
                 AuthState::AwaitingHandshake
             } else {
@@ -176,7 +176,7 @@ mod tests {
         let now = Instant::now();
         let open = Session::new(SecurityProtocol::Ssl, None);
         assert_eq!(open.gate(ApiKey::Produce, now), Gate::Pass);
-        assert_eq!(open.principal, Principal::anonymous());
+        assert_eq!(*open.principal, Principal::anonymous());
         let mut s = Session::new(SecurityProtocol::SaslSsl, None);
         assert!(!s.authenticated());
         assert_eq!(s.gate(ApiKey::ApiVersions, now), Gate::Pass);

@@ -9,6 +9,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::error::coordinator_error;
 use super::{RequestContext, Versions};
 use broker::group::classic::SyncRequest;
+use broker::security::acl::Operation;
 use broker::Broker;
 
 /// Implemented versions.
@@ -20,6 +21,10 @@ pub async fn handle(
     ctx: &RequestContext,
     req: SyncGroupRequest,
 ) -> SyncGroupResponse {
+    if !crate::authz::Access::of(broker, ctx).group(Operation::Read, req.group_id.as_str()) {
+        return SyncGroupResponse::default()
+            .with_error_code(ResponseError::GroupAuthorizationFailed.code());
+    }
     if req.group_id.is_empty() {
         return SyncGroupResponse::default().with_error_code(ResponseError::InvalidGroupId.code());
     }

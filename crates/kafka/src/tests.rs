@@ -432,6 +432,30 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
                     .with_salted_password(bytes::Bytes::from_static(&[7; 64])),
             ]),
         ),
+        ApiKey::CreateAcls => RequestKind::CreateAcls(CreateAclsRequest::default().with_creations(
+            vec![create_acls_request::AclCreation::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("t"))
+                .with_resource_pattern_type(3)
+                .with_principal(StrBytes::from_static_str("User:alice"))
+                .with_host(StrBytes::from_static_str("*"))
+                .with_operation(3)
+                .with_permission_type(3)],
+        )),
+        ApiKey::DescribeAcls => RequestKind::DescribeAcls(
+            DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_pattern_type_filter(1)
+                .with_operation(1)
+                .with_permission_type(1),
+        ),
+        ApiKey::DeleteAcls => RequestKind::DeleteAcls(DeleteAclsRequest::default().with_filters(
+            vec![delete_acls_request::DeleteAclsFilter::default()
+                .with_resource_type_filter(1)
+                .with_pattern_type_filter(1)
+                .with_operation(1)
+                .with_permission_type(1)],
+        )),
         other => panic!("no test request for {other:?}"),
     }
 }
@@ -454,6 +478,7 @@ async fn every_supported_version_encodes_and_decodes() {
                 client_id: None,
                 client_host: "/127.0.0.1".into(),
                 listener: std::sync::Arc::from("kafka"),
+                principal: std::sync::Arc::new(broker::security::Principal::anonymous()),
             };
             let bytes = match handle(&b, &ctx, request(*key, version, topic.id.0)).await {
                 Outcome::Reply(resp) => frame::encode_response(&ctx, &resp)
@@ -531,6 +556,7 @@ async fn invalid_records_are_reported_per_record_from_v8() {
             client_id: None,
             client_host: "/127.0.0.1".into(),
             listener: std::sync::Arc::from("kafka"),
+            principal: std::sync::Arc::new(broker::security::Principal::anonymous()),
         };
         let req = ProduceRequest::default()
             .with_acks(-1)

@@ -12,22 +12,38 @@ use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
 use super::error::{fenced_as_epoch, response_error};
 use super::Versions;
+use crate::authz::Access;
 use broker::group::store::CommittedOffset;
+use broker::security::acl::Operation;
 use broker::{now_ms, Broker};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 4);
 
-/// Answers TxnOffsetCommit. Blocking: it persists.
-pub fn handle(
+/// Answers TxnOffsetCommit. Blocking: it persists. With an authorizer the
+/// transactional id needs Write and the group Read (their errors for every
+/// partition), and each topic Read (TOPIC_AUTHORIZATION_FAILED for its
+/// partitions, which are not committed).
+pub(crate) fn handle(
     broker: &Arc<Broker>,
+    access: &Access,
     version: i16,
     req: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
     let now = now_ms().0;
+    let topic_ok = |t: &str| access.topic(Operation::Read, t);
+    let request_denied =
+        if !access.transactional_id(Operation::Write, req.transactional_id.as_str()) {
+            Some(ResponseError::TransactionalIdAuthorizationFailed)
+        } else if !access.group(Operation::Read, req.group_id.as_str()) {
+            Some(ResponseError::GroupAuthorizationFailed)
+        } else {
+            None
+        };
     let offsets: Vec<(String, i32, CommittedOffset)> = req
         .topics
         .iter()
+        .filter(|t| topic_ok(t.name.as_str()))
         .flat_map(|t| {
             t.partitions.iter().map(move |p| {
                 (
@@ -43,8 +59,12 @@ pub fn handle(
             })
         })
         .collect();
-    let code = if !broker.coordinates(req.group_id.as_str()) {
+    let code = if let Some(e) = request_denied {
+        e.code()
+    } else if !broker.coordinates(req.group_id.as_str()) {
         ResponseError::NotCoordinator.code()
+    } else if offsets.is_empty() {
+        0
     } else {
         broker
             .txn_offset_commit(
@@ -63,6 +83,11 @@ pub fn handle(
         .topics
         .iter()
         .map(|t| {
+            let code = if request_denied.is_none() && !topic_ok(t.name.as_str()) {
+                ResponseError::TopicAuthorizationFailed.code()
+            } else {
+                code
+            };
             TxnOffsetCommitResponseTopic::default()
                 .with_name(t.name.clone())
                 .with_partitions(

@@ -196,6 +196,9 @@ impl Broker {
         if configs_changed || tenants_changed {
             self.refresh_log_configs(&new.tenants, &config);
         }
+        if old.acls != new.acls {
+            self.refresh_acls(new);
+        }
         if let Some(c) = &self.cluster {
             *c.view.write() = Arc::new(ClusterView::of(new));
         }

@@ -43,7 +43,12 @@ impl Broker {
             return Ok(());
         }
         if self.cluster.is_none() {
-            return self.store.lock().commit(&records);
+            let mut store = self.store.lock();
+            store.commit(&records)?;
+            if records.iter().any(MetadataRecord::is_acl) {
+                self.refresh_acls(&store.data);
+            }
+            return Ok(());
         }
         self.submit_and_apply(records)?
             .map_err(Error::MetadataConflict)

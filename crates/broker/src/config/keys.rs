@@ -65,6 +65,12 @@ pub enum ValueKind {
     ProtocolMap,
     /// Any text, e.g. a file path; empty = unset (STRING).
     Text,
+    /// A class name Kafka would load: empty (none) or one of these, which
+    /// the broker implements itself (CLASS).
+    Class(&'static [&'static str]),
+    /// Principals separated by `;` (`User:a;User:b`), as `super.users`
+    /// (LIST).
+    Principals,
 }
 
 /// Kafka's DescribeConfigs type codes (`ConfigEntry.ConfigType`).
@@ -105,7 +111,8 @@ impl ValueKind {
             | ValueKind::Listeners
             | ValueKind::ProtocolMap
             | ValueKind::Text => KafkaType::String,
-            ValueKind::List(_) | ValueKind::ReplicaList => KafkaType::List,
+            ValueKind::Class(_) => KafkaType::Class,
+            ValueKind::List(_) | ValueKind::ReplicaList | ValueKind::Principals => KafkaType::List,
         }
     }
 
@@ -210,6 +217,20 @@ impl ValueKind {
                 Ok(v.to_string())
             }
             ValueKind::Text => Ok(v.to_string()),
+            ValueKind::Class(classes) => {
+                if v.is_empty() || classes.contains(&v) {
+                    Ok(v.to_string())
+                } else {
+                    Err(format!(
+                        "unknown class {v:?}: this broker implements only {}",
+                        classes.join(" and ")
+                    ))
+                }
+            }
+            ValueKind::Principals => {
+                let users = crate::security::acl::AuthorizerConfig::parse_super_users(v)?;
+                Ok(users.into_iter().collect::<Vec<_>>().join(";"))
+            }
             ValueKind::Voters => {
                 if v.is_empty() {
                     return Ok(String::new());
@@ -458,6 +479,8 @@ mod readme {
                 | ValueKind::Voters
                 | ValueKind::Listeners
                 | ValueKind::ProtocolMap
+                | ValueKind::Class(_)
+                | ValueKind::Principals
                 | ValueKind::Text => format!("{:?}", k.default),
             };
             let dynamic = if k.dynamic {

@@ -430,6 +430,20 @@ impl BrokerConfig {
             .collect()
     }
 
+    /// The authorizer's settings, if `authorizer.class.name` is set.
+    pub fn authorizer(&self) -> Option<crate::security::acl::AuthorizerConfig> {
+        if self.raw("authorizer.class.name").is_empty() {
+            return None;
+        }
+        Some(crate::security::acl::AuthorizerConfig {
+            super_users: crate::security::acl::AuthorizerConfig::parse_super_users(
+                self.raw("super.users"),
+            )
+            .unwrap_or_default(),
+            allow_if_no_acl: self.raw("allow.everyone.if.no.acl.found") == "true",
+        })
+    }
+
     /// `connections.max.reauth.ms`, or `None` for sessions without limit.
     pub fn max_reauth(&self) -> Option<std::time::Duration> {
         let ms = self.int("connections.max.reauth.ms");

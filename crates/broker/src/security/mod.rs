@@ -7,6 +7,7 @@
 //! Protocol-neutral: the Kafka front end drives these machines from its
 //! SaslHandshake/SaslAuthenticate requests; other front ends can reuse them.
 
+pub mod acl;
 pub mod credentials;
 pub mod listeners;
 pub mod plain;
