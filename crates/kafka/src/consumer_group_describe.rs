@@ -22,7 +22,10 @@ use broker::Broker;
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 1);
 
-/// Answers ConsumerGroupDescribe.
+/// Answers ConsumerGroupDescribe. With an authorizer the group needs
+/// Describe (GROUP_AUTHORIZATION_FAILED), and a group whose members name or
+/// are assigned a topic the principal may not Describe is answered
+/// TOPIC_AUTHORIZATION_FAILED without members, as Kafka 4 does.
 pub(crate) fn handle(
     broker: &Arc<Broker>,
     access: &Access,
@@ -46,7 +49,30 @@ pub(crate) fn handle(
                 } else {
                     OPERATIONS_NOT_REQUESTED
                 });
-            let described = broker.groups().describe(id.as_str()).map(|g| match g {
+            let view = broker.groups().describe(id.as_str());
+            if let Some(GroupView::Consumer(g)) = &view {
+                let by_id = |a: &Assignment| {
+                    a.keys()
+                        .filter_map(|t| broker.topic_by_id(*t).map(|t| t.name.to_string()))
+                        .collect::<Vec<_>>()
+                };
+                let hidden = g.members.iter().any(|m| {
+                    m.subscribed_topic_names
+                        .iter()
+                        .cloned()
+                        .chain(by_id(&m.assignment))
+                        .chain(by_id(&m.target_assignment))
+                        .any(|t| !access.topic(Operation::Describe, &t))
+                });
+                if hidden {
+                    return base
+                        .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                        .with_error_message(Some(StrBytes::from_static_str(
+                            "the group uses topics the principal may not describe",
+                        )));
+                }
+            }
+            let described = view.map(|g| match g {
                 GroupView::Consumer(g) => Ok(base
                     .clone()
                     .with_group_state(StrBytes::from_static_str(g.state))

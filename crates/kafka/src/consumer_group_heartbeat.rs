@@ -22,7 +22,9 @@ pub const VERSIONS: Versions = Versions::new(0, 1);
 
 /// Answers ConsumerGroupHeartbeat. With an authorizer the group needs Read
 /// (GROUP_AUTHORIZATION_FAILED) and every subscribed topic name Describe
-/// (TOPIC_AUTHORIZATION_FAILED, naming them).
+/// (TOPIC_AUTHORIZATION_FAILED, naming them); a regex matches only topics
+/// the member may Describe (with members of different principals in one
+/// group, each heartbeat resolves the regex with its own member's rights).
 pub fn handle(
     broker: &Arc<Broker>,
     ctx: &RequestContext,
@@ -88,7 +90,10 @@ pub fn handle(
         client_id: ctx.client_id.clone().unwrap_or_default(),
         client_host: ctx.client_host.clone(),
     };
-    let topics = topic_infos(broker);
+    // A regex subscription matches only topics the member may Describe
+    // (as Kafka 4, KAFKA-18813): an assignment must not disclose others.
+    let mut topics = topic_infos(broker);
+    topics.retain(|t| access.topic(broker::security::acl::Operation::Describe, &t.name));
     tracing::trace!(?req, "consumer group heartbeat");
     match broker
         .groups()

@@ -22,6 +22,8 @@ pub const VERSIONS: Versions = Versions::new(1, 4);
 pub const RESOURCE_TOPIC: i8 = 2;
 /// Kafka's resource type code for a broker.
 pub const RESOURCE_BROKER: i8 = 4;
+/// Kafka's BROKER_LOGGER resource type.
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
 
 /// Kafka's DescribeConfigs source code for a [`ConfigSource`]. A Pulsar
 /// namespace's policy, a default shared by the namespace's topics and set
@@ -70,7 +72,9 @@ pub(crate) fn config_access(
 ) -> Result<(), broker::Error> {
     match resource_type {
         RESOURCE_TOPIC => access.require_topic(operation, name),
-        _ => access.require_cluster(operation),
+        RESOURCE_BROKER | RESOURCE_BROKER_LOGGER => access.require_cluster(operation),
+        // Refused as unsupported by the caller.
+        _ => Ok(()),
     }
 }
 

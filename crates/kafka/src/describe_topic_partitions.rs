@@ -98,16 +98,15 @@ pub(crate) fn handle(
             next_cursor = Some(cursor(&name, 0));
             break;
         }
-        let ops = access.operations(ResourceType::Topic, &name);
         if !all && !access.topic(Operation::Describe, &name) {
             topics.push(
                 DescribeTopicPartitionsResponseTopic::default()
                     .with_error_code(ResponseError::TopicAuthorizationFailed.code())
-                    .with_name(Some(wire_name(&name)))
-                    .with_topic_authorized_operations(ops),
+                    .with_name(Some(wire_name(&name))),
             );
             continue;
         }
+        let ops = access.operations(ResourceType::Topic, &name);
         match broker.topic(&name) {
             Some(topic) => {
                 let from = start(&name).max(0) as usize;

@@ -33,8 +33,33 @@ pub(crate) fn handle(
     req: ElectLeadersRequest,
 ) -> ElectLeadersResponse {
     if !access.cluster(broker::security::acl::Operation::Alter) {
-        return ElectLeadersResponse::default()
-            .with_error_code(ResponseError::ClusterAuthorizationFailed.code());
+        // As Kafka: the request's error, and each partition's.
+        let denied = ResponseError::ClusterAuthorizationFailed.code();
+        let results = req
+            .topic_partitions
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                let partitions = t
+                    .partitions
+                    .iter()
+                    .map(|&p| {
+                        PartitionResult::default()
+                            .with_partition_id(p)
+                            .with_error_code(denied)
+                    })
+                    .collect();
+                ReplicaElectionResult::default()
+                    .with_topic(t.topic)
+                    .with_partition_result(partitions)
+            })
+            .collect();
+        let resp = ElectLeadersResponse::default().with_replica_election_results(results);
+        return if version >= 1 {
+            resp.with_error_code(denied)
+        } else {
+            resp
+        };
     }
     if version >= 1 && !ELECTION_TYPES.contains(&req.election_type) {
         return ElectLeadersResponse::default()

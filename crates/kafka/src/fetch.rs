@@ -72,8 +72,17 @@ pub(crate) async fn handle(
     let mut topics_out = Vec::with_capacity(req.topics.len());
     let mut targets = Vec::new();
     for (ti, ft) in req.topics.iter().enumerate() {
+        // By name the check comes first, so the answer does not tell
+        // whether a topic the principal may not read exists; by id an
+        // unknown id is UNKNOWN_TOPIC_ID either way.
         let topic = if version >= 13 {
             broker.resolve_topic_id(TopicId(ft.topic_id))
+        } else if !access.topic(Operation::Read, ft.topic.as_str()) {
+            Err(Error::Denied {
+                kind: broker::security::acl::ResourceType::Topic,
+                name: ft.topic.to_string(),
+                operation: Operation::Read,
+            })
         } else {
             broker.resolve_topic_name(ft.topic.as_str())
         }

@@ -9,16 +9,13 @@ use kafka_protocol::messages::list_config_resources_response::ConfigResource;
 use kafka_protocol::messages::{ListConfigResourcesRequest, ListConfigResourcesResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::describe_configs::{RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC};
 use super::Versions;
 use broker::Broker;
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 1);
 
-/// Kafka's `ConfigResource.Type` ids of broker loggers, client-metrics
-/// subscriptions and groups.
-const RESOURCE_BROKER_LOGGER: i8 = 8;
 const RESOURCE_CLIENT_METRICS: i8 = 16;
 const RESOURCE_GROUP: i8 = 32;
 

@@ -113,10 +113,12 @@ pub(crate) fn handle(
         .with_cluster_id(Some(StrBytes::from_string(broker.cluster_id().to_string())))
         .with_controller_id(BrokerId(broker.controller_id()))
         .with_cluster_authorized_operations(
-            if req.include_cluster_authorized_operations && (8..=10).contains(&version) {
+            if !(req.include_cluster_authorized_operations && (8..=10).contains(&version)) {
+                NOT_REQUESTED
+            } else if access.cluster(Operation::Describe) {
                 access.operations(ResourceType::Cluster, CLUSTER_NAME)
             } else {
-                NOT_REQUESTED
+                0
             },
         )
         .with_topics(topics)

@@ -44,9 +44,9 @@ pub(crate) fn handle(
         for p in &t.partitions {
             let r = match &topic {
                 _ if !group_ok => Err(ResponseError::GroupAuthorizationFailed),
+                _ if !topic_ok => Err(ResponseError::TopicAuthorizationFailed),
                 _ if req.group_id.is_empty() => Err(ResponseError::InvalidGroupId),
                 _ if !coordinated => Err(ResponseError::NotCoordinator),
-                _ if !topic_ok => Err(ResponseError::TopicAuthorizationFailed),
                 Err(_) => Err(ResponseError::UnknownTopicOrPartition),
                 Ok(topic) if !topic.has_partition(PartitionId(p.partition_index)) => {
                     Err(ResponseError::UnknownTopicOrPartition)

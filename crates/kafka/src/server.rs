@@ -235,7 +235,9 @@ async fn connection(
         // The API and outcome to count once the answer is written.
         let (out, api, recorded) = match frame::parse_request(frame) {
             Ok(Parsed::Request { mut ctx, body }) => {
-                ctx.client_host = format!("/{}", peer.ip());
+                // An IPv4 client of a dual-stack socket as IPv4, so host
+                // ACLs match it as in Kafka.
+                ctx.client_host = format!("/{}", peer.ip().to_canonical());
                 ctx.listener = shared.security.registry_key.clone();
                 ctx.principal = session.principal.clone();
                 let api = ctx.api_key;

@@ -247,6 +247,17 @@ async fn a_principal_without_acls_is_refused_on_every_api() {
     let f = code!(c, Fetch, 12, fetch, Fetch, |r| r.responses[0].partitions[0]
         .error_code);
     assert_eq!(f, TOPIC_AUTH, "Fetch");
+    let missing = FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_topics(vec![fetch_request::FetchTopic::default()
+            .with_topic(topic("missing"))
+            .with_partitions(vec![fetch_request::FetchPartition::default()
+                .with_partition(0)
+                .with_partition_max_bytes(1 << 20)])]);
+    let f = code!(c, Fetch, 12, missing, Fetch, |r| r.responses[0].partitions
+        [0]
+    .error_code);
+    assert_eq!(f, TOPIC_AUTH, "Fetch of a missing topic tells nothing");
     let lo = ListOffsetsRequest::default()
         .with_replica_id(BrokerId(-1))
         .with_topics(vec![list_offsets_request::ListOffsetsTopic::default()
@@ -763,6 +774,78 @@ async fn a_principal_without_acls_is_refused_on_every_api() {
     let ac = code!(admin, DescribeAcls, 3, any, DescribeAcls, |r| r);
     assert_eq!(ac.resources.len(), 1, "one resource pattern");
     assert_eq!(ac.resources[0].acls.len(), 2, "two ACLs on it");
+
+    // A regex subscription is assigned only topics carol may Describe: `u`
+    // (granted), never `t` (denied to everyone).
+    let ResponseKind::CreateTopics(r) = admin
+        .call(
+            ApiKey::CreateTopics,
+            7,
+            CreateTopicsRequest::default()
+                .with_topics(vec![create_topics_request::CreatableTopic::default()
+                    .with_name(topic("u"))
+                    .with_num_partitions(1)
+                    .with_replication_factor(1)])
+                .with_timeout_ms(10_000),
+        )
+        .await
+    else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].error_code, 0);
+    let u_id = r.topics[0].topic_id;
+    let mut grant = acl(8, 3, "User:carol");
+    grant.creations[0].resource_name = s("u");
+    let mut group_read = acl(3, 3, "User:carol");
+    group_read.creations[0].resource_type = 3;
+    group_read.creations[0].resource_name = s("rg");
+    for req in [grant, group_read] {
+        assert_eq!(
+            code!(admin, CreateAcls, 3, req, CreateAcls, |r| r.results[0]
+                .error_code),
+            0
+        );
+    }
+    let t_id = code!(admin, Metadata, 12, metadata(Some(&["t"])), Metadata, |r| r
+        .topics[0]
+        .topic_id);
+    let mut epoch = 0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let hb = ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(group("rg"))
+            .with_member_id(s("carol-member"))
+            .with_member_epoch(epoch)
+            .with_rebalance_timeout_ms(10_000)
+            .with_subscribed_topic_regex(Some(s(".*")));
+        let r = code!(
+            c,
+            ConsumerGroupHeartbeat,
+            1,
+            hb,
+            ConsumerGroupHeartbeat,
+            |r| r
+        );
+        assert_eq!(r.error_code, 0, "{:?}", r.error_message);
+        epoch = r.member_epoch;
+        let assigned: Vec<_> = r
+            .assignment
+            .iter()
+            .flat_map(|a| a.topic_partitions.iter().map(|tp| tp.topic_id))
+            .collect();
+        assert!(
+            !assigned.contains(&t_id),
+            "a regex assigned the hidden topic t"
+        );
+        if assigned.contains(&u_id) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "u never assigned to the regex subscription"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 /// Without `authorizer.class.name` the ACL APIs answer SECURITY_DISABLED,

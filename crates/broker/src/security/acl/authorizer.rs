@@ -227,11 +227,14 @@ impl Authorizer {
         *self.index.write() = Arc::new(AclIndex::of(acls));
     }
 
+    // Exact, as Kafka: `User:*` in `super.users` names no one.
     fn is_super(&self, principal: &Principal) -> bool {
-        self.config
-            .super_users
-            .iter()
-            .any(|s| principal_is(s, principal))
+        self.config.super_users.iter().any(|s| {
+            s.len() == principal.kind.len() + 1 + principal.name.len()
+                && s.starts_with(principal.kind.as_str())
+                && s.ends_with(principal.name.as_str())
+                && s.as_bytes()[principal.kind.len()] == b':'
+        })
     }
 
     /// Whether `principal` connecting from `host` (an IP address) may
@@ -263,13 +266,15 @@ impl Authorizer {
         operation: Operation,
         kind: ResourceType,
     ) -> bool {
-        if self.is_super(principal) {
+        // As Kafka's default implementation: a made-up literal name first,
+        // which wildcard and prefix ACLs (and the no-ACL rule) decide.
+        if self.authorize(principal, host, operation, kind, "hardcode") {
             return true;
         }
         let index = self.index.read().clone();
         index
             .decide_by_type(principal, host, operation, kind)
-            .unwrap_or(self.config.allow_if_no_acl)
+            .unwrap_or(false)
     }
 
     /// The operations `principal` may perform on the resource, as Kafka's
@@ -435,6 +440,32 @@ mod tests {
         assert_eq!(bits, (1 << Read.code()) | (1 << Describe.code()));
         let all = a.authorized_operations(&Principal::user("admin"), H, ResourceType::Group, "g");
         assert_eq!(all, (1 << 3) | (1 << 8) | (1 << 6));
+    }
+
+    #[test]
+    fn by_type_follows_the_no_acl_rule_and_super_users_are_exact() {
+        use Operation::*;
+        let alice = Principal::user("alice");
+        // ACLs on other topics only: the no-ACL rule opens the type.
+        let open = authz(
+            &[topic(
+                "x",
+                PatternType::Literal,
+                "User:bob",
+                Read,
+                Permission::Allow,
+            )],
+            true,
+        );
+        assert!(open.authorize_by_type(&alice, H, Write, ResourceType::Topic));
+        let wildcard = Authorizer::new(
+            AuthorizerConfig {
+                super_users: ["User:*".to_string()].into(),
+                allow_if_no_acl: false,
+            },
+            &[],
+        );
+        assert!(!wildcard.authorize(&alice, H, Read, ResourceType::Topic, "t"));
     }
 
     #[test]
