@@ -94,6 +94,7 @@ pub struct Broker {
     pub(crate) cluster: Option<crate::cluster::ClusterState>,
     // Set with `authorizer.class.name`.
     pub(crate) authorizer: Option<crate::security::acl::Authorizer>,
+    pub(crate) quotas: crate::quota::QuotaManager,
 }
 
 impl std::fmt::Debug for Broker {
@@ -171,6 +172,10 @@ impl Broker {
         let authorizer = static_config
             .authorizer()
             .map(|c| crate::security::acl::Authorizer::new(c, &store.data.acls));
+        let quotas = crate::quota::QuotaManager::new(
+            static_config.quota_window(),
+            store.data.client_quotas.clone(),
+        );
         Broker {
             config: RwLock::new(config),
             static_config,
@@ -186,6 +191,7 @@ impl Broker {
             metrics: crate::metrics::Metrics::new(),
             cluster,
             authorizer,
+            quotas,
         }
     }
 

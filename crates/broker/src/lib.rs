@@ -27,6 +27,7 @@ pub mod metadata_store;
 pub mod metrics;
 pub mod net;
 pub mod placement;
+pub mod quota;
 pub mod reconcile;
 pub mod registry;
 pub mod schema;

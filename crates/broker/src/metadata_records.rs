@@ -151,6 +151,15 @@ pub enum MetadataRecord {
         /// The ACL.
         binding: crate::security::acl::AclBinding,
     },
+    /// A client quota was set (`value`) or removed (`None`).
+    ClientQuotaSet {
+        /// Whose quota.
+        entity: crate::quota::QuotaEntity,
+        /// The quota key (`producer_byte_rate`, ...).
+        key: String,
+        /// The new value.
+        value: Option<f64>,
+    },
     /// A broker registered (again): its epoch must be above every earlier
     /// registration's (of any broker, unregistered ones included).
     BrokerRegistered {
@@ -237,6 +246,11 @@ pub enum Expectation {
 }
 
 impl MetadataRecord {
+    /// Whether it changes the client quotas.
+    pub fn is_quota(&self) -> bool {
+        matches!(self, MetadataRecord::ClientQuotaSet { .. })
+    }
+
     /// Whether it changes the ACLs.
     pub fn is_acl(&self) -> bool {
         matches!(
@@ -365,6 +379,22 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
         MetadataRecord::AclDeleted { binding } => {
             m.acls.remove(binding);
         }
+        MetadataRecord::ClientQuotaSet { entity, key, value } => match value {
+            Some(v) => {
+                m.client_quotas
+                    .entry(entity.clone())
+                    .or_default()
+                    .insert(key.clone(), *v);
+            }
+            None => {
+                if let Some(values) = m.client_quotas.get_mut(entity) {
+                    values.remove(key);
+                    if values.is_empty() {
+                        m.client_quotas.remove(entity);
+                    }
+                }
+            }
+        },
         MetadataRecord::BrokerRegistered { node, registration } => {
             if registration.epoch <= m.last_broker_epoch {
                 return Err(conflict(format!(

@@ -116,6 +116,9 @@ pub struct Metadata {
     /// The ACLs (CreateAcls/DeleteAcls).
     #[serde(default)]
     pub acls: std::collections::BTreeSet<crate::security::acl::AclBinding>,
+    /// Client quotas by entity (AlterClientQuotas).
+    #[serde(default, with = "crate::quota::serde_quotas")]
+    pub client_quotas: crate::quota::Quotas,
 }
 
 /// A broker as registered with the controller: Kafka's
@@ -177,6 +180,7 @@ impl Metadata {
             coordinators: Vec::new(),
             scram_credentials: BTreeMap::new(),
             acls: Default::default(),
+            client_quotas: Default::default(),
         };
         add_default_namespace(&mut m.tenants);
         m

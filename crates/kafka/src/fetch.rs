@@ -311,6 +311,7 @@ fn assemble(
         topics[t.topic_index].partitions.push(r);
     }
     FetchAnswer {
+        throttle_time_ms: 0,
         error_code: 0,
         session_id: 0,
         topics,

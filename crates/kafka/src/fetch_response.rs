@@ -42,6 +42,8 @@ pub struct TopicAnswer {
 /// A whole Fetch response.
 #[derive(Debug, Clone, Default)]
 pub struct FetchAnswer {
+    /// How long the client is throttled (its quota).
+    pub throttle_time_ms: i32,
     /// Top-level error (v7+).
     pub error_code: i16,
     /// Fetch session id (v7+); always 0 here.
@@ -69,7 +71,7 @@ pub fn encode(answer: &FetchAnswer, correlation_id: i32, version: i16) -> Respon
         // Response header v1: no tagged fields.
         put_uvarint(b, 0);
     }
-    b.put_i32(0); // throttle_time_ms
+    b.put_i32(answer.throttle_time_ms);
     if version >= 7 {
         b.put_i16(answer.error_code);
         b.put_i32(answer.session_id);
@@ -308,6 +310,7 @@ mod tests {
         ) {
             let dir = tempfile::tempdir().unwrap();
             let answer = FetchAnswer {
+                throttle_time_ms: 0,
                 error_code: 0,
                 session_id: 0,
                 topics: topics

@@ -74,6 +74,7 @@ pub fn parse_request(mut frame: Bytes) -> Result<Parsed, RequestError> {
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
     let api = ApiKey::try_from(key_raw).map_err(|_| RequestError::UnknownApiKey(key_raw))?;
+    let request_size = frame.len() + 4;
     let range = supported_versions(api).ok_or(RequestError::UnknownApiKey(key_raw))?;
     if !range.contains(version) {
         if api == ApiKey::ApiVersions && version > range.max {
@@ -103,6 +104,7 @@ pub fn parse_request(mut frame: Bytes) -> Result<Parsed, RequestError> {
             client_host: String::new(),
             listener: default_listener(),
             principal: anonymous(),
+            request_size,
         },
         body,
     })

@@ -16,6 +16,7 @@ use broker::Broker;
 mod acl_wire;
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
+mod alter_client_quotas;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod alter_replica_log_dirs;
@@ -32,6 +33,7 @@ mod delete_groups;
 mod delete_records;
 mod delete_topics;
 mod describe_acls;
+mod describe_client_quotas;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
@@ -65,6 +67,7 @@ mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
+mod quota_wire;
 mod replica_assignment;
 pub mod response;
 mod sasl_authenticate;
@@ -75,6 +78,7 @@ mod stream;
 mod sync_group;
 #[cfg(test)]
 mod tests;
+mod throttle;
 mod txn_offset_commit;
 
 pub use server::{serve, serve_listener, Server};
@@ -144,6 +148,11 @@ pub const SUPPORTED_APIS: &[(ApiKey, Versions)] = &[
     (ApiKey::DeleteGroups, delete_groups::VERSIONS),
     (ApiKey::OffsetDelete, offset_delete::VERSIONS),
     (ApiKey::SaslAuthenticate, sasl_authenticate::VERSIONS),
+    (
+        ApiKey::DescribeClientQuotas,
+        describe_client_quotas::VERSIONS,
+    ),
+    (ApiKey::AlterClientQuotas, alter_client_quotas::VERSIONS),
     (ApiKey::DescribeCluster, describe_cluster::VERSIONS),
     (
         ApiKey::DescribeUserScramCredentials,
@@ -213,6 +222,8 @@ pub struct RequestContext {
     /// The key of the listener's endpoints in broker registrations: what
     /// Metadata, FindCoordinator and DescribeCluster answer with.
     pub listener: Arc<str>,
+    /// The request's size in bytes (what a produce quota counts).
+    pub request_size: usize,
     /// Who the client is on this connection (`User:ANONYMOUS` unless TLS
     /// or SASL said otherwise): what the authorizer is asked about.
     pub principal: Arc<broker::security::Principal>,
@@ -406,6 +417,12 @@ fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestK
         }
         RequestKind::AlterReplicaLogDirs(r) => {
             ResponseKind::AlterReplicaLogDirs(alter_replica_log_dirs::handle(broker, &access, r))
+        }
+        RequestKind::DescribeClientQuotas(r) => {
+            ResponseKind::DescribeClientQuotas(describe_client_quotas::handle(broker, &access, r))
+        }
+        RequestKind::AlterClientQuotas(r) => {
+            ResponseKind::AlterClientQuotas(alter_client_quotas::handle(broker, &access, r))
         }
         RequestKind::DescribeAcls(r) => {
             ResponseKind::DescribeAcls(describe_acls::handle(broker, &access, r))

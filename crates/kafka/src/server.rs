@@ -232,6 +232,8 @@ async fn connection(
             }
         };
         let started = Instant::now();
+        // How long to read nothing more from this client (its quotas).
+        let mut mute = Duration::ZERO;
         // The API and outcome to count once the answer is written.
         let (out, api, recorded) = match frame::parse_request(frame) {
             Ok(Parsed::Request { mut ctx, body }) => {
@@ -279,6 +281,9 @@ async fn connection(
                     }
                     body => (handle(broker, &ctx, body).await, None),
                 };
+                let (outcome, throttle) =
+                    crate::throttle::apply(broker, &ctx, outcome, started.elapsed());
+                mute = throttle;
                 let recorded = crate::metrics::outcome(&outcome);
                 let out = match outcome {
                     Outcome::Reply(resp) => match frame::encode_response(&ctx, &resp) {
@@ -334,6 +339,12 @@ async fn connection(
             write.flush().await?;
         }
         record(&shared, api, recorded, started);
+        if !mute.is_zero() {
+            tokio::select! {
+                _ = shutdown.changed() => return Ok(()),
+                _ = tokio::time::sleep(mute) => {}
+            }
+        }
     }
 }
 

@@ -432,6 +432,20 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
                     .with_salted_password(bytes::Bytes::from_static(&[7; 64])),
             ]),
         ),
+        ApiKey::DescribeClientQuotas => {
+            RequestKind::DescribeClientQuotas(DescribeClientQuotasRequest::default())
+        }
+        ApiKey::AlterClientQuotas => {
+            RequestKind::AlterClientQuotas(AlterClientQuotasRequest::default().with_entries(vec![
+                alter_client_quotas_request::EntryData::default()
+                    .with_entity(vec![alter_client_quotas_request::EntityData::default()
+                        .with_entity_type(StrBytes::from_static_str("user"))
+                        .with_entity_name(Some(StrBytes::from_static_str("alice")))])
+                    .with_ops(vec![alter_client_quotas_request::OpData::default()
+                        .with_key(StrBytes::from_static_str("producer_byte_rate"))
+                        .with_value(1024.0)]),
+            ]))
+        }
         ApiKey::CreateAcls => RequestKind::CreateAcls(CreateAclsRequest::default().with_creations(
             vec![create_acls_request::AclCreation::default()
                 .with_resource_type(2)
@@ -479,6 +493,7 @@ async fn every_supported_version_encodes_and_decodes() {
                 client_host: "/127.0.0.1".into(),
                 listener: std::sync::Arc::from("kafka"),
                 principal: std::sync::Arc::new(broker::security::Principal::anonymous()),
+                request_size: 0,
             };
             let bytes = match handle(&b, &ctx, request(*key, version, topic.id.0)).await {
                 Outcome::Reply(resp) => frame::encode_response(&ctx, &resp)
@@ -557,6 +572,7 @@ async fn invalid_records_are_reported_per_record_from_v8() {
             client_host: "/127.0.0.1".into(),
             listener: std::sync::Arc::from("kafka"),
             principal: std::sync::Arc::new(broker::security::Principal::anonymous()),
+            request_size: 0,
         };
         let req = ProduceRequest::default()
             .with_acks(-1)

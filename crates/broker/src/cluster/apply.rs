@@ -199,6 +199,9 @@ impl Broker {
         if old.acls != new.acls {
             self.refresh_acls(new);
         }
+        if old.client_quotas != new.client_quotas {
+            self.refresh_quotas(new);
+        }
         if let Some(c) = &self.cluster {
             *c.view.write() = Arc::new(ClusterView::of(new));
         }

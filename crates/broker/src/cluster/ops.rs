@@ -48,6 +48,9 @@ impl Broker {
             if records.iter().any(MetadataRecord::is_acl) {
                 self.refresh_acls(&store.data);
             }
+            if records.iter().any(MetadataRecord::is_quota) {
+                self.refresh_quotas(&store.data);
+            }
             return Ok(());
         }
         self.submit_and_apply(records)?

@@ -430,6 +430,16 @@ impl BrokerConfig {
             .collect()
     }
 
+    /// The client quotas' sampling window (`quota.window.*`).
+    pub fn quota_window(&self) -> crate::quota::QuotaWindow {
+        crate::quota::QuotaWindow {
+            count: self.int("quota.window.num").max(1) as usize,
+            size: std::time::Duration::from_secs(
+                self.int("quota.window.size.seconds").max(1) as u64
+            ),
+        }
+    }
+
     /// The authorizer's settings, if `authorizer.class.name` is set.
     pub fn authorizer(&self) -> Option<crate::security::acl::AuthorizerConfig> {
         if self.raw("authorizer.class.name").is_empty() {
