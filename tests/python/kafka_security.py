@@ -1,7 +1,7 @@
 """TLS and SASL against the broker with two independent clients:
 librdkafka (confluent-kafka) and kafka-python.
 
-usage: kafka_security.py PHASE PLAINTEXT SSL SASL_PLAINTEXT SASL_SSL PKI_DIR
+usage: kafka_security.py PHASE PLAINTEXT SSL SASL_PLAINTEXT SASL_SSL PKI_DIR HTTP_URL
 PHASE: main (create users, then check everything) or after-restart (the
 users made in main still authenticate; the deleted one still does not).
 """
@@ -17,7 +17,7 @@ from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechan
 import kafka
 import kafka.errors
 
-phase, plain, ssl_addr, sasl_plain, sasl_ssl, pki = sys.argv[1:7]
+phase, plain, ssl_addr, sasl_plain, sasl_ssl, pki, http = sys.argv[1:8]
 CA = os.path.join(pki, "ca.pem")
 DEADLINE = 60
 
@@ -193,6 +193,55 @@ elif phase == "mtls-required":
                        "client certificate of another CA")
     refused_librdkafka(ssl_addr, {"security.protocol": "SSL", "ssl.ca.location": CA}, "no client certificate")
     refused_kafka_python(ssl_addr, kp_conf("SSL", cert="rogue"), "kp rogue certificate")
+elif phase == "reauth":
+    # connections.max.reauth.ms is 2 s: librdkafka re-authenticates on its
+    # connections (KIP-368) and keeps them; nothing is refused or lost.
+    import urllib.request
+
+    def accepted():
+        text = urllib.request.urlopen(http + "/metrics", timeout=10).read().decode()
+        # Kafka's connections only (the scrape is an http one).
+        return sum(float(l.split()[-1]) for l in text.splitlines()
+                   if l.startswith("magnetar_connections_accepted_total") and 'listener="kafka"' in l)
+
+    admin = AdminClient(ck(plain))
+    admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        "dora", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"dora-secret")])["dora"].result(DEADLINE)
+    topic = "reauth-" + uuid.uuid4().hex[:8]
+    errors, delivered = [], []
+    p = Producer(ck(sasl_plain, **sasl("SASL_PLAINTEXT", "SCRAM-SHA-512", "dora", "dora-secret"),
+                    error_cb=errors.append))
+    p.produce(topic, b"first", on_delivery=lambda e, m: delivered.append(e))
+    assert p.flush(DEADLINE) == 0 and delivered == [None], f"first delivery: {delivered} {errors}"
+    # The admin client may still open connections of its own: gone before
+    # counting.
+    del admin
+    before = accepted()
+    assert before >= 2, f"{before} kafka connections counted"
+    end = time.time() + 7
+    sent = 1
+    while time.time() < end:
+        p.produce(topic, b"m%d" % sent, on_delivery=lambda e, m: delivered.append(e))
+        sent += 1
+        p.poll(0.2)
+    assert p.flush(DEADLINE) == 0, "undelivered messages"
+    assert delivered == [None] * sent, f"deliveries: {[e for e in delivered if e]}"
+    after = accepted()
+    assert after == before, f"{after - before} new connections: the sessions were not re-authenticated"
+    assert not errors, f"client errors: {errors}"
+elif phase == "mapped-principal":
+    # The broker maps CN=client-1 to User:CLIENT-1, its only super user:
+    # anything else would be denied everything by the authorizer.
+    mtls = {"security.protocol": "SSL", "ssl.ca.location": CA,
+            "ssl.certificate.location": os.path.join(pki, "client.pem"),
+            "ssl.key.location": os.path.join(pki, "client.key")}
+    roundtrip_librdkafka(ssl_addr, mtls, "mapped-principal")
+elif phase == "unmapped-principal":
+    # No mapping rule applies to CN=client-1: refused after the handshake.
+    mtls = {"security.protocol": "SSL", "ssl.ca.location": CA,
+            "ssl.certificate.location": os.path.join(pki, "client.pem"),
+            "ssl.key.location": os.path.join(pki, "client.key")}
+    refused_librdkafka(ssl_addr, mtls, "no mapping rule applies")
 else:
     roundtrip_librdkafka(sasl_ssl, sasl("SASL_SSL", "SCRAM-SHA-512", "alice", "alice-secret"),
                          "after-restart-alice")

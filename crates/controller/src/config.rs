@@ -213,6 +213,28 @@ impl ControllerConfig {
         }
     }
 
+    /// This node's share of the election timeouts `min..max` (ms).
+    /// openraft draws one timeout for the life of the process, so two
+    /// voters that drew nearly the same one would start every election
+    /// together and split the vote every time (a livelock seen with two of
+    /// three voters up). Each voter draws from its own part of the range,
+    /// by its place among the voters, the first half of it: any two differ
+    /// by at least half a part.
+    fn election_timeouts(&self, min: u64, max: u64) -> (u64, u64) {
+        let n = self.voters.len().max(1) as u64;
+        let width = max.saturating_sub(min) / n;
+        if width < 2 {
+            return (min, max);
+        }
+        let place = self
+            .voters
+            .iter()
+            .position(|(id, _)| id == self.node_id)
+            .unwrap_or(0) as u64;
+        let low = min + place * width;
+        (low, low + width / 2)
+    }
+
     /// Checks the values and builds openraft's configuration.
     pub(crate) fn raft_config(&self) -> Result<openraft::Config> {
         if self.voters.addr(self.node_id).is_none() {
@@ -237,10 +259,12 @@ impl ControllerConfig {
                 "log.max_entry_bytes must leave room in max_frame_bytes".into(),
             ));
         }
+        let (election_min, election_max) =
+            self.election_timeouts(ms(self.election_timeout_min), ms(self.election_timeout_max));
         openraft::Config {
             cluster_name: self.cluster_name.clone(),
-            election_timeout_min: ms(self.election_timeout_min),
-            election_timeout_max: ms(self.election_timeout_max),
+            election_timeout_min: election_min,
+            election_timeout_max: election_max,
             heartbeat_interval: ms(self.heartbeat_interval),
             install_snapshot_timeout: ms(self.snapshot_timeout),
             max_payload_entries: self.max_entries_per_append,
@@ -257,6 +281,26 @@ impl ControllerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn voters_draw_election_timeouts_from_parts_of_the_range_apart() {
+        let v: Voters = "1@a:1,2@b:2,3@c:3".parse().unwrap();
+        let parts: Vec<(u64, u64)> = [1, 2, 3]
+            .into_iter()
+            .map(|id| ControllerConfig::new(id, v.clone(), "/tmp").election_timeouts(1000, 2000))
+            .collect();
+        assert_eq!(parts, [(1000, 1166), (1333, 1499), (1666, 1832)]);
+        for id in [1, 2, 3] {
+            ControllerConfig::new(id, v.clone(), "/tmp")
+                .raft_config()
+                .unwrap();
+        }
+        let one: Voters = "1@a:1".parse().unwrap();
+        assert_eq!(
+            ControllerConfig::new(1, one, "/tmp").election_timeouts(1000, 2000),
+            (1000, 1500)
+        );
+    }
 
     #[test]
     fn voters_parse_and_print() {

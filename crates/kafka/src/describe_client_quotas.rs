@@ -39,7 +39,7 @@ pub(crate) fn handle(
             "DescribeClientQuotas needs DescribeConfigs on the cluster".into(),
         );
     }
-    let (mut user, mut client) = (None, None);
+    let (mut user, mut client, mut ip) = (None, None, false);
     for c in &req.components {
         let m = match (c.match_type, c._match.as_ref()) {
             (MATCH_EXACT, Some(name)) => ComponentMatch::Exact(name.to_string()),
@@ -49,8 +49,14 @@ pub(crate) fn handle(
                     format!("an exact match of {} needs a name", c.entity_type.as_str()),
                 )
             }
-            (MATCH_DEFAULT, _) => ComponentMatch::Default,
-            (MATCH_ANY, _) => ComponentMatch::Any,
+            (MATCH_DEFAULT | MATCH_ANY, Some(_)) => {
+                return failed(
+                    ResponseError::InvalidRequest,
+                    "a DEFAULT or ANY component takes no name".into(),
+                )
+            }
+            (MATCH_DEFAULT, None) => ComponentMatch::Default,
+            (MATCH_ANY, None) => ComponentMatch::Any,
             (other, _) => {
                 return failed(
                     ResponseError::InvalidRequest,
@@ -61,6 +67,12 @@ pub(crate) fn handle(
         let slot = match c.entity_type.as_str() {
             USER => &mut user,
             CLIENT_ID => &mut client,
+            // No ip entity can exist here; as Kafka, one filtered on alone
+            // matches nothing and is refused with the others.
+            crate::quota_wire::IP => {
+                ip = true;
+                continue;
+            }
             other => {
                 return failed(
                     ResponseError::InvalidRequest,
@@ -74,6 +86,15 @@ pub(crate) fn handle(
                 format!("Duplicate {} filter component", c.entity_type.as_str()),
             );
         }
+    }
+    if ip {
+        if user.is_some() || client.is_some() {
+            return failed(
+                ResponseError::InvalidRequest,
+                "ip components cannot be combined with user or client-id".into(),
+            );
+        }
+        return DescribeClientQuotasResponse::default().with_entries(Some(Vec::new()));
     }
     let entries = broker
         .describe_client_quotas(user.as_ref(), client.as_ref(), req.strict)

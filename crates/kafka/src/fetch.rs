@@ -60,6 +60,7 @@ pub(crate) async fn handle(
     correlation_id: i32,
     version: i16,
     req: FetchRequest,
+    quota_cap: Option<usize>,
 ) -> ResponseFrame {
     // An incremental fetch against a session we never created.
     if version >= 7 && req.session_id != 0 {
@@ -120,7 +121,10 @@ pub(crate) async fn handle(
     let deadline = Instant::now() + wait;
     let min_bytes = req.min_bytes.max(0) as usize;
     // The broker's fetch.max.bytes caps what a request may ask for (KIP-541).
-    let cap = broker.config().fetch_max_bytes();
+    let cap = broker
+        .config()
+        .fetch_max_bytes()
+        .min(quota_cap.unwrap_or(usize::MAX));
     let plan = Arc::new(Plan {
         targets,
         response_max: if req.max_bytes <= 0 {

@@ -252,83 +252,118 @@ pub enum Outcome {
 /// hot path: Produce appends and Fetch reads touch the page cache only and
 /// hand their fsyncs to the blocking pool.
 pub async fn handle(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestKind) -> Outcome {
+    handle_timed(broker, ctx, request).await.0
+}
+
+/// [`handle`], and how long the broker worked on the request: a request
+/// run on the blocking pool counts from when it starts there, not while it
+/// queued for it (what `request_percentage` quotas count).
+pub async fn handle_timed(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: RequestKind,
+) -> (Outcome, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let mut work = None;
+    let outcome = handle_inner(broker, ctx, request, &mut work).await;
+    (outcome, work.unwrap_or_else(|| started.elapsed()))
+}
+
+async fn handle_inner(
+    broker: &Arc<Broker>,
+    ctx: &RequestContext,
+    request: RequestKind,
+    work: &mut Option<std::time::Duration>,
+) -> Outcome {
     let v = ctx.api_version;
     let access = authz::Access::of(broker, ctx);
-    let reply = match request {
-        RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(v, r)),
-        RequestKind::Produce(r) => return produce::handle(broker, &access, v, r).await,
-        RequestKind::Fetch(r) => {
-            return Outcome::Frame(fetch::handle(broker, &access, ctx.correlation_id, v, r).await)
-        }
-        RequestKind::JoinGroup(r) => {
-            ResponseKind::JoinGroup(join_group::handle(broker, ctx, r).await)
-        }
-        RequestKind::SyncGroup(r) => {
-            ResponseKind::SyncGroup(sync_group::handle(broker, ctx, r).await)
-        }
-        RequestKind::ListGroups(r) => {
-            ResponseKind::ListGroups(list_groups::handle(broker, &access, v, r))
-        }
-        RequestKind::DescribeGroups(r) => {
-            ResponseKind::DescribeGroups(describe_groups::handle(broker, &access, v, r))
-        }
-        RequestKind::ConsumerGroupDescribe(r) => ResponseKind::ConsumerGroupDescribe(
-            consumer_group_describe::handle(broker, &access, v, r),
-        ),
-        RequestKind::OffsetFetch(r) => {
-            ResponseKind::OffsetFetch(offset_fetch::handle(broker, &access, v, r))
-        }
-        RequestKind::DescribeConfigs(r) => {
-            ResponseKind::DescribeConfigs(describe_configs::handle(broker, &access, v, r))
-        }
-        RequestKind::DescribeCluster(r) => ResponseKind::DescribeCluster(describe_cluster::handle(
-            broker,
-            &access,
-            &ctx.listener,
-            v,
-            r,
-        )),
-        RequestKind::DescribeTopicPartitions(r) => ResponseKind::DescribeTopicPartitions(
-            describe_topic_partitions::handle(broker, &access, r),
-        ),
-        RequestKind::ListConfigResources(r) => {
-            ResponseKind::ListConfigResources(list_config_resources::handle(broker, &access, v, r))
-        }
-        RequestKind::ElectLeaders(r) => {
-            ResponseKind::ElectLeaders(elect_leaders::handle(broker, &access, v, r))
-        }
-        RequestKind::AlterPartitionReassignments(r) => ResponseKind::AlterPartitionReassignments(
-            alter_partition_reassignments::handle(broker, &access, v, r),
-        ),
-        RequestKind::ListPartitionReassignments(r) => ResponseKind::ListPartitionReassignments(
-            list_partition_reassignments::handle(&access, r),
-        ),
-        RequestKind::DescribeProducers(r) => {
-            ResponseKind::DescribeProducers(describe_producers::handle(broker, &access, r))
-        }
-        // The server answers these from the connection's session; without
-        // one (no SASL on the connection) they are out of place.
-        RequestKind::SaslHandshake(r) => {
-            let mut session =
-                session::Session::new(broker::security::SecurityProtocol::Plaintext, None);
-            let listener = session::ListenerSecurity::plaintext();
-            ResponseKind::SaslHandshake(sasl_handshake::handle(&mut session, &listener, r).0)
-        }
-        RequestKind::SaslAuthenticate(_) => ResponseKind::SaslAuthenticate(
-            kafka_protocol::messages::SaslAuthenticateResponse::default()
-                .with_error_code(kafka_protocol::error::ResponseError::IllegalSaslState.code()),
-        ),
-        other => {
-            let broker = broker.clone();
-            let ctx = ctx.clone();
-            return match tokio::task::spawn_blocking(move || handle_blocking(&broker, &ctx, other))
-                .await
-            {
-                Ok(outcome) => outcome,
-                Err(e) => std::panic::resume_unwind(e.into_panic()),
-            };
-        }
-    };
+    let reply =
+        match request {
+            RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(v, r)),
+            RequestKind::Produce(r) => return produce::handle(broker, &access, v, r).await,
+            RequestKind::Fetch(r) => {
+                // Under a consumer quota no answer may exceed what its window
+                // lets through (Kafka's getMaxValueInQuotaWindow).
+                let cap = broker
+                    .quotas()
+                    .fetch_cap(&ctx.principal.name, ctx.client_id.as_deref().unwrap_or(""));
+                return Outcome::Frame(
+                    fetch::handle(broker, &access, ctx.correlation_id, v, r, cap).await,
+                );
+            }
+            RequestKind::JoinGroup(r) => {
+                ResponseKind::JoinGroup(join_group::handle(broker, ctx, r).await)
+            }
+            RequestKind::SyncGroup(r) => {
+                ResponseKind::SyncGroup(sync_group::handle(broker, ctx, r).await)
+            }
+            RequestKind::ListGroups(r) => {
+                ResponseKind::ListGroups(list_groups::handle(broker, &access, v, r))
+            }
+            RequestKind::DescribeGroups(r) => {
+                ResponseKind::DescribeGroups(describe_groups::handle(broker, &access, v, r))
+            }
+            RequestKind::ConsumerGroupDescribe(r) => ResponseKind::ConsumerGroupDescribe(
+                consumer_group_describe::handle(broker, &access, v, r),
+            ),
+            RequestKind::OffsetFetch(r) => {
+                ResponseKind::OffsetFetch(offset_fetch::handle(broker, &access, v, r))
+            }
+            RequestKind::DescribeConfigs(r) => {
+                ResponseKind::DescribeConfigs(describe_configs::handle(broker, &access, v, r))
+            }
+            RequestKind::DescribeCluster(r) => ResponseKind::DescribeCluster(
+                describe_cluster::handle(broker, &access, &ctx.listener, v, r),
+            ),
+            RequestKind::DescribeTopicPartitions(r) => ResponseKind::DescribeTopicPartitions(
+                describe_topic_partitions::handle(broker, &access, r),
+            ),
+            RequestKind::ListConfigResources(r) => ResponseKind::ListConfigResources(
+                list_config_resources::handle(broker, &access, v, r),
+            ),
+            RequestKind::ElectLeaders(r) => {
+                ResponseKind::ElectLeaders(elect_leaders::handle(broker, &access, v, r))
+            }
+            RequestKind::AlterPartitionReassignments(r) => {
+                ResponseKind::AlterPartitionReassignments(alter_partition_reassignments::handle(
+                    broker, &access, v, r,
+                ))
+            }
+            RequestKind::ListPartitionReassignments(r) => ResponseKind::ListPartitionReassignments(
+                list_partition_reassignments::handle(&access, r),
+            ),
+            RequestKind::DescribeProducers(r) => {
+                ResponseKind::DescribeProducers(describe_producers::handle(broker, &access, r))
+            }
+            // The server answers these from the connection's session; without
+            // one (no SASL on the connection) they are out of place.
+            RequestKind::SaslHandshake(r) => {
+                let mut session =
+                    session::Session::new(broker::security::SecurityProtocol::Plaintext, None);
+                let listener = session::ListenerSecurity::plaintext();
+                ResponseKind::SaslHandshake(sasl_handshake::handle(&mut session, &listener, r).0)
+            }
+            RequestKind::SaslAuthenticate(_) => ResponseKind::SaslAuthenticate(
+                kafka_protocol::messages::SaslAuthenticateResponse::default()
+                    .with_error_code(kafka_protocol::error::ResponseError::IllegalSaslState.code()),
+            ),
+            other => {
+                let broker = broker.clone();
+                let ctx = ctx.clone();
+                let run = move || {
+                    let started = std::time::Instant::now();
+                    let outcome = handle_blocking(&broker, &ctx, other);
+                    (outcome, started.elapsed())
+                };
+                return match tokio::task::spawn_blocking(run).await {
+                    Ok((outcome, took)) => {
+                        *work = Some(took);
+                        outcome
+                    }
+                    Err(e) => std::panic::resume_unwind(e.into_panic()),
+                };
+            }
+        };
     Outcome::Reply(reply)
 }
 

@@ -23,7 +23,7 @@ use tracing::{debug, info, warn};
 use super::frame::{self, FrameError, FrameLimits, Parsed};
 use super::session::{Gate, ListenerSecurity, Session};
 use super::stream::ClientWriter;
-use super::{handle, Outcome};
+use super::Outcome;
 use broker::limits::{ConnectionGuard, ConnectionTracker, RequestBudget};
 use broker::log_limit::RateLimiter;
 use broker::metrics::{Outcome as Recorded, RequestTable};
@@ -173,13 +173,22 @@ async fn accept(
         }
     };
     // A verified client certificate names the principal (on SSL; SASL
-    // listeners authenticate with SASL).
-    let principal = stream
+    // listeners authenticate with SASL), through the mapping rules.
+    let certificate = stream
         .get_ref()
         .1
         .peer_certificates()
-        .and_then(|c| c.first())
-        .and_then(|c| broker::security::tls::principal_of_certificate(c));
+        .and_then(|c| c.first());
+    let principal = match (certificate, &shared.security.tls) {
+        (Some(der), Some(tls)) if !shared.security.protocol.sasl() => match tls.principal_of(der) {
+            Ok(p) => Some(p),
+            Err(why) => {
+                warn_limited!(AUTH_FAILURE_LOG, %peer, listener = %shared.security.name, "closing connection: SSL authentication failed: {why}");
+                return Ok(());
+            }
+        },
+        _ => None,
+    };
     let session = Session::new(shared.security.protocol, principal);
     let (read, write) = tokio::io::split(stream);
     let read = BufReader::with_capacity(64 * 1024, read);
@@ -218,7 +227,7 @@ async fn connection(
             _ = shutdown.changed() => return Ok(()),
             f = frame::read_frame(&mut read, &limits, &shared.budget, shared.idle) => f,
         };
-        let (frame, _permit) = match frame {
+        let (frame, permit) = match frame {
             Ok(Some(f)) => f,
             Ok(None) => return Ok(()),
             Err(FrameError::Io(e)) => return Err(e),
@@ -234,6 +243,8 @@ async fn connection(
         let started = Instant::now();
         // How long to read nothing more from this client (its quotas).
         let mut mute = Duration::ZERO;
+        // How long the broker worked on the request.
+        let mut work = Duration::ZERO;
         // The API and outcome to count once the answer is written.
         let (out, api, recorded) = match frame::parse_request(frame) {
             Ok(Parsed::Request { mut ctx, body }) => {
@@ -279,10 +290,13 @@ async fn connection(
                             answer.close,
                         )
                     }
-                    body => (handle(broker, &ctx, body).await, None),
+                    body => {
+                        let (outcome, took) = crate::handle_timed(broker, &ctx, body).await;
+                        work = took;
+                        (outcome, None)
+                    }
                 };
-                let (outcome, throttle) =
-                    crate::throttle::apply(broker, &ctx, outcome, started.elapsed());
+                let (outcome, throttle) = crate::throttle::apply(broker, &ctx, outcome, work);
                 mute = throttle;
                 let recorded = crate::metrics::outcome(&outcome);
                 let out = match outcome {
@@ -339,6 +353,8 @@ async fn connection(
             write.flush().await?;
         }
         record(&shared, api, recorded, started);
+        // A muted client holds no share of the request-memory budget.
+        drop(permit);
         if !mute.is_zero() {
             tokio::select! {
                 _ = shutdown.changed() => return Ok(()),

@@ -86,8 +86,14 @@ fn waits(api: ApiKey) -> bool {
     ) || matches!(api, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate)
 }
 
+/// Milliseconds on a monotonic clock (a wall-clock jump must not freeze
+/// the samples).
 fn now_ms() -> i64 {
-    broker::now_ms().0
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as i64
 }
 
 /// Records the request against the client's quotas; returns the outcome
@@ -106,11 +112,11 @@ pub(crate) fn apply(
     let client = ctx.client_id.as_deref().unwrap_or("");
     let now = now_ms();
     let mut throttle = Duration::ZERO;
-    if !waits(ctx.api_key) {
+    if !waits(ctx.api_key) && quotas.enforces(QuotaKind::Request) {
         let percent_seconds = handling.as_secs_f64() * 100.0;
         throttle = quotas.record(QuotaKind::Request, user, client, percent_seconds, now);
     }
-    if ctx.api_key == ApiKey::Produce {
+    if ctx.api_key == ApiKey::Produce && quotas.enforces(QuotaKind::Produce) {
         let t = quotas.record(
             QuotaKind::Produce,
             user,
@@ -128,7 +134,9 @@ pub(crate) fn apply(
             }
             (Outcome::Reply(r), throttle)
         }
-        Outcome::Frame(frame) if ctx.api_key == ApiKey::Fetch => {
+        Outcome::Frame(frame)
+            if ctx.api_key == ApiKey::Fetch && quotas.enforces(QuotaKind::Fetch) =>
+        {
             let bytes = frame.len() as f64;
             let t = quotas.record(QuotaKind::Fetch, user, client, bytes, now);
             if t.is_zero() {

@@ -41,14 +41,7 @@ fn txn(v: &str) -> TransactionalId {
 }
 
 fn sasl_addr(b: &BrokerProcess) -> SocketAddr {
-    let needle = "magnetar: kafka listener SASL_PLAINTEXT on ";
-    b.log_text()
-        .lines()
-        .find_map(|l| l.strip_prefix(needle))
-        .expect("the SASL listener's address in the log")
-        .trim()
-        .parse()
-        .unwrap()
+    b.listener("SASL_PLAINTEXT").parse().unwrap()
 }
 
 fn broker() -> BrokerProcess {

@@ -18,26 +18,12 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/kafka_acls.py")
 }
 
-/// The address of the Kafka listener `name` the broker logged last.
-fn listener(broker: &BrokerProcess, name: &str) -> String {
-    let needle = format!("magnetar: kafka listener {name} on ");
-    broker
-        .log_text()
-        .lines()
-        .rev()
-        .find_map(|l| {
-            l.strip_prefix(needle.as_str())
-                .map(|a| a.trim().to_string())
-        })
-        .unwrap_or_else(|| panic!("no {name} listener in the log:\n{}", broker.log_text()))
-}
-
 fn run(phase: &str, broker: &BrokerProcess) {
     let out = Command::new("python3")
         .arg(script())
         .arg(phase)
         .arg(broker.bootstrap())
-        .arg(listener(broker, "SASL_PLAINTEXT"))
+        .arg(broker.listener("SASL_PLAINTEXT"))
         .output()
         .expect("python3 is needed for the client interop tests");
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -392,6 +392,30 @@ impl ProducerContext for Deliveries {
 }
 
 /// Bytes per second of `events` between `from` and `to` after `start`.
+/// Writes `bytes` of `MESSAGE`-sized records to `topic` at full speed,
+/// with a client without a quota, in 64 KiB batches (a fetch returns whole
+/// batches, so they are what a throttled consumer's reading is counted
+/// in). Blocking.
+fn fill(bootstrap: &str, topic: &str, bytes: usize) {
+    let p: BaseProducer = client_config(bootstrap)
+        .set("linger.ms", "5")
+        .set("batch.size", "65536")
+        .set("queue.buffering.max.kbytes", "4096")
+        .create()
+        .unwrap();
+    let payload = vec![2u8; MESSAGE];
+    let mut left = bytes / MESSAGE;
+    while left > 0 {
+        match p.send(BaseRecord::<(), [u8]>::to(topic).payload(&payload[..])) {
+            Ok(()) => left -= 1,
+            Err(_) => {
+                p.poll(Duration::from_millis(5));
+            }
+        }
+    }
+    p.flush(Duration::from_secs(60)).unwrap();
+}
+
 fn rate(events: &[(Instant, usize)], start: Instant, from: Duration, to: Duration) -> f64 {
     let bytes: usize = events
         .iter()
@@ -471,29 +495,9 @@ async fn librdkafka_is_held_to_its_byte_rates() {
     // The consumer reads a topic filled beforehand at full speed (by a
     // client without a quota), so it never runs out.
     let bootstrap = b.bootstrap();
-    tokio::task::spawn_blocking(move || {
-        // Small batches: a fetch returns whole batches, so they are what
-        // a throttled consumer's reading is counted in.
-        let p: BaseProducer = client_config(&bootstrap)
-            .set("linger.ms", "5")
-            .set("batch.size", "65536")
-            .set("queue.buffering.max.kbytes", "4096")
-            .create()
-            .unwrap();
-        let payload = vec![2u8; MESSAGE];
-        let mut left = 20 * 1_048_576 / MESSAGE;
-        while left > 0 {
-            match p.send(BaseRecord::<(), [u8]>::to("rated-out").payload(&payload[..])) {
-                Ok(()) => left -= 1,
-                Err(_) => {
-                    p.poll(Duration::from_millis(5));
-                }
-            }
-        }
-        p.flush(Duration::from_secs(60)).unwrap();
-    })
-    .await
-    .unwrap();
+    tokio::task::spawn_blocking(move || fill(&bootstrap, "rated-out", 20 * 1_048_576))
+        .await
+        .unwrap();
     let bootstrap = b.bootstrap();
     let run = Duration::from_secs(10);
     let consumed = tokio::task::spawn_blocking(move || {
@@ -565,5 +569,50 @@ async fn request_time_over_its_percentage_is_throttled() {
     assert!(
         throttled,
         "10,000 requests at 0.001 % of a thread are throttled"
+    );
+}
+
+/// A consumer with librdkafka's default fetch sizes (50 MB a request)
+/// under a small quota still gets its data: an answer is cut to what the
+/// quota window lets through, never emptied forever.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_fetch_under_a_small_quota_is_not_starved() {
+    let b = BrokerProcess::start(&["quota.window.num=2", "quota.window.size.seconds=1"]);
+    let mut c = RawConn::connect(b.addr).await;
+    let codes = alter(
+        &mut c,
+        vec![set(
+            &[("client-id", Some("small-consumer"))],
+            &[("consumer_byte_rate", Some(100_000.0))],
+        )],
+        false,
+    )
+    .await;
+    assert_eq!(codes, [0]);
+    let bootstrap = b.bootstrap();
+    let got = tokio::task::spawn_blocking(move || {
+        fill(&bootstrap, "big", 2 * 1_048_576);
+        let c: BaseConsumer = assign_config(&bootstrap)
+            .set("client.id", "small-consumer")
+            .create()
+            .unwrap();
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset("big", 0, Offset::Beginning)
+            .unwrap();
+        c.assign(&tpl).unwrap();
+        let mut got = 0usize;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while got < 300_000 && Instant::now() < deadline {
+            if let Some(m) = c.poll(Duration::from_millis(100)) {
+                got += m.expect("no fetch fails").payload().map_or(0, |p| p.len());
+            }
+        }
+        got
+    })
+    .await
+    .unwrap();
+    assert!(
+        got >= 300_000,
+        "a consumer of a 100 kB/s quota got {got} bytes in 30 s"
     );
 }

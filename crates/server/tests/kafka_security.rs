@@ -61,29 +61,16 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/kafka_security.py")
 }
 
-/// Every Kafka listener the broker logged: (name, address).
-fn listener(broker: &BrokerProcess, name: &str) -> String {
-    let needle = format!("magnetar: kafka listener {name} on ");
-    broker
-        .log_text()
-        .lines()
-        .rev()
-        .find_map(|l| {
-            l.strip_prefix(needle.as_str())
-                .map(|a| a.trim().to_string())
-        })
-        .unwrap_or_else(|| panic!("no {name} listener in the log:\n{}", broker.log_text()))
-}
-
 fn run(phase: &str, broker: &BrokerProcess, pki: &Path) {
     let out = Command::new("python3")
         .arg(script())
         .arg(phase)
         .arg(broker.bootstrap())
-        .arg(listener(broker, "SSL"))
-        .arg(listener(broker, "SASL_PLAINTEXT"))
-        .arg(listener(broker, "SASL_SSL"))
+        .arg(broker.listener("SSL"))
+        .arg(broker.listener("SASL_PLAINTEXT"))
+        .arg(broker.listener("SASL_SSL"))
         .arg(pki)
+        .arg(broker.http_url())
         .output()
         .expect("python3 is needed for the client interop tests");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -114,9 +101,49 @@ fn client_certificates_required() {
     secured("required", &["mtls-required"]);
 }
 
+/// `connections.max.reauth.ms` (KIP-368): librdkafka re-authenticates its
+/// SASL connections before their sessions end and keeps using them; the
+/// broker never has to close one.
+#[test]
+fn sasl_sessions_are_re_authenticated() {
+    let broker = secured_with("none", &["reauth"], &["connections.max.reauth.ms=2000"]);
+    assert!(
+        !broker.log_text().contains("without re-authentication"),
+        "a session expired:\n{}",
+        broker.log_text()
+    );
+}
+
+/// `ssl.principal.mapping.rules`: a client certificate's subject becomes
+/// the principal a rule makes of it (here the super user of an authorizer
+/// that otherwise denies everything); a subject no rule applies to is
+/// refused.
+#[test]
+fn certificate_subjects_map_to_principals() {
+    secured_with(
+        "required",
+        &["mapped-principal"],
+        &[
+            "ssl.principal.mapping.rules=RULE:^CN=([a-z0-9-]+)$/$1/U,DEFAULT",
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users=User:CLIENT-1",
+        ],
+    );
+    secured_with(
+        "required",
+        &["unmapped-principal"],
+        &["ssl.principal.mapping.rules=RULE:^CN=nobody$/nobody/"],
+    );
+}
+
 /// A broker with every kind of listener; runs the script's phases, a
 /// SIGKILL and restart between two phases.
 fn secured(client_auth: &str, phases: &[&str]) {
+    secured_with(client_auth, phases, &[]);
+}
+
+/// [`secured`] with `extra` settings; the broker after the phases.
+fn secured_with(client_auth: &str, phases: &[&str], extra: &[&str]) -> BrokerProcess {
     let pki = tempfile::tempdir().unwrap();
     make_pki(pki.path());
     let client_auth = format!("ssl.client.auth={client_auth}");
@@ -128,7 +155,7 @@ fn secured(client_auth: &str, phases: &[&str]) {
         "ssl.truststore.location={}",
         pki.path().join("ca.pem").display()
     );
-    let settings = [
+    let mut settings = vec![
         "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
         keystore.as_str(),
         truststore.as_str(),
@@ -137,6 +164,7 @@ fn secured(client_auth: &str, phases: &[&str]) {
         "connection.failed.authentication.delay.ms=50",
         "group.initial.rebalance.delay.ms=0",
     ];
+    settings.extend_from_slice(extra);
     let mut broker = BrokerProcess::start(&settings);
     for (i, phase) in phases.iter().enumerate() {
         if i > 0 {
@@ -151,4 +179,5 @@ fn secured(client_auth: &str, phases: &[&str]) {
             );
         }
     }
+    broker
 }

@@ -57,6 +57,26 @@ impl Broker {
             .map_err(Error::MetadataConflict)
     }
 
+    /// Commits `records`, made of the items of `checked` that passed their
+    /// checks; if the commit fails, each of those gets its error (the
+    /// refused ones keep theirs).
+    pub(crate) fn commit_checked(
+        &self,
+        records: Vec<MetadataRecord>,
+        checked: Vec<Result<(), Error>>,
+    ) -> Vec<Result<(), Error>> {
+        match self.commit_metadata(records) {
+            Ok(()) => checked,
+            Err(e) => {
+                let msg = e.to_string();
+                checked
+                    .into_iter()
+                    .map(|r| r.and_then(|()| Err(Error::ControllerUnavailable(msg.clone()))))
+                    .collect()
+            }
+        }
+    }
+
     /// Submits `records` and waits until this broker applied them. `Ok(Err)`:
     /// the batch conflicted with a newer state and changed nothing.
     fn submit_and_apply(&self, records: Vec<MetadataRecord>) -> Result<Result<(), String>, Error> {

@@ -68,6 +68,8 @@ pub const BROKER_KEYS: &[ConfigKey] = &[
         "Format of ssl.truststore.location; only PEM."),
     b("ssl.client.auth", "none", ValueKind::Choice(&["none", "requested", "required"]), false,
         "Client certificates on SSL and SASL_SSL listeners: none, requested, or required. On an SSL listener a client certificate's subject is the principal (User:CN=...,O=...)."),
+    b("ssl.principal.mapping.rules", "DEFAULT", ValueKind::PrincipalRules, false,
+        "How a client certificate's subject becomes the principal on SSL listeners, as Kafka's rules: RULE:pattern/replacement/[L|U] (the first whose pattern matches the whole RFC 2253 name), or DEFAULT (the name itself), separated by commas; a subject no rule matches is refused."),
     b("ssl.enabled.protocols", "TLSv1.2,TLSv1.3", ValueKind::List(&["TLSv1.2", "TLSv1.3"]), false,
         "TLS versions offered; TLSv1.3 is always among them."),
     b("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", ValueKind::List(&["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]), false,

@@ -71,6 +71,8 @@ pub enum ValueKind {
     /// Principals separated by `;` (`User:a;User:b`), as `super.users`
     /// (LIST).
     Principals,
+    /// `ssl.principal.mapping.rules` (STRING).
+    PrincipalRules,
 }
 
 /// Kafka's DescribeConfigs type codes (`ConfigEntry.ConfigType`).
@@ -110,6 +112,7 @@ impl ValueKind {
             | ValueKind::Voters
             | ValueKind::Listeners
             | ValueKind::ProtocolMap
+            | ValueKind::PrincipalRules
             | ValueKind::Text => KafkaType::String,
             ValueKind::Class(_) => KafkaType::Class,
             ValueKind::List(_) | ValueKind::ReplicaList | ValueKind::Principals => KafkaType::List,
@@ -226,6 +229,10 @@ impl ValueKind {
                         classes.join(" and ")
                     ))
                 }
+            }
+            ValueKind::PrincipalRules => {
+                crate::security::principal_mapping::PrincipalMapper::parse(v)?;
+                Ok(v.to_string())
             }
             ValueKind::Principals => {
                 let users = crate::security::acl::AuthorizerConfig::parse_super_users(v)?;
@@ -481,6 +488,7 @@ mod readme {
                 | ValueKind::ProtocolMap
                 | ValueKind::Class(_)
                 | ValueKind::Principals
+                | ValueKind::PrincipalRules
                 | ValueKind::Text => format!("{:?}", k.default),
             };
             let dynamic = if k.dynamic {

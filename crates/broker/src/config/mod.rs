@@ -419,6 +419,11 @@ impl BrokerConfig {
                 .raw("ssl.enabled.protocols")
                 .split(',')
                 .any(|p| p == "TLSv1.2"),
+            // Checked when the key is set.
+            principal_rules: crate::security::principal_mapping::PrincipalMapper::parse(
+                self.raw("ssl.principal.mapping.rules"),
+            )
+            .unwrap_or_default(),
         })
     }
 

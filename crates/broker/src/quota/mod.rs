@@ -94,10 +94,27 @@ pub fn validate(key: &str, value: f64) -> Result<(), String> {
     if !value.is_finite() || value <= 0.0 {
         return Err(format!("{key} must be positive, got {value}"));
     }
-    if key != REQUEST_PERCENTAGE && value.fract() != 0.0 {
+    if (key == PRODUCER_BYTE_RATE || key == CONSUMER_BYTE_RATE) && value.fract() != 0.0 {
         return Err(format!("{key} must be a whole number, got {value}"));
     }
     Ok(())
+}
+
+/// Where `entity` stands in Kafka's precedence for `user` with
+/// `client_id` (0 first), if it applies to them at all.
+fn rank(entity: &QuotaEntity, user: &str, client_id: &str) -> Option<usize> {
+    use EntityName::{Default, Named};
+    match (&entity.user, &entity.client_id) {
+        (Some(Named(u)), Some(Named(c))) if u == user && c == client_id => Some(0),
+        (Some(Named(u)), Some(Default)) if u == user => Some(1),
+        (Some(Named(u)), None) if u == user => Some(2),
+        (Some(Default), Some(Named(c))) if c == client_id => Some(3),
+        (Some(Default), Some(Default)) => Some(4),
+        (Some(Default), None) => Some(5),
+        (None, Some(Named(c))) if c == client_id => Some(6),
+        (None, Some(Default)) => Some(7),
+        _ => None,
+    }
 }
 
 /// The quota `kind` that applies to `user` with `client_id`, and the key of
@@ -112,32 +129,17 @@ pub fn resolve(
     user: &str,
     client_id: &str,
 ) -> Option<(f64, (String, String))> {
-    use EntityName::{Default, Named};
-    let named = |s: &str| Some(Named(s.to_string()));
-    let levels: [(Option<EntityName>, Option<EntityName>); 8] = [
-        (named(user), named(client_id)),
-        (named(user), Some(Default)),
-        (named(user), None),
-        (Some(Default), named(client_id)),
-        (Some(Default), Some(Default)),
-        (Some(Default), None),
-        (None, named(client_id)),
-        (None, Some(Default)),
-    ];
-    levels.into_iter().find_map(|(u, c)| {
-        let bucket = (
-            if u.is_some() { user } else { "" }.to_string(),
-            if c.is_some() { client_id } else { "" }.to_string(),
-        );
-        let entity = QuotaEntity {
-            user: u,
-            client_id: c,
-        };
-        quotas
-            .get(&entity)
-            .and_then(|values| values.get(kind.key()))
-            .map(|v| (*v, bucket))
-    })
+    let (r, value) = quotas
+        .iter()
+        .filter_map(|(e, values)| Some((rank(e, user, client_id)?, *values.get(kind.key())?)))
+        .min_by_key(|(r, _)| *r)?;
+    let with_user = r <= 5;
+    let with_client = !matches!(r, 2 | 5);
+    let bucket = (
+        if with_user { user } else { "" }.to_string(),
+        if with_client { client_id } else { "" }.to_string(),
+    );
+    Some((value, bucket))
 }
 
 /// How a DescribeClientQuotas component matches one entity type.

@@ -42,12 +42,10 @@ impl Broker {
                             "the quota key {key} appears more than once for one entity"
                         )));
                     }
-                    match value {
-                        Some(v) => validate(key, *v).map_err(Error::InvalidRequest)?,
-                        None if !super::KEYS.contains(&key.as_str()) => {
-                            validate(key, 1.0).map_err(Error::InvalidRequest)?
-                        }
-                        None => {}
+                    // Removing a key that is not set (or not known) is a
+                    // no-op, as in Kafka.
+                    if let Some(v) = value {
+                        validate(key, *v).map_err(Error::InvalidRequest)?;
                     }
                 }
                 Ok(())
@@ -63,6 +61,7 @@ impl Broker {
             .flat_map(|(a, _)| {
                 a.ops
                     .iter()
+                    .filter(|(key, value)| value.is_some() || super::KEYS.contains(&key.as_str()))
                     .map(|(key, value)| MetadataRecord::ClientQuotaSet {
                         entity: a.entity.clone(),
                         key: key.clone(),
@@ -70,16 +69,7 @@ impl Broker {
                     })
             })
             .collect();
-        match self.commit_metadata(records) {
-            Ok(()) => checked,
-            Err(e) => {
-                let msg = e.to_string();
-                checked
-                    .into_iter()
-                    .map(|r| r.and(Err(Error::ControllerUnavailable(msg.clone()))))
-                    .collect()
-            }
-        }
+        self.commit_checked(records, checked)
     }
 
     /// The quotas of the entities the filter selects (DescribeClientQuotas).

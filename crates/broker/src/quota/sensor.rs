@@ -149,7 +149,8 @@ mod tests {
     #[test]
     fn steady_throttling_holds_the_rate() {
         // A client sending 100 KB per request and waiting what it is told
-        // stays within 10 % of a 1 MB/s quota.
+        // stays near a 1 MB/s quota (within the first window's burst: 10 s
+        // worth on top of 60 s).
         let mut s = RateSensor::new(11, Duration::from_secs(1));
         let (bound, mut now, mut sent) = (1_000_000.0, 0i64, 0.0);
         let max = Duration::from_secs(11);

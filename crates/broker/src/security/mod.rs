@@ -11,6 +11,7 @@ pub mod acl;
 pub mod credentials;
 pub mod listeners;
 pub mod plain;
+pub mod principal_mapping;
 pub mod scram;
 pub mod tls;
 

@@ -53,6 +53,9 @@ pub struct TlsSettings {
     pub client_auth: ClientAuth,
     /// Whether TLS 1.2 is offered besides 1.3 (`ssl.enabled.protocols`).
     pub tls12: bool,
+    /// How a client certificate's subject becomes a principal
+    /// (`ssl.principal.mapping.rules`).
+    pub principal_rules: super::principal_mapping::PrincipalMapper,
 }
 
 /// The files' identity when last read: a change of any reloads.
@@ -73,6 +76,19 @@ impl std::fmt::Debug for TlsContext {
 }
 
 impl TlsContext {
+    /// The principal of a client certificate by `ssl.principal.mapping.rules`:
+    /// `Err` (with why) when the certificate's subject cannot be read or no
+    /// rule applies to it.
+    pub fn principal_of(&self, der: &[u8]) -> Result<Principal, String> {
+        let dn = subject_of_certificate(der)
+            .ok_or_else(|| "the client certificate's subject cannot be read".to_string())?;
+        self.settings
+            .principal_rules
+            .map(&dn)
+            .map(Principal::user)
+            .ok_or_else(|| format!("no ssl.principal.mapping.rules rule applies to {dn}"))
+    }
+
     /// Reads the files; a clear error if any is missing or unusable.
     pub fn load(settings: TlsSettings) -> Result<TlsContext, String> {
         let stamp = stamp(&settings);
@@ -203,6 +219,12 @@ fn build(s: &TlsSettings) -> Result<Arc<ServerConfig>, String> {
 /// subject as an RFC 2253 string (`CN=client,O=Example`), Kafka's default
 /// `ssl.principal.mapping.rules`.
 pub fn principal_of_certificate(der: &[u8]) -> Option<Principal> {
+    subject_of_certificate(der).map(Principal::user)
+}
+
+/// A client certificate's subject as an RFC 2253 string, most specific
+/// part first, as Java writes it; `None` if the certificate does not parse.
+pub fn subject_of_certificate(der: &[u8]) -> Option<String> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
     let mut rdns = Vec::new();
     for rdn in cert.subject().iter() {
@@ -228,7 +250,7 @@ pub fn principal_of_certificate(der: &[u8]) -> Option<Principal> {
     }
     // RFC 2253 writes the most specific RDN first.
     rdns.reverse();
-    Some(Principal::user(rdns.join(",")))
+    Some(rdns.join(","))
 }
 
 fn escape_rfc2253(v: &str) -> String {

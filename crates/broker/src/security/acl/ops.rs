@@ -35,19 +35,7 @@ impl Broker {
             .filter(|(_, r)| r.is_ok())
             .map(|(b, _)| MetadataRecord::AclCreated { binding: b.clone() })
             .collect();
-        match self.commit_metadata(records) {
-            Ok(()) => checked,
-            Err(e) => {
-                let msg = e.to_string();
-                checked
-                    .into_iter()
-                    .map(|r| match r {
-                        Ok(()) => Err(Error::ControllerUnavailable(msg.clone())),
-                        other => other,
-                    })
-                    .collect()
-            }
-        }
+        self.commit_checked(records, checked)
     }
 
     /// The bindings `filter` selects.

@@ -39,6 +39,7 @@ fn settings(dir: &Path, auth: ClientAuth) -> TlsSettings {
         truststore: Some(dir.join("ca.pem")),
         client_auth: auth,
         tls12: true,
+        principal_rules: Default::default(),
     }
 }
 
