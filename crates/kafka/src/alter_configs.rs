@@ -8,7 +8,7 @@ use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceRespon
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::describe_configs::{resource, Resource};
+use super::describe_configs::Resource;
 use super::error::code_and_message;
 use super::Versions;
 use broker::config::TopicConfig;
@@ -33,13 +33,12 @@ pub(crate) fn handle(
                 .iter()
                 .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
                 .collect();
-            let result = super::describe_configs::config_access(
+            let result = super::describe_configs::alterable_resource(
+                broker,
                 access,
                 r.resource_type,
                 r.resource_name.as_str(),
-                broker::security::acl::Operation::AlterConfigs,
             )
-            .and_then(|()| resource(broker, r.resource_type, r.resource_name.as_str()))
             .and_then(|res| match res {
                 Resource::Topic(name) => super::find_topic(broker, name).and_then(|topic| {
                     let config = TopicConfig::from_pairs(

@@ -78,6 +78,23 @@ pub(crate) fn config_access(
     }
 }
 
+/// [`resource`] for AlterConfigs and IncrementalAlterConfigs, once the
+/// principal may alter its configs.
+pub(crate) fn alterable_resource<'a>(
+    broker: &Broker,
+    access: &crate::authz::Access,
+    resource_type: i8,
+    name: &'a str,
+) -> Result<Resource<'a>, broker::Error> {
+    config_access(
+        access,
+        resource_type,
+        name,
+        broker::security::acl::Operation::AlterConfigs,
+    )?;
+    resource(broker, resource_type, name)
+}
+
 /// Resolves a request's resource type and name, or the error Kafka gives.
 pub fn resource<'a>(
     broker: &Broker,

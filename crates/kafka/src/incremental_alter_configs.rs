@@ -8,7 +8,7 @@ use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsRe
 use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::describe_configs::{resource, Resource};
+use super::describe_configs::Resource;
 use super::error::code_and_message;
 use super::Versions;
 use broker::config::{KafkaType, TopicConfig, TOPIC_KEYS};
@@ -32,13 +32,12 @@ pub(crate) fn handle(
         .resources
         .into_iter()
         .map(|r| {
-            let result = super::describe_configs::config_access(
+            let result = super::describe_configs::alterable_resource(
+                broker,
                 access,
                 r.resource_type,
                 r.resource_name.as_str(),
-                broker::security::acl::Operation::AlterConfigs,
             )
-            .and_then(|()| resource(broker, r.resource_type, r.resource_name.as_str()))
             .and_then(|res| match res {
                 Resource::Topic(name) => alter_topic(broker, name, &r.configs, req.validate_only),
                 Resource::Broker(scope) => {

@@ -9,30 +9,13 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use common::BrokerProcess;
 
-fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/kafka_acls.py")
-}
-
 fn run(phase: &str, broker: &BrokerProcess) {
-    let out = Command::new("python3")
-        .arg(script())
-        .arg(phase)
-        .arg(broker.bootstrap())
-        .arg(broker.listener("SASL_PLAINTEXT"))
-        .output()
-        .expect("python3 is needed for the client interop tests");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.contains("OK"),
-        "kafka_acls.py {phase} failed ({}).\nIf a module is missing, run: pip install -r tests/python/requirements.txt\nstdout:\n{stdout}\nstderr:\n{stderr}\nbroker log:\n{}",
-        out.status,
-        broker.log_text()
+    let (bootstrap, sasl) = (broker.bootstrap(), broker.listener("SASL_PLAINTEXT"));
+    broker.run_python_script(
+        "kafka_acls.py",
+        &[phase.as_ref(), bootstrap.as_ref(), sasl.as_ref()],
     );
 }
 

@@ -4,8 +4,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use common::BrokerProcess;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
@@ -57,30 +56,13 @@ fn make_pki(dir: &Path) {
     w("rogue.key", rogue_key.serialize_pem());
 }
 
-fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/kafka_security.py")
-}
-
 fn run(phase: &str, broker: &BrokerProcess, pki: &Path) {
-    let out = Command::new("python3")
-        .arg(script())
-        .arg(phase)
-        .arg(broker.bootstrap())
-        .arg(broker.listener("SSL"))
-        .arg(broker.listener("SASL_PLAINTEXT"))
-        .arg(broker.listener("SASL_SSL"))
-        .arg(pki)
-        .arg(broker.http_url())
-        .output()
-        .expect("python3 is needed for the client interop tests");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.contains("OK"),
-        "kafka_security.py {phase} failed ({}).\nIf a module is missing, run: pip install -r tests/python/requirements.txt\nstdout:\n{stdout}\nstderr:\n{stderr}\nbroker log:\n{}",
-        out.status,
-        broker.log_text()
-    );
+    let (bootstrap, http) = (broker.bootstrap(), broker.http_url());
+    let listeners = ["SSL", "SASL_PLAINTEXT", "SASL_SSL"].map(|l| broker.listener(l));
+    let mut args: Vec<&std::ffi::OsStr> = vec![phase.as_ref(), bootstrap.as_ref()];
+    args.extend(listeners.iter().map(std::ffi::OsStr::new));
+    args.extend([pki.as_os_str(), http.as_ref()]);
+    broker.run_python_script("kafka_security.py", &args);
 }
 
 /// PLAINTEXT (for the admin), SSL with client certificates requested,

@@ -3,6 +3,7 @@
 //! request how long its client must be throttled.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,6 +62,13 @@ fn slot(kind: QuotaKind) -> usize {
 }
 
 impl Snapshot {
+    fn bits(&self) -> u8 {
+        self.kinds
+            .iter()
+            .enumerate()
+            .fold(0, |b, (i, k)| if *k { b | (1 << i) } else { b })
+    }
+
     fn of(quotas: &Quotas) -> Snapshot {
         let mut kinds = [false; 3];
         for kind in [QuotaKind::Produce, QuotaKind::Fetch, QuotaKind::Request] {
@@ -77,6 +85,9 @@ impl Snapshot {
 #[derive(Debug)]
 pub struct QuotaManager {
     window: QuotaWindow,
+    // One bit per kind some entity sets (the snapshot's `kinds`): what
+    // every request checks first, without a lock.
+    enforced: AtomicU8,
     snapshot: RwLock<Arc<Snapshot>>,
     sensors: Mutex<Sensors>,
 }
@@ -84,26 +95,31 @@ pub struct QuotaManager {
 impl QuotaManager {
     /// A manager over `quotas`.
     pub fn new(window: QuotaWindow, quotas: Quotas) -> QuotaManager {
+        let snapshot = Snapshot::of(&quotas);
         QuotaManager {
             window,
-            snapshot: RwLock::new(Arc::new(Snapshot::of(&quotas))),
+            enforced: AtomicU8::new(snapshot.bits()),
+            snapshot: RwLock::new(Arc::new(snapshot)),
             sensors: Mutex::new(Sensors::default()),
         }
     }
 
     /// Replaces the quotas (after a metadata change).
     pub fn refresh(&self, quotas: &Quotas) {
-        *self.snapshot.write() = Arc::new(Snapshot::of(quotas));
+        let snapshot = Snapshot::of(quotas);
+        let mut current = self.snapshot.write();
+        self.enforced.store(snapshot.bits(), Ordering::Release);
+        *current = Arc::new(snapshot);
     }
 
     /// Whether any entity has a quota of `kind` (none: it is not measured).
     pub fn enforces(&self, kind: QuotaKind) -> bool {
-        self.snapshot.read().kinds[slot(kind)]
+        self.enforced.load(Ordering::Acquire) & (1 << slot(kind)) != 0
     }
 
     /// Whether any quota is enforced at all.
     pub fn any(&self) -> bool {
-        self.snapshot.read().kinds.iter().any(|k| *k)
+        self.enforced.load(Ordering::Acquire) != 0
     }
 
     /// The largest fetch response a consumer under a byte-rate quota may
@@ -111,10 +127,10 @@ impl QuotaManager {
     /// `getMaxValueInQuotaWindow`), so one response never exceeds what
     /// could ever be let through.
     pub fn fetch_cap(&self, user: &str, client_id: &str) -> Option<usize> {
-        let snapshot = self.snapshot.read().clone();
-        if !snapshot.kinds[slot(QuotaKind::Fetch)] {
+        if !self.enforces(QuotaKind::Fetch) {
             return None;
         }
+        let snapshot = self.snapshot.read().clone();
         let (bound, _) = resolve(&snapshot.quotas, QuotaKind::Fetch, user, client_id)?;
         let samples = self.window.count.saturating_sub(1).max(1) as f64;
         Some((bound * samples * self.window.size.as_secs_f64()).max(1.0) as usize)
@@ -132,10 +148,10 @@ impl QuotaManager {
         value: f64,
         now_ms: i64,
     ) -> Duration {
-        let snapshot = self.snapshot.read().clone();
-        if !snapshot.kinds[slot(kind)] {
+        if !self.enforces(kind) {
             return Duration::ZERO;
         }
+        let snapshot = self.snapshot.read().clone();
         let Some((bound, (u, c))) = resolve(&snapshot.quotas, kind, user, client_id) else {
             return Duration::ZERO;
         };

@@ -342,6 +342,28 @@ impl BrokerProcess {
             .unwrap_or_else(|| panic!("no {name} listener in the log:\n{}", self.log_text()))
     }
 
+    /// Runs `tests/python/{script}` with `args` and asserts it exits 0 and
+    /// prints `OK`; on failure shows its output and this broker's log.
+    pub fn run_python_script(&self, script: &str, args: &[&std::ffi::OsStr]) {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/python")
+            .join(script);
+        let out = std::process::Command::new("python3")
+            .arg(path)
+            .args(args)
+            .output()
+            .expect("python3 is needed for the client interop tests");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stdout.contains("OK"),
+            "{script} {:?} failed ({}).\nIf a module is missing, run: pip install -r tests/python/requirements.txt\nstdout:\n{stdout}\nstderr:\n{stderr}\nbroker log:\n{}",
+            args.first(),
+            out.status,
+            self.log_text()
+        );
+    }
+
     pub fn bootstrap(&self) -> String {
         self.addr.to_string()
     }
