@@ -242,6 +242,50 @@ elif phase == "unmapped-principal":
             "ssl.certificate.location": os.path.join(pki, "client.pem"),
             "ssl.key.location": os.path.join(pki, "client.key")}
     refused_librdkafka(ssl_addr, mtls, "no mapping rule applies")
+elif phase == "oauthbearer":
+    # JWTs signed with the broker's token.secret.key; alice is the super
+    # user of an authorizer that denies everyone else.
+    def token(name):
+        with open(os.path.join(pki, "token-" + name)) as f:
+            return f.read().strip()
+
+    def oauth(name, protocol):
+        t = token(name)
+        c = {"security.protocol": protocol, "sasl.mechanisms": "OAUTHBEARER",
+             "oauth_cb": lambda _config: (t, time.time() + 3600)}
+        if protocol == "SASL_SSL":
+            c["ssl.ca.location"] = CA
+        return c
+
+    roundtrip_librdkafka(sasl_ssl, oauth("alice", "SASL_SSL"), "oauth-alice-ssl")
+    roundtrip_librdkafka(sasl_plain, oauth("alice", "SASL_PLAINTEXT"), "oauth-alice")
+    refused_librdkafka(sasl_plain, oauth("expired", "SASL_PLAINTEXT"), "an expired token",
+                       KafkaError._AUTHENTICATION)
+    refused_librdkafka(sasl_plain, oauth("forged", "SASL_PLAINTEXT"), "a token of another key",
+                       KafkaError._AUTHENTICATION)
+    # bob's token is good, but bob may do nothing.
+    results = []
+    p = Producer(ck(sasl_plain, **oauth("bob", "SASL_PLAINTEXT"), **{"message.timeout.ms": 20000}))
+    p.produce("oauth-bob", b"x", on_delivery=lambda e, m: results.append(e))
+    p.flush(DEADLINE)
+    assert len(results) == 1 and results[0] is not None and \
+        results[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, f"bob's produce: {results}"
+
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    class Tokens(AbstractTokenProvider):
+        def __init__(self, name):
+            self.name = name
+
+        def token(self):
+            return token(self.name)
+
+    kp = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER",
+          "request_timeout_ms": 15000}
+    roundtrip_kafka_python(sasl_plain, dict(kp, sasl_oauth_token_provider=Tokens("alice")),
+                           "kp-oauth-alice")
+    refused_kafka_python(sasl_plain, dict(kp, sasl_oauth_token_provider=Tokens("forged")),
+                         "kp forged token")
 else:
     roundtrip_librdkafka(sasl_ssl, sasl("SASL_SSL", "SCRAM-SHA-512", "alice", "alice-secret"),
                          "after-restart-alice")

@@ -6,6 +6,7 @@
 //! from an unknown user.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
@@ -15,7 +16,7 @@ use tokio::time::Instant;
 
 use crate::session::{AuthState, ListenerSecurity, Session};
 use crate::Versions;
-use broker::security::{credentials, SaslStep};
+use broker::security::{credentials, SaslContext, SaslStep};
 use broker::Broker;
 
 /// Versions implemented.
@@ -62,9 +63,16 @@ pub(crate) async fn handle(
     let reauth_of = reauth_of.clone();
     let b = broker.clone();
     let message = req.auth_bytes;
+    let tokens = listener.tokens.clone();
     let step = tokio::task::spawn_blocking(move || {
         let lookup = |user: &str, m| b.scram_credential(user, m);
-        exchange.step(&message, &lookup, credentials::unknown_user_secret())
+        let cx = SaslContext {
+            lookup: &lookup,
+            secret: credentials::unknown_user_secret(),
+            tokens: tokens.as_deref(),
+            now_ms: broker::now_ms().0,
+        };
+        exchange.step(&message, &cx)
     })
     .await;
     let step = match step {
@@ -83,7 +91,7 @@ pub(crate) async fn handle(
                 failed: false,
             }
         }
-        Ok(SaslStep::Done(principal, bytes)) => {
+        Ok(SaslStep::Done(principal, bytes, credential_ends_ms)) => {
             if let Some((before, _)) = &reauth_of {
                 if *before != principal {
                     return Answer {
@@ -97,7 +105,15 @@ pub(crate) async fn handle(
                     };
                 }
             }
-            let lifetime = listener.reauth;
+            // A token's own end bounds the session too (KIP-368), as
+            // Kafka bounds it by the credential's expiration.
+            let token_left = credential_ends_ms.map(|end| {
+                Duration::from_millis(end.saturating_sub(broker::now_ms().0).max(1) as u64)
+            });
+            let lifetime = match (listener.reauth, token_left) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             session.principal = std::sync::Arc::new(principal);
             session.state = AuthState::Authenticated {
                 expires: lifetime.map(|d| Instant::now() + d),

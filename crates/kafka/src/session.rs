@@ -39,6 +39,8 @@ pub struct ListenerSecurity {
     pub failed_delay: Duration,
     /// The TLS material (TLS listeners).
     pub tls: Option<Arc<TlsContext>>,
+    /// Checks OAUTHBEARER tokens, when token keys are configured.
+    pub tokens: Option<Arc<broker::security::token::TokenValidator>>,
 }
 
 impl ListenerSecurity {
@@ -52,6 +54,7 @@ impl ListenerSecurity {
             reauth: None,
             failed_delay: Duration::ZERO,
             tls: None,
+            tokens: None,
         }
     }
 

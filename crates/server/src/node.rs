@@ -261,6 +261,17 @@ async fn listener_securities(
             Some(Arc::new(ctx))
         }
     };
+    let tokens = tokens(config).await?;
+    if listeners.iter().any(|(l, _)| l.protocol.sasl())
+        && config
+            .sasl_mechanisms()
+            .contains(&broker::security::Mechanism::OAuthBearer)
+        && tokens.is_none()
+    {
+        anyhow::bail!(
+            "sasl.enabled.mechanisms has OAUTHBEARER but no token key is set (sasl.oauthbearer.jwks.endpoint.url, token.secret.key or token.public.key)"
+        );
+    }
     Ok(listeners
         .iter()
         .map(|(l, _)| {
@@ -272,9 +283,24 @@ async fn listener_securities(
                 reauth: config.max_reauth(),
                 failed_delay: config.failed_authentication_delay(),
                 tls: l.protocol.tls().then(|| tls.clone()).flatten(),
+                tokens: tokens.clone(),
             })
         })
         .collect())
+}
+
+/// The bearer-token validator, if token keys are configured (read on the
+/// blocking pool).
+async fn tokens(
+    config: &BrokerConfig,
+) -> anyhow::Result<Option<Arc<broker::security::token::TokenValidator>>> {
+    let settings = config.token_settings().map_err(|e| anyhow::anyhow!(e))?;
+    let v = tokio::task::spawn_blocking(move || {
+        broker::security::token::TokenValidator::load(&settings)
+    })
+    .await?
+    .map_err(|e| anyhow::anyhow!("bearer tokens: {e}"))?;
+    Ok(v.map(Arc::new))
 }
 
 /// With a wildcard listen address, clients need a name that reaches us.

@@ -6,55 +6,8 @@ mod common;
 
 use std::path::Path;
 
+use common::pki::{make_pki, make_tokens};
 use common::BrokerProcess;
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
-
-/// A CA, a server certificate for localhost/127.0.0.1 and a client
-/// certificate, as PEM files in `dir`; plus a client certificate from
-/// another CA, which the broker must refuse.
-fn make_pki(dir: &Path) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "Magnetar test CA");
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let mut server =
-        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
-    server
-        .distinguished_name
-        .push(DnType::CommonName, "localhost");
-    let server_cert = server.signed_by(&key, &ca_cert, &ca_key).unwrap();
-    let client_key = KeyPair::generate().unwrap();
-    let mut client = CertificateParams::new(Vec::<String>::new()).unwrap();
-    client
-        .distinguished_name
-        .push(DnType::CommonName, "client-1");
-    let client_cert = client.signed_by(&client_key, &ca_cert, &ca_key).unwrap();
-    let rogue_ca_key = KeyPair::generate().unwrap();
-    let mut rogue_ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    rogue_ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    rogue_ca
-        .distinguished_name
-        .push(DnType::CommonName, "Rogue CA");
-    let rogue_ca_cert = rogue_ca.self_signed(&rogue_ca_key).unwrap();
-    let rogue_key = KeyPair::generate().unwrap();
-    let rogue = CertificateParams::new(Vec::<String>::new())
-        .unwrap()
-        .signed_by(&rogue_key, &rogue_ca_cert, &rogue_ca_key)
-        .unwrap();
-    let w = |name: &str, text: String| std::fs::write(dir.join(name), text).unwrap();
-    w("ca.pem", ca_cert.pem());
-    w(
-        "server.pem",
-        format!("{}{}", server_cert.pem(), key.serialize_pem()),
-    );
-    w("client.pem", client_cert.pem());
-    w("client.key", client_key.serialize_pem());
-    w("rogue.pem", rogue.pem());
-    w("rogue.key", rogue_key.serialize_pem());
-}
 
 fn run(phase: &str, broker: &BrokerProcess, pki: &Path) {
     let (bootstrap, http) = (broker.bootstrap(), broker.http_url());
@@ -118,6 +71,72 @@ fn certificate_subjects_map_to_principals() {
     );
 }
 
+/// SASL/OAUTHBEARER (RFC 7628) with JWTs checked against an HMAC key:
+/// librdkafka (through its token callback) and kafka-python get in with a
+/// valid token and are the token's subject to the authorizer (alice, a
+/// super user, produces; bob, with no ACL, is denied); an expired token
+/// and one signed with another key are refused. A session lasts no longer
+/// than its token (`session_lifetime_ms`).
+#[test]
+fn oauthbearer_tokens_are_checked_and_name_their_principal() {
+    let broker = secured_with(
+        "none",
+        &["oauthbearer"],
+        &[
+            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+            "token.secret.key=file://{pki}/token.secret",
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users=User:alice",
+        ],
+    );
+    assert!(broker.log_text().contains("the token has expired"));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        use kafka_protocol::messages::{
+            ApiKey, ResponseKind, SaslAuthenticateRequest, SaslHandshakeRequest,
+        };
+        let exp = common::pki::now_s() + 600;
+        let token = common::pki::mint_token(
+            common::pki::TOKEN_SECRET,
+            &serde_json::json!({"sub": "alice", "exp": exp}),
+        );
+        let addr = broker.listener("SASL_PLAINTEXT").parse().unwrap();
+        let mut c = common::RawConn::connect(addr).await;
+        let ResponseKind::SaslHandshake(h) = c
+            .call(
+                ApiKey::SaslHandshake,
+                1,
+                SaslHandshakeRequest::default().with_mechanism(
+                    kafka_protocol::protocol::StrBytes::from_static_str("OAUTHBEARER"),
+                ),
+            )
+            .await
+        else {
+            panic!("SaslHandshake")
+        };
+        assert_eq!(h.error_code, 0);
+        let message = format!("n,,\u{1}auth=Bearer {token}\u{1}\u{1}");
+        let ResponseKind::SaslAuthenticate(a) = c
+            .call(
+                ApiKey::SaslAuthenticate,
+                2,
+                SaslAuthenticateRequest::default().with_auth_bytes(bytes::Bytes::from(message)),
+            )
+            .await
+        else {
+            panic!("SaslAuthenticate")
+        };
+        assert_eq!(a.error_code, 0, "{:?}", a.error_message);
+        let left = exp * 1000 - common::pki::now_s() * 1000;
+        assert!(
+            a.session_lifetime_ms > 0 && a.session_lifetime_ms <= left + 1000,
+            "session lifetime {} ms, token valid {left} ms more",
+            a.session_lifetime_ms
+        );
+        assert!(a.session_lifetime_ms > 500_000, "{}", a.session_lifetime_ms);
+    });
+}
+
 /// A broker with every kind of listener; runs the script's phases, a
 /// SIGKILL and restart between two phases.
 fn secured(client_auth: &str, phases: &[&str]) {
@@ -128,6 +147,12 @@ fn secured(client_auth: &str, phases: &[&str]) {
 fn secured_with(client_auth: &str, phases: &[&str], extra: &[&str]) -> BrokerProcess {
     let pki = tempfile::tempdir().unwrap();
     make_pki(pki.path());
+    make_tokens(pki.path());
+    // `{pki}` in a setting is the certificates' and tokens' directory.
+    let extra: Vec<String> = extra
+        .iter()
+        .map(|e| e.replace("{pki}", &pki.path().display().to_string()))
+        .collect();
     let client_auth = format!("ssl.client.auth={client_auth}");
     let keystore = format!(
         "ssl.keystore.location={}",
@@ -146,7 +171,7 @@ fn secured_with(client_auth: &str, phases: &[&str], extra: &[&str]) -> BrokerPro
         "connection.failed.authentication.delay.ms=50",
         "group.initial.rebalance.delay.ms=0",
     ];
-    settings.extend_from_slice(extra);
+    settings.extend(extra.iter().map(String::as_str));
     let mut broker = BrokerProcess::start(&settings);
     for (i, phase) in phases.iter().enumerate() {
         if i > 0 {

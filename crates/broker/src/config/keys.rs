@@ -273,7 +273,9 @@ pub fn parse_listener(v: &str) -> Result<(String, u16), String> {
     let rest = match v.split_once("://") {
         Some((scheme, rest))
             if scheme.eq_ignore_ascii_case("PLAINTEXT")
-                || scheme.eq_ignore_ascii_case("pulsar") =>
+                || scheme.eq_ignore_ascii_case("pulsar")
+                || scheme.eq_ignore_ascii_case("pulsar+ssl")
+                || scheme.eq_ignore_ascii_case("https") =>
         {
             rest
         }

@@ -7,6 +7,7 @@
 
 mod broker_keys;
 mod keys;
+mod security;
 mod topic;
 mod topic_keys;
 
@@ -15,6 +16,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 pub use keys::{ConfigKey, KafkaType, ValueKind, BROKER_KEYS, TOPIC_KEYS};
+pub use security::{HttpAuthMethod, PulsarAuthProvider};
 pub use topic::{EffectiveValue, TopicConfig, TopicKind};
 
 use crate::Error;

@@ -10,10 +10,12 @@
 pub mod acl;
 pub mod credentials;
 pub mod listeners;
+pub mod oauthbearer;
 pub mod plain;
 pub mod principal_mapping;
 pub mod scram;
 pub mod tls;
+pub mod token;
 
 use std::fmt;
 
@@ -59,14 +61,17 @@ pub enum Mechanism {
     Plain,
     /// RFC 5802/7677 with one of the SCRAM hashes.
     Scram(ScramMechanism),
+    /// RFC 7628: a bearer token (JWT) checked against the token keys.
+    OAuthBearer,
 }
 
 impl Mechanism {
     /// Every mechanism, as `sasl.enabled.mechanisms` names them.
-    pub const ALL: [Mechanism; 3] = [
+    pub const ALL: [Mechanism; 4] = [
         Mechanism::Plain,
         Mechanism::Scram(ScramMechanism::Sha256),
         Mechanism::Scram(ScramMechanism::Sha512),
+        Mechanism::OAuthBearer,
     ];
 
     /// The IANA name (`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`).
@@ -74,6 +79,7 @@ impl Mechanism {
         match self {
             Mechanism::Plain => "PLAIN",
             Mechanism::Scram(m) => m.name(),
+            Mechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 
@@ -123,6 +129,8 @@ pub enum SaslExchange {
     ScramStart(ScramMechanism),
     /// SCRAM after the server's first message.
     ScramFinal(Box<scram::ScramServer>),
+    /// OAUTHBEARER: one message carrying the token.
+    OAuthBearer,
 }
 
 /// What a step of an exchange produced.
@@ -131,7 +139,22 @@ pub enum SaslStep {
     /// Send these bytes to the client and wait for its next message.
     Continue(Vec<u8>, SaslExchange),
     /// Authenticated; send these bytes (possibly empty) to the client.
-    Done(Principal, Vec<u8>),
+    /// The credential's own end (a token's `exp`, ms since the epoch), if
+    /// it has one, bounds the session.
+    Done(Principal, Vec<u8>, Option<i64>),
+}
+
+/// What a SASL step may consult.
+pub struct SaslContext<'a> {
+    /// Finds a user's stored credential of a mechanism.
+    pub lookup: &'a dyn Fn(&str, ScramMechanism) -> Option<ScramCredential>,
+    /// Keys the made-up credentials of unknown users (so a probe cannot
+    /// tell them from known ones).
+    pub secret: &'a [u8],
+    /// Checks bearer tokens; `None` when no token key is configured.
+    pub tokens: Option<&'a token::TokenValidator>,
+    /// Now, in ms since the epoch (token expiry).
+    pub now_ms: i64,
 }
 
 impl SaslExchange {
@@ -140,26 +163,24 @@ impl SaslExchange {
         match mechanism {
             Mechanism::Plain => SaslExchange::Plain,
             Mechanism::Scram(m) => SaslExchange::ScramStart(m),
+            Mechanism::OAuthBearer => SaslExchange::OAuthBearer,
         }
     }
 
-    /// Feeds the client's next message. `lookup` finds a user's stored
-    /// credential of a mechanism; `secret` keys the made-up credentials of
-    /// unknown users (so a probe cannot tell them from known ones).
-    /// PLAIN derives a key from the password: run it off async workers.
-    pub fn step(
-        self,
-        message: &[u8],
-        lookup: &dyn Fn(&str, ScramMechanism) -> Option<ScramCredential>,
-        secret: &[u8],
-    ) -> Result<SaslStep, AuthError> {
+    /// Feeds the client's next message. PLAIN derives a key from the
+    /// password: run it off async workers.
+    pub fn step(self, message: &[u8], cx: &SaslContext<'_>) -> Result<SaslStep, AuthError> {
         match self {
             SaslExchange::Plain => {
-                let p = plain::authenticate(message, lookup)?;
-                Ok(SaslStep::Done(p, Vec::new()))
+                let p = plain::authenticate(message, cx.lookup)?;
+                Ok(SaslStep::Done(p, Vec::new(), None))
+            }
+            SaslExchange::OAuthBearer => {
+                let t = oauthbearer::authenticate(message, cx.tokens, cx.now_ms)?;
+                Ok(SaslStep::Done(t.principal, Vec::new(), t.expires_ms))
             }
             SaslExchange::ScramStart(m) => {
-                let (server, first) = scram::ScramServer::start(m, message, lookup, secret)?;
+                let (server, first) = scram::ScramServer::start(m, message, cx.lookup, cx.secret)?;
                 Ok(SaslStep::Continue(
                     first,
                     SaslExchange::ScramFinal(Box::new(server)),
@@ -167,7 +188,7 @@ impl SaslExchange {
             }
             SaslExchange::ScramFinal(server) => {
                 let (p, last) = server.finish(message)?;
-                Ok(SaslStep::Done(p, last))
+                Ok(SaslStep::Done(p, last, None))
             }
         }
     }

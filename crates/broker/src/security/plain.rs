@@ -38,6 +38,17 @@ pub fn authenticate(
             "user {user:?} asked to act as another identity"
         )));
     }
+    verify_password(user, password, lookup)
+}
+
+/// Checks `password` against `user`'s stored credential (the strongest
+/// SCRAM hash it has), the principal of the user when it matches. PLAIN
+/// and HTTP Basic use it; it derives a key: run it off async workers.
+pub fn verify_password(
+    user: &str,
+    password: &[u8],
+    lookup: &dyn Fn(&str, ScramMechanism) -> Option<ScramCredential>,
+) -> Result<Principal, AuthError> {
     // The strongest stored credential decides.
     let stored = [ScramMechanism::Sha512, ScramMechanism::Sha256]
         .into_iter()

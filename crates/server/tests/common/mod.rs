@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod cluster;
 pub mod healthy;
+pub mod pki;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
