@@ -70,6 +70,7 @@ mod server;
 mod service;
 pub mod sm_store;
 mod state_machine;
+pub mod tls;
 pub mod transport;
 pub mod types;
 

@@ -33,7 +33,25 @@ pub(crate) async fn serve<S: StateMachine>(
                 Ok((conn, peer)) => match permits.clone().try_acquire_owned() {
                     Ok(permit) => {
                         let inner = inner.clone();
+                        let handshake = listener.handshake();
                         conns.spawn(async move {
+                            let conn = match handshake {
+                                None => conn,
+                                Some(h) => {
+                                    let limit = inner.config.request_timeout;
+                                    match tokio::time::timeout(limit, h(conn)).await {
+                                        Ok(Ok(c)) => c,
+                                        Ok(Err(e)) => {
+                                            tracing::warn!(%peer, "controller: refusing connection: {e}");
+                                            return;
+                                        }
+                                        Err(_) => {
+                                            tracing::warn!(%peer, "controller: refusing connection: no handshake within {limit:?}");
+                                            return;
+                                        }
+                                    }
+                                }
+                            };
                             serve_conn(inner, conn, &peer).await;
                             drop(permit);
                         });

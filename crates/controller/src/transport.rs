@@ -17,12 +17,22 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static> Conn for T {}
 /// A boxed stream.
 pub type BoxConn = Box<dyn Conn>;
 
+/// Finishes setting up an accepted stream (a TLS handshake, a peer
+/// check); run on the connection's own task.
+pub type Handshake =
+    std::sync::Arc<dyn Fn(BoxConn) -> BoxFuture<'static, io::Result<BoxConn>> + Send + Sync>;
+
 /// Accepts incoming streams.
 pub trait Listener: Send + 'static {
     /// The next incoming stream and its peer's address.
     fn accept(&mut self) -> BoxFuture<'_, io::Result<(BoxConn, String)>>;
     /// The address it listens on.
     fn local_addr(&self) -> io::Result<String>;
+    /// What each accepted stream goes through before its first request;
+    /// `None`: nothing.
+    fn handshake(&self) -> Option<Handshake> {
+        None
+    }
 }
 
 /// Opens streams and listeners by address (`host:port`).

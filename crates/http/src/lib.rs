@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 mod admin;
+pub mod auth;
 mod error;
 mod health;
 mod kafka_assignment;
@@ -42,15 +43,21 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Longest a request may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Addresses the service hands out.
-#[derive(Debug, Clone)]
+/// Addresses the service hands out, and how callers authenticate.
+#[derive(Debug, Clone, Default)]
 pub struct HttpConfig {
     /// `pulsar://host:port` of the Pulsar listener, if there is one.
     pub pulsar_url: Option<String>,
+    /// `pulsar+ssl://host:port` of the Pulsar TLS listener, if there is one.
+    pub pulsar_url_tls: Option<String>,
     /// `http://host:port` of this service.
     pub http_url: String,
+    /// `https://host:port` of this service, if it serves HTTPS.
+    pub https_url: Option<String>,
     /// The Pulsar front end (its publishers and consumers), if it runs.
     pub pulsar: Option<magnetar_pulsar::admin::FrontEnd>,
+    /// How callers authenticate.
+    pub security: auth::HttpSecurity,
 }
 
 /// What every handler sees.
@@ -188,6 +195,10 @@ impl Routes {
 pub fn router(state: Arc<AppState>) -> Router {
     routes()
         .router
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::authorize,
+        ))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
@@ -196,6 +207,10 @@ pub fn router(state: Arc<AppState>) -> Router {
             REQUEST_TIMEOUT,
         ))
         .layer(axum::middleware::map_response(error::json_errors))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::authenticate,
+        ))
         .with_state(state)
 }
 
@@ -229,7 +244,7 @@ pub(crate) async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
 }
 
-/// A running HTTP service.
+/// A running HTTP (or HTTPS) listener.
 pub struct Server {
     /// The bound address.
     pub local_addr: SocketAddr,
@@ -241,54 +256,99 @@ pub struct Server {
 /// alive, to start its next request).
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Serves `listener` until [`Server::shutdown`], through the accept loop
+/// One listener to serve: plain HTTP, or HTTPS with `tls`.
+pub struct HttpListener {
+    /// The bound socket.
+    pub listener: TcpListener,
+    /// TLS material: set for the HTTPS listener.
+    pub tls: Option<Arc<broker::security::tls::TlsContext>>,
+}
+
+/// Serves `listeners` until [`Server::shutdown`], through the accept loop
 /// every listener shares: the broker's connection limits
 /// (`max.connections`, `max.connections.per.ip`) apply, refusals are
 /// counted in the metrics under `listener="http"`, and shutdown drains
 /// connections (bounded).
 pub fn serve(
-    listener: TcpListener,
+    listeners: Vec<HttpListener>,
     broker: Arc<Broker>,
     config: HttpConfig,
-) -> std::io::Result<Server> {
-    let local_addr = listener.local_addr()?;
+) -> std::io::Result<Vec<Server>> {
     let limits = broker.config();
     let tracker = broker::limits::ConnectionTracker::new(
         limits.max_connections(),
         limits.max_connections_per_ip(),
     );
-    let listener_metrics = broker.metrics().listener("http");
     let state = Arc::new(AppState {
-        broker,
+        broker: broker.clone(),
         config,
         ready: AtomicBool::new(true),
     });
     let app = router(state.clone());
-    let (stop, stopped) = watch::channel(false);
-    let task = tokio::spawn(broker::net::accept_loop(
-        listener,
-        tracker,
-        listener_metrics,
-        stopped,
-        move |stream, peer, shutdown, guard| connection(app.clone(), stream, peer, shutdown, guard),
-    ));
-    info!(%local_addr, "http service listening");
-    Ok(Server {
-        local_addr,
-        state,
-        listener: broker::net::Listener::new(local_addr, stop, task),
-    })
+    let mut servers = Vec::new();
+    for HttpListener { listener, tls } in listeners {
+        let local_addr = listener.local_addr()?;
+        let listener_metrics = broker.metrics().listener("http");
+        let (stop, stopped) = watch::channel(false);
+        let app = app.clone();
+        let https = tls.is_some();
+        let task = tokio::spawn(broker::net::accept_loop(
+            listener,
+            tracker.clone(),
+            listener_metrics,
+            stopped,
+            move |stream, peer, shutdown, guard| {
+                accept(app.clone(), tls.clone(), stream, peer, shutdown, guard)
+            },
+        ));
+        info!(%local_addr, https, "http service listening");
+        servers.push(Server {
+            local_addr,
+            state: state.clone(),
+            listener: broker::net::Listener::new(local_addr, stop, task),
+        });
+    }
+    Ok(servers)
+}
+
+/// Sets up one connection: the TLS handshake (bounded by
+/// [`HEADER_READ_TIMEOUT`]) on the HTTPS listener, then its requests.
+async fn accept(
+    app: Router,
+    tls: Option<Arc<broker::security::tls::TlsContext>>,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    shutdown: watch::Receiver<bool>,
+    guard: broker::limits::ConnectionGuard,
+) {
+    let Some(tls) = tls else {
+        return connection(app, stream, peer, shutdown, guard).await;
+    };
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config());
+    match tokio::time::timeout(HEADER_READ_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(s)) => connection(app, s, peer, shutdown, guard).await,
+        Ok(Err(e)) => tracing::debug!(%peer, "https connection refused: TLS handshake failed: {e}"),
+        Err(_) => tracing::debug!(%peer, "https connection refused: no TLS handshake in time"),
+    }
 }
 
 /// One HTTP/1.1 connection (keep-alive), closed gracefully at shutdown.
-async fn connection(
+async fn connection<S>(
     app: Router,
-    stream: tokio::net::TcpStream,
+    stream: S,
     peer: SocketAddr,
     mut shutdown: watch::Receiver<bool>,
     _guard: broker::limits::ConnectionGuard,
-) {
-    let service = hyper_util::service::TowerToHyperService::new(app);
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    // The peer's address, for the authorizer's host checks.
+    let service =
+        hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            req.extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
+            tower::ServiceExt::oneshot(app.clone(), req.map(axum::body::Body::new))
+        });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
@@ -366,7 +426,7 @@ mod tests {
             config: super::HttpConfig {
                 pulsar_url: Some("pulsar://127.0.0.1:6650".into()),
                 http_url: "http://127.0.0.1:8080".into(),
-                pulsar: None,
+                ..Default::default()
             },
             ready: std::sync::atomic::AtomicBool::new(true),
         });

@@ -15,10 +15,12 @@ use std::sync::Arc;
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
+use axum::Extension;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::{blocking, AppState};
 
@@ -67,20 +69,26 @@ pub async fn lookup(
 ) -> Result<Json<LookupData>, ApiError> {
     let Path(path) = path.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let name = path.name()?;
-    let Some(pulsar_url) = state.config.pulsar_url.clone() else {
+    let c = &state.config;
+    if c.pulsar_url.is_none() && c.pulsar_url_tls.is_none() {
         return Err(ApiError::new(
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
             "this broker has no Pulsar listener",
         ));
-    };
+    }
     let broker = state.broker.clone();
     blocking(move || magnetar_pulsar::lookup::lookup_allowed(&broker, &name)).await??;
+    let pulsar_url = c.pulsar_url.clone().unwrap_or_default();
     Ok(Json(LookupData {
         broker_url: pulsar_url.clone(),
-        broker_url_tls: String::new(),
-        http_url: state.config.http_url.clone(),
-        http_url_tls: String::new(),
-        native_url: pulsar_url,
+        broker_url_tls: c.pulsar_url_tls.clone().unwrap_or_default(),
+        http_url: c.http_url.clone(),
+        http_url_tls: c.https_url.clone().unwrap_or_default(),
+        native_url: if pulsar_url.is_empty() {
+            c.pulsar_url_tls.clone().unwrap_or_default()
+        } else {
+            pulsar_url
+        },
     }))
 }
 
@@ -95,6 +103,7 @@ pub struct PartitionsQuery {
 /// `GET /admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions`.
 pub async fn partitions(
     State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     path: Result<Path<TopicPath>, PathRejection>,
     query: Result<Query<PartitionsQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
@@ -105,6 +114,7 @@ pub async fn partitions(
     let n = blocking(move || {
         magnetar_pulsar::lookup::metadata_partitions(
             &broker,
+            &caller,
             &name,
             query.check_allow_auto_creation,
         )
@@ -123,6 +133,7 @@ pub struct TopicsQuery {
 /// `GET /admin/v2/namespaces/{tenant}/{namespace}/topics`.
 pub async fn namespace_topics(
     State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     path: Result<Path<(String, String)>, PathRejection>,
     query: Result<Query<TopicsQuery>, QueryRejection>,
 ) -> Result<Json<Vec<String>>, ApiError> {
@@ -139,7 +150,7 @@ pub async fn namespace_topics(
     };
     let broker = state.broker.clone();
     let names = blocking(move || {
-        magnetar_pulsar::lookup::namespace_topics(&broker, &tenant, &namespace, None)
+        magnetar_pulsar::lookup::namespace_topics(&broker, &caller, &tenant, &namespace, None)
     })
     .await??;
     Ok(Json(if persistent { names } else { Vec::new() }))

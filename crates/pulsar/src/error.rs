@@ -63,6 +63,7 @@ impl From<broker::Error> for PulsarError {
             E::SubscriptionNotFound(_) => ServerError::SubscriptionNotFound,
             E::ConsumerNotFound(_) => ServerError::ConsumerNotFound,
             E::NotAllowed(_) => ServerError::NotAllowedError,
+            E::Denied { .. } => ServerError::AuthorizationError,
             _ => ServerError::UnknownError,
         };
         PulsarError::new(code, e.to_string())

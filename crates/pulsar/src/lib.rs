@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod admin;
+pub mod authz;
 pub mod consumer;
 pub mod convert;
 pub mod dispatch;
@@ -23,4 +24,5 @@ pub mod server;
 pub mod session;
 pub mod topics;
 
-pub use server::{serve, Server};
+pub use authz::PulsarSecurity;
+pub use server::{serve, PulsarListener, Server};

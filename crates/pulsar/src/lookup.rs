@@ -2,6 +2,7 @@
 //! GetTopicsOfNamespace. These may create topics or list many, so the
 //! session runs them on the blocking pool.
 
+use broker::security::acl::{Operation, Requester};
 use broker::Broker;
 use magnetar_pulsar_wire::proto::command_get_topics_of_namespace::Mode;
 use magnetar_pulsar_wire::proto::command_lookup_topic_response::LookupType as LookupResult;
@@ -32,11 +33,12 @@ use crate::topics;
 /// field 6, which then takes its default (true).
 pub fn partitioned_metadata(
     broker: &Broker,
+    who: &dyn Requester,
     cmd: &CommandPartitionedTopicMetadata,
 ) -> CommandPartitionedTopicMetadataResponse {
     let request_id = cmd.request_id;
     let allow = cmd.metadata_auto_creation_enabled.unwrap_or(true);
-    match metadata_partitions(broker, &cmd.topic, allow) {
+    match metadata_partitions(broker, who, &cmd.topic, allow) {
         Ok(partitions) => CommandPartitionedTopicMetadataResponse {
             partitions: Some(partitions),
             request_id,
@@ -56,8 +58,15 @@ pub fn partitioned_metadata(
 /// The partitions of topic `name` as PartitionedTopicMetadata and the
 /// REST `partitions` endpoint report them (PIP-344: created only when
 /// `allow` and the broker's policy both permit it); TopicNotFound (without
-/// text, as upstream) otherwise.
-pub fn metadata_partitions(broker: &Broker, name: &str, allow: bool) -> Result<u32, PulsarError> {
+/// text, as upstream) otherwise. `who` needs Describe on the topic, and
+/// Create to create it.
+pub fn metadata_partitions(
+    broker: &Broker,
+    who: &dyn Requester,
+    name: &str,
+    allow: bool,
+) -> Result<u32, PulsarError> {
+    crate::authz::check_topic(broker, who, name, Operation::Describe, allow)?;
     let parsed = topics::parse(broker, name)?;
     let kafka = parsed.kafka_name();
     if let Some(n) = parsed.partition {
@@ -92,15 +101,18 @@ pub fn metadata_partitions(broker: &Broker, name: &str, allow: bool) -> Result<u
 /// ServiceNotReady, which clients retry.
 pub fn lookup(
     broker: &Broker,
-    service_url: &str,
+    own: &ServiceUrls,
+    who: &dyn Requester,
     cmd: &CommandLookupTopic,
 ) -> CommandLookupTopicResponse {
     let request_id = cmd.request_id;
-    match lookup_allowed(broker, &cmd.topic)
-        .and_then(|()| owner_url(broker, service_url, &cmd.topic))
-    {
-        Ok(url) => CommandLookupTopicResponse {
-            broker_service_url: Some(url),
+    let found = crate::authz::check_topic(broker, who, &cmd.topic, Operation::Describe, false)
+        .and_then(|()| lookup_allowed(broker, &cmd.topic))
+        .and_then(|()| owner_urls(broker, own, &cmd.topic));
+    match found {
+        Ok(urls) => CommandLookupTopicResponse {
+            broker_service_url: urls.plain,
+            broker_service_url_tls: urls.tls,
             response: Some(LookupResult::Connect as i32),
             request_id,
             authoritative: Some(true),
@@ -117,36 +129,56 @@ pub fn lookup(
     }
 }
 
-/// The service URL of the broker leading the partition `name` names (a
+/// A broker's Pulsar service URLs: `pulsar://` and `pulsar+ssl://`, each
+/// if that listener runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServiceUrls {
+    /// `pulsar://host:port`.
+    pub plain: Option<String>,
+    /// `pulsar+ssl://host:port`.
+    pub tls: Option<String>,
+}
+
+/// The service URLs of the broker leading the partition `name` names (a
 /// non-partitioned topic: its one partition), `own` for this broker.
-pub fn owner_url(broker: &Broker, own: &str, name: &str) -> Result<String, PulsarError> {
+pub fn owner_urls(
+    broker: &Broker,
+    own: &ServiceUrls,
+    name: &str,
+) -> Result<ServiceUrls, PulsarError> {
     if !broker.is_clustered() {
-        return Ok(own.to_string());
+        return Ok(own.clone());
     }
     let t = topics::parse(broker, name)?;
     let Some(topic) = broker.topic(t.kafka_name().as_str()) else {
-        return Ok(own.to_string());
+        return Ok(own.clone());
     };
     let index = t.partition.unwrap_or(0) as usize;
     let Some(state) = topic.placements.get(index) else {
-        return Ok(own.to_string());
+        return Ok(own.clone());
     };
     let leader = broker.live_leader(state);
     if leader == broker.node_id() {
-        return Ok(own.to_string());
+        return Ok(own.clone());
     }
-    let endpoint = broker
-        .live_brokers(broker::cluster::PULSAR_LISTENER)
-        .into_iter()
-        .find(|(n, _)| *n == leader)
-        .map(|(_, e)| e);
-    match endpoint {
-        Some(e) => Ok(format!("pulsar://{}:{}", e.host, e.port)),
-        None => Err(PulsarError::new(
+    let endpoint = |listener: &str| {
+        broker
+            .live_brokers(listener)
+            .into_iter()
+            .find(|(n, _)| *n == leader)
+            .map(|(_, e)| format!("{}:{}", e.host, e.port))
+    };
+    let urls = ServiceUrls {
+        plain: endpoint(broker::cluster::PULSAR_LISTENER).map(|a| format!("pulsar://{a}")),
+        tls: endpoint(broker::cluster::PULSAR_TLS_LISTENER).map(|a| format!("pulsar+ssl://{a}")),
+    };
+    if urls.plain.is_none() && urls.tls.is_none() {
+        return Err(PulsarError::new(
             ServerError::ServiceNotReady,
             format!("the broker leading {name} (node {leader}) is not available"),
-        )),
+        ));
     }
+    Ok(urls)
 }
 
 /// Whether a lookup of `name` finds a broker: the topic exists, or a
@@ -165,10 +197,11 @@ pub fn lookup_allowed(broker: &Broker, name: &str) -> Result<(), PulsarError> {
 }
 
 /// The persistent topics of namespace `tenant/namespace` (each partition
-/// of a partitioned topic by its partition name), matching `pattern` when
-/// given, sorted.
+/// of a partitioned topic by its partition name) that `who` may describe,
+/// matching `pattern` when given, sorted.
 pub fn namespace_topics(
     broker: &Broker,
+    who: &dyn Requester,
     tenant: &str,
     namespace: &str,
     pattern: Option<&str>,
@@ -193,6 +226,9 @@ pub fn namespace_topics(
     };
     let mut names = Vec::new();
     for topic in broker.namespace_topics(&namespace) {
+        if !crate::authz::may_describe(broker, who, topic.name.as_str()) {
+            continue;
+        }
         let base = topics::pulsar_name(broker, &topic);
         match topics::reported_partitions(&topic) {
             0 => names.push(base.to_string()),
@@ -212,6 +248,7 @@ pub fn namespace_topics(
 /// `topics_hash` unchanged, nothing is listed and `changed` is false.
 pub fn topics_of_namespace(
     broker: &Broker,
+    who: &dyn Requester,
     cmd: &CommandGetTopicsOfNamespace,
 ) -> Result<CommandGetTopicsOfNamespaceResponse, PulsarError> {
     let (tenant, ns) = cmd.namespace.split_once('/').ok_or_else(|| {
@@ -222,10 +259,10 @@ pub fn topics_of_namespace(
     })?;
     let names = if cmd.mode() == Mode::NonPersistent {
         // There are no non-persistent topics; the namespace must exist.
-        namespace_topics(broker, tenant, ns, None)?;
+        namespace_topics(broker, who, tenant, ns, None)?;
         Vec::new()
     } else {
-        namespace_topics(broker, tenant, ns, cmd.topics_pattern.as_deref())?
+        namespace_topics(broker, who, tenant, ns, cmd.topics_pattern.as_deref())?
     };
     let filtered = cmd.topics_pattern.as_deref().is_some_and(|p| !p.is_empty());
     let hash = topics_hash(&names);

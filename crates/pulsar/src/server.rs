@@ -12,18 +12,21 @@ use std::time::Duration;
 use broker::limits::{ConnectionGuard, ConnectionTracker, RequestBudget};
 use broker::log_limit::RateLimiter;
 use broker::net::{read_frame, FrameLimits, ReadError};
+use broker::security::tls::TlsContext;
+use broker::security::Principal;
 use broker::{warn_limited, Broker};
 use bytes::Bytes;
 use magnetar_pulsar_wire::frame::decode_frame_body;
 use magnetar_pulsar_wire::proto::{CommandPing, CommandSendError, ServerError};
 use magnetar_pulsar_wire::{command, Command, FrameError};
-use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tracing::debug;
 
+use crate::authz::PulsarSecurity;
 use crate::dispatch::Dispatchers;
+use crate::lookup::ServiceUrls;
 use crate::producer::ProducerRegistry;
 use crate::session::{self, Session};
 
@@ -42,8 +45,10 @@ const BATCH_OVERHEAD: usize = 16 * 1024;
 pub struct Shared {
     /// The broker.
     pub broker: Arc<Broker>,
-    /// `pulsar://host:port` given in Lookup answers.
-    pub service_url: String,
+    /// This broker's service URLs, given in Lookup answers.
+    pub urls: ServiceUrls,
+    /// How clients authenticate.
+    pub security: PulsarSecurity,
     /// Largest message accepted (announced in Connected).
     pub max_message_size: usize,
     /// Keep-alive interval.
@@ -62,14 +67,32 @@ pub struct Shared {
 /// A running listener.
 pub use broker::net::Listener as Server;
 
-/// Starts serving Pulsar clients on `listener`; Lookup answers point at
-/// `advertised` (`host:port`). Also returns a handle for admin paths.
+/// One Pulsar listener to serve.
+pub struct PulsarListener {
+    /// The bound socket.
+    pub listener: TcpListener,
+    /// TLS material: set for a `pulsar+ssl` listener.
+    pub tls: Option<Arc<TlsContext>>,
+}
+
+/// Stops the cursor flusher when the last listener stops.
+struct FlusherGuard(tokio::task::JoinHandle<()>);
+
+impl Drop for FlusherGuard {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Starts serving Pulsar clients on `listeners` (a plain and a TLS one, or
+/// either); Lookup answers give `urls`. Also returns a handle for admin
+/// paths. The listeners share producers, subscriptions and limits.
 pub fn serve(
-    listener: TcpListener,
+    listeners: Vec<PulsarListener>,
     broker: Arc<Broker>,
-    advertised: String,
-) -> std::io::Result<(Server, crate::admin::FrontEnd)> {
-    let local_addr = listener.local_addr()?;
+    urls: ServiceUrls,
+    security: PulsarSecurity,
+) -> std::io::Result<(Vec<Server>, crate::admin::FrontEnd)> {
     let config = broker.config();
     // A message becomes one Kafka batch, so it must also fit
     // message.max.bytes with the batch's framing and the message's
@@ -81,7 +104,8 @@ pub fn serve(
         .max(1024);
     let tracker = ConnectionTracker::new(config.max_connections(), config.max_connections_per_ip());
     let shared = Arc::new(Shared {
-        service_url: format!("pulsar://{advertised}"),
+        urls,
+        security,
         max_message_size,
         keep_alive: config.pulsar_keep_alive(),
         budget: RequestBudget::new(config.queued_max_request_bytes()),
@@ -99,43 +123,103 @@ pub fn serve(
         broker: broker.clone(),
     });
     let front_end = crate::admin::FrontEnd::new(shared.clone());
-    let (tx, rx) = watch::channel(false);
-    let listener_metrics = broker.metrics().listener("pulsar");
-    let flusher = broker::group::front_end::spawn_flusher(broker, Duration::from_millis(100));
-    let task = tokio::spawn(async move {
-        broker::net::accept_loop(
-            listener,
-            tracker,
-            listener_metrics,
-            rx,
-            move |stream, peer, shutdown, guard| {
-                connection(stream, peer, shared.clone(), shutdown, guard)
-            },
-        )
-        .await;
-        flusher.abort();
-    });
-    Ok((Server::new(local_addr, tx, task), front_end))
+    let flusher = Arc::new(FlusherGuard(broker::group::front_end::spawn_flusher(
+        broker.clone(),
+        Duration::from_millis(100),
+    )));
+    let mut servers = Vec::new();
+    for PulsarListener { listener, tls } in listeners {
+        let local_addr = listener.local_addr()?;
+        let (tx, rx) = watch::channel(false);
+        let listener_metrics = broker.metrics().listener("pulsar");
+        let shared = shared.clone();
+        let tracker = tracker.clone();
+        let flusher = flusher.clone();
+        let task = tokio::spawn(async move {
+            broker::net::accept_loop(
+                listener,
+                tracker,
+                listener_metrics,
+                rx,
+                move |stream, peer, shutdown, guard| {
+                    accept(stream, peer, shared.clone(), tls.clone(), shutdown, guard)
+                },
+            )
+            .await;
+            drop(flusher);
+        });
+        servers.push(Server::new(local_addr, tx, task));
+    }
+    Ok((servers, front_end))
+}
+
+/// Sets up one connection: the TLS handshake (bounded by
+/// `socket.request.read.timeout.ms`) on the TLS listener, then its commands.
+async fn accept(
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    tls: Option<Arc<TlsContext>>,
+    shutdown: watch::Receiver<bool>,
+    guard: ConnectionGuard,
+) {
+    let Some(tls) = tls else {
+        let (read, write) = stream.into_split();
+        return connection(read, write, None, peer, shared, shutdown, guard).await;
+    };
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config());
+    let limit = shared
+        .frame_limits
+        .read_timeout
+        .unwrap_or(Duration::from_secs(30));
+    let stream = match tokio::time::timeout(limit, acceptor.accept(stream)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            warn_limited!(BAD_CONNECTION_LOG, %peer, "closing pulsar connection: TLS handshake failed: {e}");
+            return;
+        }
+        Err(_) => {
+            warn_limited!(BAD_CONNECTION_LOG, %peer, "closing pulsar connection: no TLS handshake within {limit:?}");
+            return;
+        }
+    };
+    // A verified client certificate, for the `tls` provider.
+    let certificate = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .map(|der| tls.principal_of(der));
+    let (read, write) = tokio::io::split(stream);
+    connection(read, write, certificate, peer, shared, shutdown, guard).await
 }
 
 async fn connection(
-    stream: TcpStream,
+    read: impl AsyncRead + Unpin,
+    write: impl AsyncWrite + Send + Unpin + 'static,
+    certificate: Option<Result<Principal, String>>,
     peer: SocketAddr,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
     _guard: ConnectionGuard,
 ) {
     let conn = shared.next_connection.fetch_add(1, Ordering::Relaxed);
-    let (read, write) = stream.into_split();
     let mut read = BufReader::with_capacity(64 * 1024, read);
     let (out, rx) = mpsc::channel::<Bytes>(OUT_QUEUE);
     let writer = tokio::spawn(write_loop(write, rx, shared.keep_alive));
-    let mut session = Session::new(conn, shared.clone(), out.clone(), peer);
+    let mut session = Session::new(conn, shared.clone(), out.clone(), peer, certificate);
     // Two keep-alive intervals without a frame: the peer is gone.
     let idle = Some(shared.keep_alive * 2);
     let reason = loop {
+        let deadline = session.auth_deadline();
         let frame = tokio::select! {
             _ = shutdown.changed() => break None,
+            _ = sleep_until(deadline) => {
+                match session.auth_deadline_passed().await {
+                    Ok(()) => continue,
+                    Err(why) => break Some(why),
+                }
+            }
             f = read_frame(&mut read, &shared.frame_limits, &shared.budget, idle) => f,
         };
         let (body, _permit) = match frame {
@@ -183,6 +267,14 @@ async fn connection(
     let _ = writer.await;
 }
 
+/// Sleeps until `deadline`; never wakes without one.
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The SendError answering a SEND whose checksum did not match.
 fn checksum_failed_send(
     decoded: &Result<magnetar_pulsar_wire::Frame, FrameError>,
@@ -198,7 +290,11 @@ fn checksum_failed_send(
 }
 
 /// Writes queued frames; pings the peer every keep-alive interval.
-async fn write_loop(write: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>, keep_alive: Duration) {
+async fn write_loop(
+    write: impl AsyncWrite + Unpin,
+    mut rx: mpsc::Receiver<Bytes>,
+    keep_alive: Duration,
+) {
     let mut w = BufWriter::with_capacity(64 * 1024, write);
     let mut ping = tokio::time::interval(keep_alive);
     ping.tick().await;

@@ -23,12 +23,15 @@ use tokio::sync::mpsc;
 use tracing::debug;
 
 use crate::admin::ClientInfo;
+use crate::authz::{self, Identity};
 use crate::consumer::{self, Consumer};
 use crate::dispatch::ConsumerOutlet;
 use crate::error::PulsarError;
 use crate::producer::{self, Producer};
 use crate::server::Shared;
 use crate::{lookup, schema, topics};
+use broker::security::acl::Operation;
+use broker::security::Principal;
 
 /// Highest protocol version spoken (ProtocolVersion v21).
 pub const PROTOCOL_VERSION: i32 = 21;
@@ -54,6 +57,16 @@ pub struct Session {
     /// The `ServerError` the command being handled was answered with, or
     /// [`NO_ERROR`] (metrics; atomic only so that `&Session` is `Sync`).
     answered_error: AtomicI32,
+    /// The verified TLS client certificate's principal (TLS listener).
+    certificate: Option<Result<Principal, String>>,
+    /// Who the client is (anonymous until CONNECT authenticates it).
+    identity: Arc<Identity>,
+    /// Whether the client answers AuthChallenge (its feature flags).
+    supports_refresh: bool,
+    /// When the credentials must be refreshed or the connection closed.
+    auth_deadline: Option<tokio::time::Instant>,
+    /// Whether an AuthChallenge awaits its AuthResponse.
+    challenged: bool,
 }
 
 impl Session {
@@ -64,8 +77,19 @@ impl Session {
         shared: Arc<Shared>,
         out: mpsc::Sender<Bytes>,
         peer: std::net::SocketAddr,
+        certificate: Option<Result<Principal, String>>,
     ) -> Session {
         Session {
+            certificate,
+            identity: Arc::new(Identity {
+                principal: Arc::new(Principal::anonymous()),
+                host: peer.ip().to_canonical().to_string(),
+                expires_ms: None,
+                method: None,
+            }),
+            supports_refresh: false,
+            auth_deadline: None,
+            challenged: false,
             conn,
             shared,
             out,
@@ -145,6 +169,7 @@ impl Session {
             let Command::Connect(c) = cmd else {
                 return Err(format!("{:?} before CONNECT", cmd.kind()));
             };
+            self.authenticate_connect(&c).await?;
             self.connected = true;
             self.client = Arc::new(ClientInfo {
                 address: self.client.address.clone(),
@@ -169,23 +194,33 @@ impl Session {
             Command::Ping(_) => self.reply(CommandPong {}).await,
             Command::Pong(_) => Ok(()),
             Command::PartitionedMetadata(c) => {
-                let r = blocking(move || lookup::partitioned_metadata(&broker, &c)).await?;
+                let who = self.identity.clone();
+                let r = blocking(move || lookup::partitioned_metadata(&broker, &who, &c)).await?;
                 self.reply(r).await
             }
             Command::Lookup(c) => {
-                let url = self.shared.service_url.clone();
-                let r = blocking(move || lookup::lookup(&broker, &url, &c)).await?;
+                let shared = self.shared.clone();
+                let who = self.identity.clone();
+                let r = blocking(move || lookup::lookup(&broker, &shared.urls, &who, &c)).await?;
                 self.reply(r).await
             }
             Command::GetTopicsOfNamespace(c) => {
                 let request_id = c.request_id;
-                match blocking(move || lookup::topics_of_namespace(&broker, &c)).await? {
+                let who = self.identity.clone();
+                match blocking(move || lookup::topics_of_namespace(&broker, &who, &c)).await? {
                     Ok(r) => self.reply(r).await,
                     Err(e) => self.error(request_id, e).await,
                 }
             }
             Command::GetSchema(c) => {
-                let r = schema_of(&self.shared, &c.topic, c.schema_version.as_deref());
+                let r = authz::check_topic(
+                    &broker,
+                    &self.identity,
+                    &c.topic,
+                    Operation::Describe,
+                    false,
+                )
+                .and_then(|()| schema_of(&self.shared, &c.topic, c.schema_version.as_deref()));
                 let resp = match r {
                     Ok((schema, version)) => CommandGetSchemaResponse {
                         request_id: c.request_id,
@@ -205,7 +240,9 @@ impl Session {
             Command::GetOrCreateSchema(c) => {
                 let shared = self.shared.clone();
                 let request_id = c.request_id;
+                let who = self.identity.clone();
                 let r = blocking(move || {
+                    authz::check_topic(&shared.broker, &who, &c.topic, Operation::Write, false)?;
                     let t = topics::parse(&shared.broker, &c.topic)?;
                     schema::get_or_create(&shared.broker, &t.kafka_name(), &c.schema)
                 })
@@ -256,7 +293,9 @@ impl Session {
                 let shared = self.shared.clone();
                 let conn = self.conn;
                 let client = self.client.clone();
+                let who = self.identity.clone();
                 let created = blocking(move || {
+                    authz::check_topic(&shared.broker, &who, &c.topic, Operation::Write, true)?;
                     producer::create(&shared.broker, &shared.producers, conn, client, &c)
                         .map(|(p, ok)| (c.producer_id, p, ok))
                 })
@@ -460,7 +499,7 @@ impl Session {
                 };
                 self.reply(resp).await
             }
-            Command::AuthResponse(_) => Ok(()),
+            Command::AuthResponse(c) => self.refreshed(c).await,
             other => Err(format!("unexpected {:?} from a client", other.kind())),
         }
     }
@@ -480,7 +519,13 @@ impl Session {
         let shared = self.shared.clone();
         let conn = self.conn;
         let after_seek = self.sought.remove(&consumer_id);
+        let who = self.identity.clone();
         let r = blocking(move || {
+            let creates = c.force_topic_creation.unwrap_or(true);
+            authz::check_topic(&shared.broker, &who, &c.topic, Operation::Read, creates)?;
+            if c.durable.unwrap_or(true) {
+                authz::check_subscription(&shared.broker, &who, &c.subscription)?;
+            }
             if let Some(s) = &c.schema {
                 schema::get_or_create(
                     &shared.broker,
@@ -555,6 +600,119 @@ impl Session {
             ..Default::default()
         })
         .await
+    }
+
+    /// Authenticates CONNECT; a refused client is answered
+    /// AuthenticationError (after `connection.failed.authentication.delay.ms`)
+    /// and closed.
+    async fn authenticate_connect(
+        &mut self,
+        c: &magnetar_pulsar_wire::proto::CommandConnect,
+    ) -> Result<(), Close> {
+        let (method, data) = authz::connect_credentials(c);
+        let r = authz::authenticate(
+            &self.shared.security,
+            method,
+            data,
+            self.certificate.as_ref(),
+            &self.identity.host,
+            broker::now_ms().0,
+        );
+        match r {
+            Ok(identity) => {
+                self.supports_refresh = c
+                    .feature_flags
+                    .as_ref()
+                    .and_then(|f| f.supports_auth_refresh)
+                    .unwrap_or(false);
+                self.set_identity(identity);
+                if self.identity.method.is_some() {
+                    debug!(conn = self.conn, principal = %self.identity.principal, "pulsar client authenticated");
+                }
+                Ok(())
+            }
+            Err(f) => {
+                tokio::time::sleep(self.shared.security.failed_delay).await;
+                self.reply(CommandError {
+                    request_id: u64::MAX,
+                    error: ServerError::AuthenticationError as i32,
+                    message: f.message,
+                })
+                .await?;
+                Err(format!("authentication failed: {}", f.detail))
+            }
+        }
+    }
+
+    fn set_identity(&mut self, identity: Identity) {
+        self.auth_deadline = identity.expires_ms.map(|end| {
+            let left = end.saturating_sub(broker::now_ms().0).max(0) as u64;
+            tokio::time::Instant::now() + std::time::Duration::from_millis(left)
+        });
+        self.identity = Arc::new(identity);
+        self.challenged = false;
+    }
+
+    /// When the connection's credentials end (the server wakes it then).
+    pub fn auth_deadline(&self) -> Option<tokio::time::Instant> {
+        self.auth_deadline
+    }
+
+    /// The credentials ended: a client that can refresh them is challenged
+    /// (and given a keep-alive interval to answer), else the connection is
+    /// closed, as upstream does.
+    pub async fn auth_deadline_passed(&mut self) -> Result<(), Close> {
+        if self.challenged || !self.supports_refresh {
+            return Err(format!(
+                "the credentials of {} expired",
+                self.identity.principal
+            ));
+        }
+        let method = self.identity.method.clone().unwrap_or_default();
+        self.reply(magnetar_pulsar_wire::proto::CommandAuthChallenge {
+            server_version: Some(format!("Magnetar {}", env!("CARGO_PKG_VERSION"))),
+            challenge: Some(magnetar_pulsar_wire::proto::AuthData {
+                auth_method_name: Some(method),
+                auth_data: Some(Bytes::from_static(authz::REFRESH_AUTH_DATA)),
+            }),
+            protocol_version: Some(PROTOCOL_VERSION),
+        })
+        .await?;
+        self.challenged = true;
+        self.auth_deadline = Some(tokio::time::Instant::now() + self.shared.keep_alive);
+        Ok(())
+    }
+
+    /// An AuthResponse: fresh credentials, which must name the same
+    /// principal. One nobody asked for is ignored.
+    async fn refreshed(
+        &mut self,
+        c: magnetar_pulsar_wire::proto::CommandAuthResponse,
+    ) -> Result<(), Close> {
+        if !self.challenged {
+            return Ok(());
+        }
+        let data = c.response.unwrap_or_default();
+        let r = authz::authenticate(
+            &self.shared.security,
+            data.auth_method_name.as_deref(),
+            data.auth_data.as_deref(),
+            self.certificate.as_ref(),
+            &self.identity.host,
+            broker::now_ms().0,
+        );
+        match r {
+            Ok(identity) if identity.principal == self.identity.principal => {
+                debug!(conn = self.conn, principal = %identity.principal, "pulsar credentials refreshed");
+                self.set_identity(identity);
+                Ok(())
+            }
+            Ok(identity) => Err(format!(
+                "refreshed credentials name {} on a connection of {}",
+                identity.principal, self.identity.principal
+            )),
+            Err(f) => Err(format!("refreshing credentials failed: {}", f.detail)),
+        }
     }
 
     /// Detaches everything this connection attached (it is closing).

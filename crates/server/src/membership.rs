@@ -154,8 +154,9 @@ pub(crate) async fn join(
     let dir = tokio::task::spawn_blocking(move || ClusterDir::open(&c)).await??;
     let (stop, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
+    let transport = controller_transport(&config)?;
     let controller = if combined {
-        let c = Controller::start(cc.clone(), MetadataMachine::new())
+        let c = Controller::start_with(cc.clone(), MetadataMachine::new(), transport.clone(), None)
             .await
             .map_err(|e| anyhow::anyhow!("controller: {e}"))?;
         let service = BrokerService::new(c.handle(), session, heartbeat);
@@ -170,7 +171,8 @@ pub(crate) async fn join(
     } else {
         None
     };
-    let client = ControllerClient::new(voters.clone(), ClientOptions::from(&cc));
+    let client =
+        ControllerClient::with_transport(voters.clone(), ClientOptions::from(&cc), transport);
     let link = Arc::new(ClusterLink::new(
         client,
         controller.as_ref().map(|c| c.handle()),
@@ -207,6 +209,51 @@ pub(crate) async fn join(
             Err(e)
         }
     }
+}
+
+/// How nodes reach the controller port: TCP, or mutual TLS
+/// (`controller.security.protocol=SSL`) admitting peers whose certificate
+/// maps (`ssl.principal.mapping.rules`) to a super user when an
+/// authorizer is set, any certificate of the trusted CAs otherwise.
+fn controller_transport(
+    config: &BrokerConfig,
+) -> anyhow::Result<Arc<dyn controller::transport::Transport>> {
+    if config.string_value("controller.security.protocol") != "SSL" {
+        return Ok(Arc::new(controller::transport::TcpTransport));
+    }
+    let settings = config.tls_settings().ok_or_else(|| {
+        anyhow::anyhow!("controller.security.protocol=SSL but ssl.keystore.location is not set")
+    })?;
+    let (server, client) = broker::security::tls::mutual(&settings)
+        .map_err(|e| anyhow::anyhow!("controller TLS: {e}"))?;
+    let rules = settings.principal_rules.clone();
+    let supers = if config.string_value("authorizer.class.name").is_empty() {
+        None
+    } else {
+        Some(
+            broker::security::acl::AuthorizerConfig::parse_super_users(
+                config.string_value("super.users"),
+            )
+            .map_err(|e| anyhow::anyhow!("super.users: {e}"))?,
+        )
+    };
+    let check = Arc::new(move |der: &[u8]| -> Result<(), String> {
+        let dn = broker::security::tls::subject_of_certificate(der)
+            .ok_or("the peer certificate's subject cannot be read")?;
+        let principal = rules
+            .map(&dn)
+            .map(broker::security::Principal::user)
+            .ok_or_else(|| format!("no ssl.principal.mapping.rules rule applies to {dn}"))?;
+        match &supers {
+            Some(s) if !s.contains(&principal.to_string()) => Err(format!(
+                "{principal} is not a super user (controller peers must be, with an authorizer)"
+            )),
+            _ => Ok(()),
+        }
+    });
+    Ok(Arc::new(controller::tls::TlsTransport::new(
+        server, client, check,
+    )))
 }
 
 /// What a node brings to the cluster it joins.

@@ -19,8 +19,12 @@ pub struct Node {
     broker: Arc<Broker>,
     /// The Kafka listeners, by name, the first (the primary) first.
     kafka: Vec<(String, magnetar_kafka::Server)>,
-    pulsar: Option<magnetar_pulsar::Server>,
-    http: Option<magnetar_http::Server>,
+    /// The Pulsar listeners: plain, TLS, either or none.
+    pulsar: Vec<magnetar_pulsar::Server>,
+    pulsar_addrs: (Option<SocketAddr>, Option<SocketAddr>),
+    /// The HTTP listeners: plain, HTTPS, either or none.
+    http: Vec<magnetar_http::Server>,
+    http_addrs: (Option<SocketAddr>, Option<SocketAddr>),
     maintenance: broker::maintenance::Maintenance,
     membership: Option<crate::membership::Membership>,
 }
@@ -41,7 +45,9 @@ impl Node {
             })?;
             kafka_listeners.push((spec, l));
         }
-        let securities = listener_securities(&config, &kafka_listeners).await?;
+        let tokens = tokens(&config).await?;
+        let tls = tls_context(&config, &kafka_listeners).await?;
+        let securities = listener_securities(&config, &kafka_listeners, &tls, &tokens)?;
         let mut kafka_endpoints = std::collections::BTreeMap::new();
         for (spec, l) in &kafka_listeners {
             let bound = l.local_addr()?;
@@ -74,6 +80,30 @@ impl Node {
             ),
             None => None,
         };
+        let pulsar_tls_listener = bind_key(
+            config.pulsar_tls_listen_address(),
+            "pulsar.tls.listen.address",
+        )
+        .await?;
+        let https_listener =
+            bind_key(config.http_tls_listen_address(), "http.tls.listen.address").await?;
+        let pulsar_tls_advertised = match &pulsar_tls_listener {
+            Some(l) => {
+                let bound = l.local_addr()?;
+                Some(match config.pulsar_tls_advertised_address() {
+                    Some((host, port)) => format!("{host}:{port}"),
+                    None => format!("{}:{}", advertised_host(bound), bound.port()),
+                })
+            }
+            None => None,
+        };
+        let https_advertised = match &https_listener {
+            Some(l) => {
+                let bound = l.local_addr()?;
+                Some(format!("{}:{}", advertised_host(bound), bound.port()))
+            }
+            None => None,
+        };
         let pulsar_advertised = match &pulsar_listener {
             Some(l) => {
                 let bound = l.local_addr()?;
@@ -100,6 +130,9 @@ impl Node {
             if let Some(a) = &pulsar_advertised {
                 endpoints.insert(broker::cluster::PULSAR_LISTENER.to_string(), a.clone());
             }
+            if let Some(a) = &pulsar_tls_advertised {
+                endpoints.insert(broker::cluster::PULSAR_TLS_LISTENER.to_string(), a.clone());
+            }
             if let Some(a) = &http_advertised {
                 endpoints.insert(broker::cluster::HTTP_LISTENER.to_string(), a.clone());
             }
@@ -118,29 +151,70 @@ impl Node {
                     magnetar_kafka::serve_listener(l, broker.clone(), security)?,
                 ));
             }
-            let mut pulsar_url = None;
-            let mut pulsar_front_end = None;
-            let pulsar = match pulsar_listener {
-                Some(l) => {
-                    let advertised = pulsar_advertised.clone().unwrap_or_default();
-                    pulsar_url = Some(format!("pulsar://{advertised}"));
-                    let (server, front_end) =
-                        magnetar_pulsar::serve(l, broker.clone(), advertised)?;
-                    pulsar_front_end = Some(front_end);
-                    Some(server)
-                }
-                None => None,
+            let urls = magnetar_pulsar::lookup::ServiceUrls {
+                plain: pulsar_advertised.as_ref().map(|a| format!("pulsar://{a}")),
+                tls: pulsar_tls_advertised
+                    .as_ref()
+                    .map(|a| format!("pulsar+ssl://{a}")),
             };
-            let http = match http_listener {
-                Some(l) => {
-                    let config = magnetar_http::HttpConfig {
-                        pulsar_url,
-                        pulsar: pulsar_front_end,
-                        http_url: format!("http://{}", http_advertised.clone().unwrap_or_default()),
-                    };
-                    Some(magnetar_http::serve(l, broker.clone(), config)?)
-                }
-                None => None,
+            let mut pulsar_listeners = Vec::new();
+            if let Some(l) = pulsar_listener {
+                pulsar_listeners.push(magnetar_pulsar::PulsarListener {
+                    listener: l,
+                    tls: None,
+                });
+            }
+            if let Some(l) = pulsar_tls_listener {
+                pulsar_listeners.push(magnetar_pulsar::PulsarListener {
+                    listener: l,
+                    tls: Some(need_tls(&tls, "pulsar.tls.listen.address")?),
+                });
+            }
+            let (pulsar, pulsar_front_end) = if pulsar_listeners.is_empty() {
+                (Vec::new(), None)
+            } else {
+                let security = magnetar_pulsar::PulsarSecurity {
+                    authentication: broker.config().pulsar_authentication(),
+                    tokens: tokens.clone(),
+                    failed_delay: broker.config().failed_authentication_delay(),
+                };
+                let (servers, front_end) = magnetar_pulsar::serve(
+                    pulsar_listeners,
+                    broker.clone(),
+                    urls.clone(),
+                    security,
+                )?;
+                (servers, Some(front_end))
+            };
+            let mut http_listeners = Vec::new();
+            if let Some(l) = http_listener {
+                http_listeners.push(magnetar_http::HttpListener {
+                    listener: l,
+                    tls: None,
+                });
+            }
+            if let Some(l) = https_listener {
+                http_listeners.push(magnetar_http::HttpListener {
+                    listener: l,
+                    tls: Some(need_tls(&tls, "http.tls.listen.address")?),
+                });
+            }
+            let http = if http_listeners.is_empty() {
+                Vec::new()
+            } else {
+                let config = magnetar_http::HttpConfig {
+                    pulsar_url: urls.plain,
+                    pulsar_url_tls: urls.tls,
+                    pulsar: pulsar_front_end,
+                    http_url: format!("http://{}", http_advertised.clone().unwrap_or_default()),
+                    https_url: https_advertised.as_ref().map(|a| format!("https://{a}")),
+                    security: magnetar_http::auth::HttpSecurity {
+                        methods: broker.config().http_authentication(),
+                        tokens: tokens.clone(),
+                        failed_delay: broker.config().failed_authentication_delay(),
+                    },
+                };
+                magnetar_http::serve(http_listeners, broker.clone(), config)?
             };
             Ok((kafka, pulsar, http))
         })();
@@ -156,11 +230,21 @@ impl Node {
             }
         };
         let maintenance = broker::maintenance::spawn(broker.clone());
+        let addrs = |servers: Vec<(bool, SocketAddr)>| {
+            (
+                servers.iter().find(|(t, _)| !t).map(|(_, a)| *a),
+                servers.iter().find(|(t, _)| *t).map(|(_, a)| *a),
+            )
+        };
+        let pulsar_addrs = addrs(tagged(&pulsar, pulsar_tls_advertised.is_some()));
+        let http_addrs = addrs(tagged(&http, https_advertised.is_some()));
         Ok(Node {
             broker,
             kafka,
             pulsar,
+            pulsar_addrs,
             http,
+            http_addrs,
             maintenance,
             membership,
         })
@@ -201,22 +285,32 @@ impl Node {
 
     /// Where the Pulsar listener is bound, if there is one.
     pub fn pulsar_addr(&self) -> Option<SocketAddr> {
-        self.pulsar.as_ref().map(|p| p.local_addr)
+        self.pulsar_addrs.0
+    }
+
+    /// Where the Pulsar TLS (`pulsar+ssl`) listener is bound, if there is one.
+    pub fn pulsar_tls_addr(&self) -> Option<SocketAddr> {
+        self.pulsar_addrs.1
     }
 
     /// Where the HTTP service is bound, if there is one.
     pub fn http_addr(&self) -> Option<SocketAddr> {
-        self.http.as_ref().map(|h| h.local_addr)
+        self.http_addrs.0
+    }
+
+    /// Where the HTTPS service is bound, if there is one.
+    pub fn https_addr(&self) -> Option<SocketAddr> {
+        self.http_addrs.1
     }
 
     /// Stops accepting, closes every connection, stops the background
     /// work and waits for its file work to end, then flushes and closes the
     /// logs and the metadata (on a blocking thread).
     pub async fn shutdown(self) -> anyhow::Result<()> {
-        if let Some(h) = self.http {
+        for h in self.http {
             h.shutdown().await;
         }
-        if let Some(p) = self.pulsar {
+        for p in self.pulsar {
             p.shutdown().await;
         }
         for (_, k) in self.kafka {
@@ -237,31 +331,93 @@ impl Node {
     }
 }
 
-/// What each Kafka listener asks of its clients: TLS material (read once,
-/// shared by the TLS listeners), SASL mechanisms, session lifetime.
-async fn listener_securities(
+/// The TLS material (read once, shared by every TLS listener of any front
+/// end), if any listener is TLS.
+async fn tls_context(
     config: &BrokerConfig,
-    listeners: &[(broker::security::KafkaListener, TcpListener)],
-) -> anyhow::Result<Vec<Arc<magnetar_kafka::ListenerSecurity>>> {
-    let tls = match listeners.iter().find(|(l, _)| l.protocol.tls()) {
-        None => None,
-        Some((l, _)) => {
-            let settings = config.tls_settings().ok_or_else(|| {
-                anyhow::anyhow!(
-                    "listener {} is {} but ssl.keystore.location is not set",
-                    l.name,
-                    l.protocol
-                )
-            })?;
-            let ctx = tokio::task::spawn_blocking(move || {
-                broker::security::tls::TlsContext::load(settings)
-            })
+    kafka: &[(broker::security::KafkaListener, TcpListener)],
+) -> anyhow::Result<Option<Arc<broker::security::tls::TlsContext>>> {
+    let wanted = kafka
+        .iter()
+        .find(|(l, _)| l.protocol.tls())
+        .map(|(l, _)| format!("listener {} is {}", l.name, l.protocol))
+        .or_else(|| {
+            config
+                .pulsar_tls_listen_address()
+                .map(|_| "pulsar.tls.listen.address is set".to_string())
+        })
+        .or_else(|| {
+            config
+                .http_tls_listen_address()
+                .map(|_| "http.tls.listen.address is set".to_string())
+        });
+    let Some(why) = wanted else {
+        return Ok(None);
+    };
+    let settings = config
+        .tls_settings()
+        .ok_or_else(|| anyhow::anyhow!("{why} but ssl.keystore.location is not set"))?;
+    let ctx =
+        tokio::task::spawn_blocking(move || broker::security::tls::TlsContext::load(settings))
             .await?
             .map_err(|e| anyhow::anyhow!("TLS: {e}"))?;
-            Some(Arc::new(ctx))
-        }
+    Ok(Some(Arc::new(ctx)))
+}
+
+fn need_tls(
+    tls: &Option<Arc<broker::security::tls::TlsContext>>,
+    key: &str,
+) -> anyhow::Result<Arc<broker::security::tls::TlsContext>> {
+    tls.clone()
+        .ok_or_else(|| anyhow::anyhow!("{key} is set but ssl.keystore.location is not"))
+}
+
+/// Binds the listener a `host:port` key names, if set.
+async fn bind_key(addr: Option<(String, u16)>, key: &str) -> anyhow::Result<Option<TcpListener>> {
+    let Some((host, port)) = addr else {
+        return Ok(None);
     };
-    let tokens = tokens(config).await?;
+    let l = TcpListener::bind((host.as_str(), port))
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {host}:{port} ({key}): {e}"))?;
+    Ok(Some(l))
+}
+
+/// Each server with whether it is the TLS one (the last, when there is
+/// one).
+fn tagged<S: HasAddr>(servers: &[S], has_tls: bool) -> Vec<(bool, SocketAddr)> {
+    let n = servers.len();
+    servers
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (has_tls && i + 1 == n, s.addr()))
+        .collect()
+}
+
+trait HasAddr {
+    fn addr(&self) -> SocketAddr;
+}
+
+impl HasAddr for magnetar_pulsar::Server {
+    fn addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+}
+
+impl HasAddr for magnetar_http::Server {
+    fn addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+}
+
+/// What each Kafka listener asks of its clients: TLS material, SASL
+/// mechanisms, session lifetime.
+fn listener_securities(
+    config: &BrokerConfig,
+    listeners: &[(broker::security::KafkaListener, TcpListener)],
+    tls: &Option<Arc<broker::security::tls::TlsContext>>,
+    tokens: &Option<Arc<broker::security::token::TokenValidator>>,
+) -> anyhow::Result<Vec<Arc<magnetar_kafka::ListenerSecurity>>> {
     if listeners.iter().any(|(l, _)| l.protocol.sasl())
         && config
             .sasl_mechanisms()

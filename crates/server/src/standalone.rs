@@ -210,8 +210,14 @@ async fn run(config: BrokerConfig) -> anyhow::Result<()> {
     if let Some(a) = node.pulsar_addr() {
         eprintln!("magnetar: pulsar listener on {a}");
     }
+    if let Some(a) = node.pulsar_tls_addr() {
+        eprintln!("magnetar: pulsar+ssl listener on {a}");
+    }
     if let Some(a) = node.http_addr() {
         eprintln!("magnetar: http listener on {a}");
+    }
+    if let Some(a) = node.https_addr() {
+        eprintln!("magnetar: https listener on {a}");
     }
     if let Some(a) = node.controller_addr() {
         eprintln!("magnetar: controller listener on {a}");

@@ -803,3 +803,75 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
         }
     }
 }
+
+/// `controller.security.protocol=SSL`: the nodes' Raft and broker RPCs go
+/// over mutual TLS (node certificates of the test CA, host names checked),
+/// so metadata made through one node reaches the others; a plaintext
+/// client on a controller port is refused and the refusal logged.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_controller_port_speaks_mutual_tls() {
+    let pki = tempfile::tempdir().unwrap();
+    common::pki::make_pki(pki.path());
+    let keystore = format!(
+        "ssl.keystore.location={}",
+        pki.path().join("server.pem").display()
+    );
+    let truststore = format!(
+        "ssl.truststore.location={}",
+        pki.path().join("ca.pem").display()
+    );
+    let mut settings = SETTINGS.to_vec();
+    settings.extend([
+        "controller.security.protocol=SSL",
+        keystore.as_str(),
+        truststore.as_str(),
+    ]);
+    let c = Cluster::start(3, &settings);
+    create(
+        &c.addr(1),
+        NewTopic::new("over-tls", 3, TopicReplication::Fixed(1)),
+    )
+    .await;
+    let end = std::time::Instant::now() + DEADLINE;
+    loop {
+        let md = metadata(&c.addr(3)).await;
+        let seen = md.topics.iter().any(|t| {
+            t.name.as_ref().map(|n| n.as_str()) == Some("over-tls") && t.partitions.len() == 3
+        });
+        if seen {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "node 3 never saw the topic"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Plaintext on node 1's controller port: no answer, the connection closed.
+    let port = c
+        .voters
+        .split(',')
+        .next()
+        .unwrap()
+        .rsplit_once(':')
+        .unwrap()
+        .1;
+    let mut s = tokio::net::TcpStream::connect(format!("127.0.0.1:{port}"))
+        .await
+        .unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    s.write_all(&[0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8])
+        .await
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let n = tokio::time::timeout(DEADLINE, s.read(&mut buf))
+        .await
+        .expect("closed in time")
+        .unwrap_or(0);
+    assert!(
+        n == 0 || buf[0] == 0x15,
+        "plaintext got an answer: {:?}",
+        &buf[..n]
+    );
+    c.wait_for_log(1, "controller: refusing connection", DEADLINE);
+}

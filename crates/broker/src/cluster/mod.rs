@@ -34,6 +34,8 @@ use crate::metadata_store::Metadata;
 pub const KAFKA_LISTENER: &str = "kafka";
 /// The Pulsar binary protocol listener.
 pub const PULSAR_LISTENER: &str = "pulsar";
+/// The registration key of a broker's Pulsar TLS (`pulsar+ssl`) listener.
+pub const PULSAR_TLS_LISTENER: &str = "pulsar+ssl";
 /// The HTTP service listener.
 pub const HTTP_LISTENER: &str = "http";
 

@@ -44,6 +44,8 @@ pub const BROKER_KEYS: &[ConfigKey] = &[
         "The controller quorum, id@host:port,...; empty = a single node (magnetar standalone) keeping its metadata in its own file."),
     b("controller.listen.address", "", ValueKind::Listener, false,
         "Where this node's controller listens (host:port); defaults to its own address in controller.quorum.voters."),
+    b("controller.security.protocol", "PLAINTEXT", ValueKind::Choice(&["PLAINTEXT", "SSL"]), false,
+        "How nodes talk to the controller port: PLAINTEXT, or SSL (mutual TLS with the ssl.keystore.location certificate, peers' certificates checked against ssl.truststore.location and their host names; with an authorizer, a peer's mapped principal must be a super user). Every node of a cluster must use the same."),
     b("broker.session.timeout.ms", "9000", int(1, I32_MAX), false,
         "A broker whose heartbeats stop for this long is fenced: it leads nothing and gets no new partitions until it returns."),
     b("broker.heartbeat.interval.ms", "2000", int(1, I32_MAX), false,

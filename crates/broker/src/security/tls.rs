@@ -144,7 +144,11 @@ fn read(path: &Path, what: &str) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("cannot read {what} {}: {e}", path.display()))
 }
 
-fn build(s: &TlsSettings) -> Result<Arc<ServerConfig>, String> {
+type ChainAndKey = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
+
+/// The certificate chain and key of `ssl.keystore.location` (and
+/// `ssl.key.location`).
+fn chain_and_key(s: &TlsSettings) -> Result<ChainAndKey, String> {
     let keystore = read(&s.keystore, "ssl.keystore.location")?;
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&keystore)
         .collect::<Result<_, _>>()
@@ -165,14 +169,43 @@ fn build(s: &TlsSettings) -> Result<Arc<ServerConfig>, String> {
             key_path.display()
         )
     })?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let versions: &[&'static rustls::SupportedProtocolVersion] = if s.tls12 {
-        &[&rustls::version::TLS13, &rustls::version::TLS12]
+    Ok((chain, key))
+}
+
+/// The CAs of `ssl.truststore.location`.
+fn roots(path: &Path) -> Result<rustls::RootCertStore, String> {
+    let pem = read(path, "ssl.truststore.location")?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.map_err(|e| format!("{}: bad PEM certificate: {e:?}", path.display()))?;
+        roots
+            .add(cert)
+            .map_err(|e| format!("{}: unusable CA certificate: {e}", path.display()))?;
+    }
+    if roots.is_empty() {
+        return Err(format!("{} holds no CA certificate", path.display()));
+    }
+    Ok(roots)
+}
+
+/// TLS 1.3, and 1.2 unless `ssl.enabled.protocols` leaves it out.
+static TLS13_12: [&rustls::SupportedProtocolVersion; 2] =
+    [&rustls::version::TLS13, &rustls::version::TLS12];
+static TLS13: [&rustls::SupportedProtocolVersion; 1] = [&rustls::version::TLS13];
+
+fn versions(s: &TlsSettings) -> &'static [&'static rustls::SupportedProtocolVersion] {
+    if s.tls12 {
+        &TLS13_12
     } else {
-        &[&rustls::version::TLS13]
-    };
+        &TLS13
+    }
+}
+
+fn build(s: &TlsSettings) -> Result<Arc<ServerConfig>, String> {
+    let (chain, key) = chain_and_key(s)?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(versions)
+        .with_protocol_versions(versions(s))
         .map_err(|e| format!("TLS: {e}"))?;
     let builder = match (s.client_auth, &s.truststore) {
         (ClientAuth::None, _) => builder.with_no_client_auth(),
@@ -181,18 +214,7 @@ fn build(s: &TlsSettings) -> Result<Arc<ServerConfig>, String> {
                 .into(),
         ),
         (auth, Some(path)) => {
-            let pem = read(path, "ssl.truststore.location")?;
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in CertificateDer::pem_slice_iter(&pem) {
-                let cert =
-                    cert.map_err(|e| format!("{}: bad PEM certificate: {e:?}", path.display()))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("{}: unusable CA certificate: {e}", path.display()))?;
-            }
-            if roots.is_empty() {
-                return Err(format!("{} holds no CA certificate", path.display()));
-            }
+            let roots = roots(path)?;
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
             let verifier = if auth == ClientAuth::Requested {
                 verifier.allow_unauthenticated()
@@ -213,6 +235,34 @@ fn build(s: &TlsSettings) -> Result<Arc<ServerConfig>, String> {
         )
     })?;
     Ok(Arc::new(config))
+}
+
+/// Mutual TLS for the controller port: a server configuration requiring
+/// client certificates of the truststore's CAs, and a client configuration
+/// trusting those CAs and presenting the keystore's certificate (a node
+/// is both). Needs `ssl.truststore.location`.
+pub fn mutual(s: &TlsSettings) -> Result<(Arc<ServerConfig>, Arc<rustls::ClientConfig>), String> {
+    let path = s.truststore.as_ref().ok_or(
+        "controller.security.protocol=SSL needs ssl.truststore.location (the CAs node certificates chain to)",
+    )?;
+    let server = build(&TlsSettings {
+        client_auth: ClientAuth::Required,
+        ..s.clone()
+    })?;
+    let (chain, key) = chain_and_key(s)?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions(s))
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(roots(path)?)
+        .with_client_auth_cert(chain, key)
+        .map_err(|e| {
+            format!(
+                "{}: the key does not fit the certificate: {e}",
+                s.keystore.display()
+            )
+        })?;
+    Ok((server, Arc::new(client)))
 }
 
 /// The principal of a verified client certificate: `User:` and its

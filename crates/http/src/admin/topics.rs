@@ -10,6 +10,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
+use axum::Extension;
 use axum::Json;
 use broker::config::{TopicConfig, TopicKind};
 use broker::{Broker, NewTopic, MAX_PARTITIONS_PER_TOPIC};
@@ -122,6 +123,7 @@ fn partition_count(body: Result<Bytes, BytesRejection>) -> Result<i32, ApiError>
 /// `-partition-N` name, sorted.
 pub async fn list(
     State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<crate::auth::Caller>,
     p: Result<Path<(String, String, String)>, PathRejection>,
 ) -> Result<Json<Vec<String>>, ApiError> {
     let (d, tenant, namespace) = path(p)?;
@@ -130,8 +132,13 @@ pub async fn list(
     if d == Domain::NonPersistent {
         return Ok(Json(Vec::new()));
     }
-    let names =
-        magnetar_pulsar::lookup::namespace_topics(&state.broker, &ns.tenant, &ns.namespace, None)?;
+    let names = magnetar_pulsar::lookup::namespace_topics(
+        &state.broker,
+        &caller,
+        &ns.tenant,
+        &ns.namespace,
+        None,
+    )?;
     Ok(Json(names))
 }
 
@@ -139,6 +146,7 @@ pub async fn list(
 /// namespace's partitioned topics, sorted.
 pub async fn list_partitioned(
     State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<crate::auth::Caller>,
     p: Result<Path<(String, String, String)>, PathRejection>,
 ) -> Result<Json<Vec<String>>, ApiError> {
     let (d, tenant, namespace) = path(p)?;
@@ -152,6 +160,7 @@ pub async fn list_partitioned(
         .namespace_topics(&ns)
         .iter()
         .filter(|t| reported_partitions(t) > 0)
+        .filter(|t| magnetar_pulsar::authz::may_describe(broker, &caller, t.name.as_str()))
         .map(|t| magnetar_pulsar::topics::pulsar_name(broker, t).to_string())
         .collect();
     names.sort();

@@ -331,6 +331,20 @@ impl BrokerProcess {
     /// `host:port` for clients.
     /// The address of the Kafka listener `name` (`SASL_SSL`, ...), as the
     /// broker last logged it (`magnetar: kafka listener NAME on ADDR`).
+    /// The address of the `what` listener (`pulsar+ssl`, `https`, ...) the
+    /// broker logged at start (`magnetar: {what} listener on ADDR`).
+    pub fn logged_listener(&self, what: &str) -> String {
+        let needle = format!("magnetar: {what} listener on ");
+        self.log_text()
+            .lines()
+            .rev()
+            .find_map(|l| {
+                l.strip_prefix(needle.as_str())
+                    .map(|a| a.trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("no {what} listener in the log:\n{}", self.log_text()))
+    }
+
     pub fn listener(&self, name: &str) -> String {
         let needle = format!("magnetar: kafka listener {name} on ");
         self.log_text()

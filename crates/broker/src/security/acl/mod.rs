@@ -9,11 +9,13 @@
 //! Kafka's admin tools define the model, but other front ends map their own
 //! actions to the same operations.
 
+pub mod access;
 pub mod authorizer;
 pub mod ops;
 
 use serde::{Deserialize, Serialize};
 
+pub use access::{Access, Requester};
 pub use authorizer::{AclIndex, Authorizer, AuthorizerConfig};
 
 /// The `authorizer.class.name` values this broker implements: Kafka's

@@ -1,0 +1,302 @@
+//! Who an HTTP request is and what it may do. With
+//! `http.authentication.enabled`, every path but the health checks and the
+//! OpenAPI document needs credentials: `Authorization: Bearer <JWT>`
+//! (checked against the token keys, principal `User:<sub>`) or
+//! `Authorization: Basic` (a user's password checked against its stored
+//! SCRAM credential, principal `User:<name>`). Missing or bad credentials
+//! are answered 401 (bad ones after `connection.failed.authentication.delay.ms`);
+//! a request the authorizer refuses is answered 403. Without
+//! authentication every request is `User:ANONYMOUS`, still subject to the
+//! authorizer when one is configured.
+//!
+//! Each route's operation is in [`rule`]: reads of a topic need Describe
+//! (Read to peek at messages), creating one Create, growing it Alter,
+//! deleting it Delete; subscription changes Read on the topic and on the
+//! group named after the subscription (Delete on it to delete it);
+//! tenants, namespaces and metrics Describe or Alter on the cluster;
+//! listings show only topics the caller may describe.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, MatchedPath, RawPathParams, Request, State};
+use axum::http::{header, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use broker::config::HttpAuthMethod;
+use broker::log_limit::RateLimiter;
+use broker::security::acl::{Access, Operation, Requester, ResourceType, CLUSTER_NAME};
+use broker::security::token::TokenValidator;
+use broker::security::{credentials, plain, Principal};
+use broker::warn_limited;
+
+use crate::{ApiError, AppState};
+
+static AUTH_FAILURE_LOG: RateLimiter = RateLimiter::new(10, Duration::from_secs(1));
+
+/// How HTTP clients prove who they are.
+#[derive(Debug, Clone, Default)]
+pub struct HttpSecurity {
+    /// The credentials accepted; `None` = no authentication.
+    pub methods: Option<Vec<HttpAuthMethod>>,
+    /// Checks bearer tokens, when token keys are configured.
+    pub tokens: Option<Arc<TokenValidator>>,
+    /// How long a failed authentication waits before its answer.
+    pub failed_delay: Duration,
+}
+
+/// The caller of a request (a request extension every handler can read).
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// Its principal.
+    pub principal: Arc<Principal>,
+    /// Its IP address.
+    pub host: String,
+}
+
+impl Requester for Caller {
+    fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    fn client_host(&self) -> &str {
+        &self.host
+    }
+}
+
+/// Paths anyone may ask for (load balancers, documentation).
+fn open_path(path: &str) -> bool {
+    path.starts_with("/health/") || path == "/openapi.json" || path == "/admin/v2/brokers/health"
+}
+
+fn unauthorized(reason: &str) -> Response {
+    let mut r = ApiError::new(StatusCode::UNAUTHORIZED, reason).into_response();
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer, Basic realm=\"magnetar\""),
+    );
+    r
+}
+
+/// Authenticates the request and records its [`Caller`].
+pub async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let host = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip().to_canonical().to_string())
+        .unwrap_or_default();
+    let security = &state.config.security;
+    let principal = match &security.methods {
+        None => Principal::anonymous(),
+        Some(_) if open_path(req.uri().path()) => Principal::anonymous(),
+        Some(methods) => {
+            let header = req
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let Some(header) = header else {
+                return unauthorized("authentication required");
+            };
+            match credentials_of(&state, methods, &header).await {
+                Ok(p) => p,
+                Err(detail) => {
+                    warn_limited!(AUTH_FAILURE_LOG, peer = %host, "HTTP authentication failed: {detail}");
+                    tokio::time::sleep(security.failed_delay).await;
+                    return unauthorized("invalid credentials");
+                }
+            }
+        }
+    };
+    req.extensions_mut().insert(Caller {
+        principal: Arc::new(principal),
+        host,
+    });
+    next.run(req).await
+}
+
+/// The principal an Authorization header proves, or why not (for the log).
+async fn credentials_of(
+    state: &Arc<AppState>,
+    methods: &[HttpAuthMethod],
+    header: &str,
+) -> Result<Principal, String> {
+    let (scheme, value) = header.split_once(' ').unwrap_or((header, ""));
+    let value = value.trim();
+    if scheme.eq_ignore_ascii_case("bearer") && methods.contains(&HttpAuthMethod::Bearer) {
+        let tokens = state
+            .config
+            .security
+            .tokens
+            .as_ref()
+            .ok_or("a bearer token, but no token key is configured")?;
+        return tokens
+            .validate(value, broker::now_ms().0)
+            .map(|t| t.principal)
+            .map_err(|e| e.log_detail());
+    }
+    if scheme.eq_ignore_ascii_case("basic") && methods.contains(&HttpAuthMethod::Basic) {
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(value)
+            .map_err(|_| "Basic credentials are not base64".to_string())?;
+        let text = String::from_utf8(decoded).map_err(|_| "Basic credentials are not UTF-8")?;
+        let (user, password) = text
+            .split_once(':')
+            .ok_or("Basic credentials are not user:password")?;
+        if user.is_empty() || password.is_empty() {
+            return Err("Basic credentials with an empty user or password".into());
+        }
+        let broker = state.broker.clone();
+        let (user, password) = (user.to_string(), password.to_string());
+        // The key derivation is slow on purpose: off the async workers.
+        return tokio::task::spawn_blocking(move || {
+            let lookup = |u: &str, m| broker.scram_credential(u, m);
+            let _ = credentials::unknown_user_secret();
+            plain::verify_password(&user, password.as_bytes(), &lookup)
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.log_detail());
+    }
+    Err(format!(
+        "credentials of scheme {scheme:?}, which http.authentication.methods does not accept"
+    ))
+}
+
+/// What one route needs.
+enum Rule {
+    /// Nothing (health, documentation).
+    Open,
+    /// An operation on the cluster.
+    Cluster(Operation),
+    /// An operation on the route's topic.
+    Topic(Operation),
+    /// Creating the route's topic.
+    CreateTopic,
+    /// Read on the topic and `op` on the subscription's group.
+    Subscription(Operation),
+    /// The handler filters what it lists.
+    Listing,
+}
+
+/// The rule of a route, by its method and path template.
+fn rule(method: &Method, path: &str) -> Rule {
+    use Operation::*;
+    if open_path(path) {
+        return Rule::Open;
+    }
+    if path == "/metrics" {
+        return Rule::Cluster(Describe);
+    }
+    if path.contains("/subscription/") {
+        return match (method, path.ends_with("{subscription}")) {
+            (&Method::DELETE, true) => Rule::Subscription(Delete),
+            _ if path.contains("/position/") => Rule::Topic(Read),
+            _ => Rule::Subscription(Read),
+        };
+    }
+    if path.starts_with("/lookup/")
+        || path.ends_with("/stats")
+        || path.ends_with("/partitioned-stats")
+        || path.ends_with("/subscriptions")
+    {
+        return Rule::Topic(Describe);
+    }
+    if path.ends_with("/topics") || path.ends_with("{namespace}/partitioned") {
+        return Rule::Listing;
+    }
+    if path.starts_with("/admin/v2/clusters")
+        || path.starts_with("/admin/v2/tenants")
+        || path.starts_with("/admin/v2/namespaces")
+    {
+        return Rule::Cluster(if method == Method::GET {
+            Describe
+        } else {
+            Alter
+        });
+    }
+    if path == "/admin/v2/{domain}/{tenant}/{namespace}" {
+        return Rule::Listing;
+    }
+    if path.ends_with("{topic}") || path.ends_with("{topic}/partitions") {
+        return match *method {
+            // PIP-344's metadata checks Describe (and Create) itself.
+            Method::GET => Rule::Listing,
+            Method::PUT => Rule::CreateTopic,
+            Method::POST => Rule::Topic(Alter),
+            _ => Rule::Topic(Delete),
+        };
+    }
+    // Every route has a rule; an unknown one is for super users only.
+    Rule::Cluster(Alter)
+}
+
+/// Checks the matched route's rule for the request's caller; 403 if the
+/// authorizer refuses.
+pub async fn authorize(
+    State(state): State<Arc<AppState>>,
+    matched: Option<MatchedPath>,
+    params: RawPathParams,
+    req: Request,
+    next: Next,
+) -> Response {
+    let Some(caller) = req.extensions().get::<Caller>().cloned() else {
+        return ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "no caller").into_response();
+    };
+    let Some(matched) = matched else {
+        return next.run(req).await;
+    };
+    let access = Access::of(&state.broker, &caller);
+    if !access.checks() {
+        return next.run(req).await;
+    }
+    let param = |name: &str| {
+        params
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+            .unwrap_or_default()
+    };
+    let topic = || -> Result<String, ApiError> {
+        let domain = param("domain");
+        let domain = if domain.is_empty() {
+            "persistent"
+        } else {
+            domain.as_str()
+        };
+        let name = format!(
+            "{domain}://{}/{}/{}",
+            param("tenant"),
+            param("namespace"),
+            param("topic")
+        );
+        let parsed = magnetar_pulsar::topics::parse(&state.broker, &name)?;
+        Ok(parsed.kafka_name().to_string())
+    };
+    let allowed = match rule(req.method(), matched.as_str()) {
+        Rule::Open | Rule::Listing => Ok(true),
+        Rule::Cluster(op) => Ok(access.may(op, ResourceType::Cluster, CLUSTER_NAME)),
+        Rule::Topic(op) => topic().map(|t| access.topic(op, &t)),
+        Rule::CreateTopic => topic().map(|t| access.may_create_topic(&t)),
+        Rule::Subscription(op) => topic()
+            .map(|t| access.topic(Operation::Read, &t) && access.group(op, &param("subscription"))),
+    };
+    match allowed {
+        Ok(true) => next.run(req).await,
+        Ok(false) => {
+            tracing::debug!(principal = %caller.principal, path = %req.uri().path(), "HTTP request denied");
+            ApiError::new(
+                StatusCode::FORBIDDEN,
+                format!("{} is not authorized for this request", caller.principal),
+            )
+            .into_response()
+        }
+        Err(e) => e.into_response(),
+    }
+}
