@@ -12,6 +12,10 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_NOT_FOUND: u8 = 3;
 /// Exit code: the broker could not be reached (or did not answer in time).
 pub const EXIT_UNREACHABLE: u8 = 4;
+/// Exit code: authentication failed: the broker refused the SASL
+/// credentials or the client certificate, or the broker's certificate could
+/// not be verified. Trying again with the same settings fails again.
+pub const EXIT_AUTH: u8 = 5;
 
 /// Why a command failed.
 #[derive(Debug, thiserror::Error)]
@@ -104,6 +108,7 @@ pub fn client_code(e: &client::Error) -> u8 {
         E::Timeout(_) | E::Disconnected { .. } | E::Io { .. } | E::NotKafka { .. } => {
             EXIT_UNREACHABLE
         }
+        E::Authentication { .. } | E::Tls { .. } => EXIT_AUTH,
         E::InvalidArgument(_) => EXIT_USAGE,
         _ => EXIT_FAILED,
     }
@@ -152,4 +157,33 @@ pub fn check_items<K: std::fmt::Display, T>(
             EXIT_FAILED
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authentication_failures_have_their_own_code() {
+        let auth = client::Error::Authentication {
+            broker: "b:1".into(),
+            message: "SCRAM-SHA-512 as \"alice\": wrong".into(),
+        };
+        assert_eq!(client_code(&auth), EXIT_AUTH);
+        let tls = client::Error::Tls {
+            broker: "b:1".into(),
+            reason: "unknown issuer".into(),
+        };
+        assert_eq!(client_code(&tls), EXIT_AUTH);
+        let e = CliError::Client {
+            context: "cannot connect".into(),
+            broker: "b:1".into(),
+            source: auth,
+        };
+        assert_eq!(e.exit_code(), EXIT_AUTH);
+        assert!(
+            e.to_string().contains("authentication failed at b:1"),
+            "{e}"
+        );
+    }
 }

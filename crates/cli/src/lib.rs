@@ -15,6 +15,8 @@ pub mod error;
 mod group;
 pub mod output;
 mod produce;
+pub mod properties;
+pub mod security;
 mod topic;
 
 use std::future::Future;
@@ -42,17 +44,23 @@ pub struct GlobalArgs {
     /// Seconds to wait for the broker.
     #[arg(long, global = true, default_value_t = 10)]
     pub timeout: u64,
+    /// TLS and SASL.
+    #[command(flatten)]
+    pub security: security::SecurityArgs,
 }
 
 impl GlobalArgs {
     /// The client configuration these options describe, or a usage error
-    /// if `--bootstrap` is not a list of `host:port`.
+    /// if `--bootstrap` is not a list of `host:port` or the security
+    /// options do not fit together.
     pub fn client_config(&self) -> Result<client::ClientConfig, CliError> {
         check_bootstrap(&self.bootstrap)?;
+        let security = self.security.security_config()?;
         Ok(client::ClientConfig::from_bootstrap_list(&self.bootstrap)
             .client_id("magnetar-cli")
             .connect_timeout(Duration::from_secs(self.timeout))
-            .request_timeout(Duration::from_secs(self.timeout)))
+            .request_timeout(Duration::from_secs(self.timeout))
+            .security(security))
     }
 
     /// A connection pool, or an error naming the broker.

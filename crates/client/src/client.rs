@@ -13,6 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 use crate::conn::{ConnSettings, Connection};
 use crate::error::{Error, Result};
 use crate::metadata::{ClusterMetadata, NodeId, TopicMetadata, TopicResults};
+use crate::security::{self, SecurityConfig};
 
 /// Connection settings shared by the producer, the admin client and
 /// anything else built on a [`Client`].
@@ -32,6 +33,7 @@ pub struct ClientConfig {
     request_timeout: Duration,
     reconnect_backoff: Duration,
     reconnect_backoff_max: Duration,
+    security: SecurityConfig,
 }
 
 impl ClientConfig {
@@ -48,6 +50,7 @@ impl ClientConfig {
             request_timeout: Duration::from_secs(30),
             reconnect_backoff: Duration::from_millis(50),
             reconnect_backoff_max: Duration::from_secs(1),
+            security: SecurityConfig::default(),
         }
     }
 
@@ -90,6 +93,19 @@ impl ClientConfig {
     /// The configured request timeout.
     pub fn get_request_timeout(&self) -> Duration {
         self.request_timeout
+    }
+
+    /// How connections are secured: TLS and SASL (default PLAINTEXT). See
+    /// [`SecurityConfig`]; [`Client::connect`] checks the settings and
+    /// reads their files before dialling anything.
+    pub fn security(mut self, security: SecurityConfig) -> Self {
+        self.security = security;
+        self
+    }
+
+    /// The security settings.
+    pub fn get_security(&self) -> &SecurityConfig {
+        &self.security
     }
 }
 
@@ -174,15 +190,19 @@ impl std::fmt::Debug for Client {
 
 impl Client {
     /// Connects to the first bootstrap broker that answers and loads the
-    /// broker list.
+    /// broker list. Bad security settings (see [`SecurityConfig::validate`])
+    /// or unreadable certificate files are [`Error::InvalidArgument`]; a
+    /// refused authentication is [`Error::Authentication`].
     pub async fn connect(config: ClientConfig) -> Result<Client> {
         if config.bootstrap.is_empty() {
             return Err(Error::InvalidArgument("no bootstrap servers".into()));
         }
+        let security = security::Resolved::new(&config.security)?;
         let settings = ConnSettings {
             client_id: StrBytes::from_string(config.client_id.clone()),
             connect_timeout: config.connect_timeout,
             request_timeout: config.request_timeout,
+            security,
         };
         let client = Client {
             inner: Arc::new(Inner {
@@ -682,6 +702,7 @@ pub(crate) struct ClientSource {
     bootstrap: Vec<String>,
     client: Option<Client>,
     client_id: Option<String>,
+    security: Option<SecurityConfig>,
 }
 
 impl ClientSource {
@@ -706,6 +727,11 @@ impl ClientSource {
         self.client_id = Some(id);
     }
 
+    /// The security settings of a new pool.
+    pub(crate) fn set_security(&mut self, security: SecurityConfig) {
+        self.security = Some(security);
+    }
+
     /// The given client, or a new one bootstrapped from the servers.
     pub(crate) async fn connect(self, request_timeout: Duration) -> Result<Client> {
         if let Some(c) = self.client {
@@ -714,6 +740,9 @@ impl ClientSource {
         let mut cc = ClientConfig::new(self.bootstrap).request_timeout(request_timeout);
         if let Some(id) = self.client_id {
             cc = cc.client_id(id);
+        }
+        if let Some(security) = self.security {
+            cc = cc.security(security);
         }
         Client::connect(cc).await
     }

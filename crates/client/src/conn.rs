@@ -1,24 +1,29 @@
 //! One pipelined connection to one broker: a writer task and a reader task,
 //! any number of requests in flight, responses matched by correlation id.
+//! With TLS the socket is a rustls stream; with SASL the writer task
+//! authenticates the connection after ApiVersions and again before each
+//! session ends (KIP-368), writing nothing else meanwhile.
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
+    SaslAuthenticateRequest, SaslHandshakeRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use crate::error::{Error, Result};
+use crate::security::sasl::{self, Authenticator};
+use crate::security::{self as sec, SaslCredentials};
 use crate::versions::ApiVersions;
 
 /// Largest response frame accepted; a bigger size prefix means a broken
@@ -32,15 +37,32 @@ pub(crate) struct ConnSettings {
     pub client_id: StrBytes,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
+    pub security: sec::Resolved,
 }
 
 type Reply = oneshot::Sender<Result<Bytes>>;
+
+/// What the handle gives the writer task.
+enum Outgoing {
+    /// A request frame to write.
+    Frame(Bytes),
+    /// Authenticate with SASL now, SaslAuthenticate at `version`; the
+    /// outcome to `done`.
+    Authenticate {
+        version: i16,
+        done: oneshot::Sender<Result<()>>,
+    },
+}
 
 /// State shared by the handle, the writer and the reader.
 struct Shared {
     addr: String,
     pending: Mutex<Pending>,
     closed: AtomicBool,
+    next_correlation: AtomicI32,
+    client_id: StrBytes,
+    /// Successful SASL authentications (the first, then re-authentications).
+    authentications: AtomicU64,
 }
 
 #[derive(Default)]
@@ -72,12 +94,69 @@ impl Shared {
             reason: reason.into(),
         }
     }
+
+    /// A frame for `req` at `version` with the next correlation id.
+    fn encode<R: Request>(&self, req: &R, version: i16) -> Result<(i32, Bytes)> {
+        let correlation = self.next_correlation.fetch_add(1, Ordering::Relaxed);
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation)
+            .with_client_id(Some(self.client_id.clone()));
+        let header_version = R::header_version(version);
+        let size = header
+            .compute_size(header_version)
+            .and_then(|h| req.compute_size(version).map(|b| h + b))
+            .map_err(|e| Error::protocol("sizing request", e))?;
+        let mut buf = BytesMut::with_capacity(4 + size);
+        buf.put_i32(size as i32);
+        header
+            .encode(&mut buf, header_version)
+            .and_then(|_| req.encode(&mut buf, version))
+            .map_err(|e| {
+                Error::protocol(
+                    &format!("encoding {:?} v{version}", ApiKey::try_from(R::KEY)),
+                    e,
+                )
+            })?;
+        debug_assert_eq!(buf.len(), 4 + size);
+        Ok((correlation, buf.freeze()))
+    }
+
+    /// Registers the reply slot of `correlation`, unless closed.
+    fn expect(&self, correlation: i32) -> Result<oneshot::Receiver<Result<Bytes>>> {
+        let (reply, rx) = oneshot::channel();
+        let mut p = self.pending.lock().unwrap();
+        if let Some(why) = &p.closed {
+            return Err(why.clone());
+        }
+        p.waiting.insert(correlation, reply);
+        Ok(rx)
+    }
+
+    fn io_error(&self, e: std::io::Error) -> Error {
+        sec::tls::io_error(&self.addr, e)
+    }
+}
+
+/// Decodes a response frame (header and body) of `R` at `version`.
+fn decode<R: Request>(mut body: Bytes, version: i16) -> Result<R::Response> {
+    ResponseHeader::decode(&mut body, R::Response::header_version(version))
+        .map_err(|e| Error::protocol("response header", e))?;
+    R::Response::decode(&mut body, version).map_err(|e| {
+        Error::protocol(
+            &format!(
+                "decoding {:?} v{version} response",
+                ApiKey::try_from(R::KEY)
+            ),
+            e,
+        )
+    })
 }
 
 struct Inner {
     shared: Arc<Shared>,
-    tx: mpsc::UnboundedSender<Bytes>,
-    next_correlation: AtomicI32,
+    tx: mpsc::UnboundedSender<Outgoing>,
     versions: ApiVersions,
     settings: ConnSettings,
     tasks: [AbortHandle; 2],
@@ -125,8 +204,9 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
-    /// Connects to `addr`, starts the reader and writer tasks and
-    /// negotiates API versions.
+    /// Connects to `addr` (TCP, then TLS if configured), starts the reader
+    /// and writer tasks, negotiates API versions and authenticates with
+    /// SASL if configured.
     pub(crate) async fn open(addr: &str, settings: ConnSettings) -> Result<Connection> {
         let io_err = |e: std::io::Error| Error::Io {
             broker: addr.to_string(),
@@ -137,31 +217,70 @@ impl Connection {
             .map_err(|_| Error::Timeout(settings.connect_timeout))?
             .map_err(io_err)?;
         stream.set_nodelay(true).map_err(io_err)?;
-        let (rd, wr) = stream.into_split();
         let shared = Arc::new(Shared {
             addr: addr.to_string(),
             pending: Mutex::new(Pending::default()),
             closed: AtomicBool::new(false),
+            next_correlation: AtomicI32::new(1),
+            client_id: settings.client_id.clone(),
+            authentications: AtomicU64::new(0),
         });
         let (tx, rx) = mpsc::unbounded_channel();
-        let writer = tokio::spawn(write_loop(wr, rx, shared.clone())).abort_handle();
-        let reader = tokio::spawn(read_loop(rd, shared.clone())).abort_handle();
+        let sasl = settings.security.sasl.clone();
+        let timeout = settings.request_timeout;
+        let tasks = match &settings.security.tls {
+            None => {
+                let (rd, wr) = stream.into_split();
+                spawn_tasks(rd, wr, rx, &shared, sasl, timeout)
+            }
+            Some(tls) => {
+                let stream = tls.connect(addr, stream, settings.connect_timeout).await?;
+                let (rd, wr) = tokio::io::split(stream);
+                spawn_tasks(rd, wr, rx, &shared, sasl, timeout)
+            }
+        };
         let mut conn = Connection {
             inner: Arc::new(Inner {
                 shared,
                 tx,
-                next_correlation: AtomicI32::new(1),
                 versions: ApiVersions::default(),
                 settings,
-                tasks: [writer, reader],
+                tasks,
             }),
         };
         let versions = conn.negotiate().await?;
+        if conn.inner.settings.security.sasl.is_some() {
+            conn.authenticate(&versions).await?;
+        }
         Arc::get_mut(&mut conn.inner)
             .expect("no other handle yet")
             .versions = versions;
         tracing::debug!(broker = addr, "connected");
         Ok(conn)
+    }
+
+    /// Has the writer run the SASL exchange (before any other request).
+    async fn authenticate(&self, versions: &ApiVersions) -> Result<()> {
+        let addr = &self.inner.shared.addr;
+        match versions.max_version(ApiKey::SaslHandshake) {
+            Some(v) if v >= sasl::HANDSHAKE_VERSION => {}
+            _ => {
+                return Err(Error::NotSupported(format!(
+                    "{addr} does not offer SaslHandshake v1 (SASL): is the security protocol right?"
+                )))
+            }
+        }
+        let version = versions
+            .pick::<SaslAuthenticateRequest>()
+            .map_err(|_| Error::NotSupported(format!("{addr} does not offer SaslAuthenticate")))?;
+        let (done, result) = oneshot::channel();
+        self.inner
+            .tx
+            .send(Outgoing::Authenticate { version, done })
+            .map_err(|_| self.inner.shared.disconnected("writer stopped"))?;
+        result
+            .await
+            .map_err(|_| self.inner.shared.disconnected("writer stopped"))?
     }
 
     /// Asks ApiVersions at our highest version; a broker that does not know
@@ -231,6 +350,13 @@ impl Connection {
         &self.inner.versions
     }
 
+    /// How many times this connection has authenticated with SASL: 1 after
+    /// opening, one more for each re-authentication (KIP-368); 0 without
+    /// SASL.
+    pub fn authentications(&self) -> u64 {
+        self.inner.shared.authentications.load(Ordering::Relaxed)
+    }
+
     /// Whether the connection has failed or been closed; a closed
     /// connection refuses new requests and the pool replaces it.
     pub fn is_closed(&self) -> bool {
@@ -269,28 +395,15 @@ impl Connection {
         timeout: Duration,
     ) -> Result<impl Future<Output = Result<R::Response>> + Send + 'static> {
         let raw = self.send_raw_timeout(req, version, timeout)?;
-        Ok(async move {
-            let mut body = raw.await?;
-            ResponseHeader::decode(&mut body, R::Response::header_version(version))
-                .map_err(|e| Error::protocol("response header", e))?;
-            R::Response::decode(&mut body, version).map_err(|e| {
-                Error::protocol(
-                    &format!(
-                        "decoding {:?} v{version} response",
-                        ApiKey::try_from(R::KEY)
-                    ),
-                    e,
-                )
-            })
-        })
+        Ok(async move { decode::<R>(raw.await?, version) })
     }
 
     /// Sends a request the broker will not answer (Produce with acks=0).
     pub fn send_oneway<R: Request>(&self, version: i16, req: &R) -> Result<()> {
-        let (_, frame) = self.encode(req, version)?;
+        let (_, frame) = self.inner.shared.encode(req, version)?;
         self.inner
             .tx
-            .send(frame)
+            .send(Outgoing::Frame(frame))
             .map_err(|_| self.inner.shared.disconnected("writer stopped"))
     }
 
@@ -302,50 +415,16 @@ impl Connection {
         self.send_raw_timeout(req, version, self.inner.settings.request_timeout)
     }
 
-    fn encode<R: Request>(&self, req: &R, version: i16) -> Result<(i32, Bytes)> {
-        let correlation = self.inner.next_correlation.fetch_add(1, Ordering::Relaxed);
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(correlation)
-            .with_client_id(Some(self.inner.settings.client_id.clone()));
-        let header_version = R::header_version(version);
-        let size = header
-            .compute_size(header_version)
-            .and_then(|h| req.compute_size(version).map(|b| h + b))
-            .map_err(|e| Error::protocol("sizing request", e))?;
-        let mut buf = BytesMut::with_capacity(4 + size);
-        buf.put_i32(size as i32);
-        header
-            .encode(&mut buf, header_version)
-            .and_then(|_| req.encode(&mut buf, version))
-            .map_err(|e| {
-                Error::protocol(
-                    &format!("encoding {:?} v{version}", ApiKey::try_from(R::KEY)),
-                    e,
-                )
-            })?;
-        debug_assert_eq!(buf.len(), 4 + size);
-        Ok((correlation, buf.freeze()))
-    }
-
     fn send_raw_timeout<R: Request>(
         &self,
         req: &R,
         version: i16,
         timeout: Duration,
     ) -> Result<impl Future<Output = Result<Bytes>> + Send + 'static> {
-        let (correlation, frame) = self.encode(req, version)?;
-        let (reply, rx) = oneshot::channel();
         let shared = self.inner.shared.clone();
-        {
-            let mut p = shared.pending.lock().unwrap();
-            if let Some(why) = &p.closed {
-                return Err(why.clone());
-            }
-            p.waiting.insert(correlation, reply);
-        }
-        if self.inner.tx.send(frame).is_err() {
+        let (correlation, frame) = shared.encode(req, version)?;
+        let rx = shared.expect(correlation)?;
+        if self.inner.tx.send(Outgoing::Frame(frame)).is_err() {
             shared.pending.lock().unwrap().waiting.remove(&correlation);
             return Err(shared.disconnected("writer stopped"));
         }
@@ -365,32 +444,202 @@ impl Connection {
     }
 }
 
-async fn write_loop(
-    wr: OwnedWriteHalf,
-    mut rx: mpsc::UnboundedReceiver<Bytes>,
+/// Starts the writer and reader tasks on the two halves of a stream.
+fn spawn_tasks<R, W>(
+    rd: R,
+    wr: W,
+    rx: mpsc::UnboundedReceiver<Outgoing>,
+    shared: &Arc<Shared>,
+    sasl: Option<Arc<SaslCredentials>>,
+    timeout: Duration,
+) -> [AbortHandle; 2]
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let auth = sasl.map(|credentials| SaslSettings {
+        credentials,
+        timeout,
+    });
+    let writer = tokio::spawn(write_loop(wr, rx, shared.clone(), auth)).abort_handle();
+    let reader = tokio::spawn(read_loop(rd, shared.clone())).abort_handle();
+    [writer, reader]
+}
+
+/// What the writer needs to (re-)authenticate.
+struct SaslSettings {
+    credentials: Arc<SaslCredentials>,
+    /// How long each step may take.
+    timeout: Duration,
+}
+
+/// What woke the writer.
+enum Wake {
+    Reauthenticate,
+    Item(Option<Outgoing>),
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    wr: W,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
     shared: Arc<Shared>,
+    sasl: Option<SaslSettings>,
 ) {
     let mut wr = BufWriter::with_capacity(64 * 1024, wr);
-    while let Some(frame) = rx.recv().await {
-        let mut result = wr.write_all(&frame).await;
-        // Coalesce whatever else is already queued into the same flush.
-        while result.is_ok() {
-            match rx.try_recv() {
-                Ok(frame) => result = wr.write_all(&frame).await,
-                Err(_) => break,
+    // One timer for the life of the connection, armed while a SASL session
+    // with a lifetime is open: nothing is set up per request.
+    let reauth = tokio::time::sleep(Duration::from_secs(86_400 * 365));
+    tokio::pin!(reauth);
+    let mut armed = false;
+    let mut auth_version = 0;
+    // An item taken while coalescing frames that is not a frame.
+    let mut held: Option<Outgoing> = None;
+    loop {
+        let wake = match held.take() {
+            Some(item) => Wake::Item(Some(item)),
+            // No session to renew: just the queue.
+            None if !armed => Wake::Item(rx.recv().await),
+            None => tokio::select! {
+                biased;
+                () = &mut reauth => Wake::Reauthenticate,
+                item = rx.recv() => Wake::Item(item),
+            },
+        };
+        let (outcome, done) = match wake {
+            Wake::Item(None) => return,
+            Wake::Item(Some(Outgoing::Frame(frame))) => {
+                let mut result = wr.write_all(&frame).await;
+                // Coalesce whatever else is already queued into the same flush.
+                while result.is_ok() {
+                    match rx.try_recv() {
+                        Ok(Outgoing::Frame(frame)) => result = wr.write_all(&frame).await,
+                        Ok(other) => {
+                            held = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                if result.is_ok() {
+                    result = wr.flush().await;
+                }
+                if let Err(e) = result {
+                    shared.close(shared.io_error(e));
+                    return;
+                }
+                continue;
+            }
+            Wake::Item(Some(Outgoing::Authenticate { version, done })) => {
+                auth_version = version;
+                (
+                    exchange(&mut wr, &shared, sasl.as_ref(), version).await,
+                    Some(done),
+                )
+            }
+            Wake::Reauthenticate => {
+                armed = false;
+                tracing::debug!(broker = %shared.addr, "re-authenticating (KIP-368)");
+                (
+                    exchange(&mut wr, &shared, sasl.as_ref(), auth_version).await,
+                    None,
+                )
+            }
+        };
+        match outcome {
+            Ok(lifetime) => {
+                shared.authentications.fetch_add(1, Ordering::Relaxed);
+                if let Some(lifetime) = lifetime {
+                    let at = tokio::time::Instant::now() + sasl::reauthenticate_after(lifetime);
+                    reauth.as_mut().reset(at);
+                    armed = true;
+                }
+                if let Some(done) = done {
+                    let _ = done.send(Ok(()));
+                }
+            }
+            Err(e) => {
+                tracing::debug!(broker = %shared.addr, error = %e, "SASL authentication failed");
+                shared.close(e.clone());
+                if let Some(done) = done {
+                    let _ = done.send(Err(e));
+                }
+                return;
             }
         }
-        if result.is_ok() {
-            result = wr.flush().await;
-        }
-        if let Err(e) = result {
-            shared.close(Error::Io {
-                broker: shared.addr.clone(),
-                source: Arc::new(e),
-            });
-            return;
+    }
+}
+
+/// One SASL exchange, written by the writer task so that no other request
+/// is between its steps (the broker closes a connection that sends one);
+/// responses to requests written before it still arrive through the reader
+/// first. The session lifetime the broker granted, if any.
+async fn exchange<W: AsyncWrite + Unpin>(
+    wr: &mut BufWriter<W>,
+    shared: &Shared,
+    sasl: Option<&SaslSettings>,
+    version: i16,
+) -> Result<Option<Duration>> {
+    let Some(sasl) = sasl else {
+        return Err(Error::InvalidArgument("no SASL credentials".into()));
+    };
+    let t = sasl.timeout;
+    let mut auth = Authenticator::new(sasl.credentials.clone(), &shared.addr);
+    let handshake =
+        call::<SaslHandshakeRequest, W>(wr, shared, &auth.handshake(), sasl::HANDSHAKE_VERSION, t)
+            .await?;
+    let mut request = auth.on_handshake(&handshake)?;
+    loop {
+        let resp = call::<SaslAuthenticateRequest, W>(wr, shared, &request, version, t).await?;
+        // SCRAM's key derivation is deliberately slow: off the workers.
+        let scram = auth.mechanism().scram_hash().is_some();
+        let (back, next) = if scram {
+            tokio::task::spawn_blocking(move || {
+                let next = auth.on_authenticate(&resp);
+                (auth, next)
+            })
+            .await
+            .map_err(|e| Error::Protocol(format!("SASL step failed: {e}")))?
+        } else {
+            let next = auth.on_authenticate(&resp);
+            (auth, next)
+        };
+        auth = back;
+        match next? {
+            Some(r) => request = r,
+            None => return Ok(auth.session_lifetime()),
         }
     }
+}
+
+/// Writes one request and waits for its response (which the reader task
+/// hands over), within `timeout`.
+async fn call<R: Request, W: AsyncWrite + Unpin>(
+    wr: &mut BufWriter<W>,
+    shared: &Shared,
+    req: &R,
+    version: i16,
+    timeout: Duration,
+) -> Result<R::Response> {
+    let (correlation, frame) = shared.encode(req, version)?;
+    let rx = shared.expect(correlation)?;
+    let written = async {
+        wr.write_all(&frame).await?;
+        wr.flush().await
+    }
+    .await;
+    if let Err(e) = written {
+        shared.pending.lock().unwrap().waiting.remove(&correlation);
+        return Err(shared.io_error(e));
+    }
+    let body = match tokio::time::timeout(timeout, rx).await {
+        Ok(Ok(r)) => r?,
+        Ok(Err(_)) => return Err(shared.disconnected("connection dropped")),
+        Err(_) => {
+            shared.pending.lock().unwrap().waiting.remove(&correlation);
+            return Err(Error::Timeout(timeout));
+        }
+    };
+    decode::<R>(body, version)
 }
 
 /// The error for a response size no Kafka broker sends: name what answered
@@ -399,7 +648,14 @@ fn not_kafka(addr: &str, len: i32) -> Error {
     let head = len.to_be_bytes();
     let what = match &head {
         b"HTTP" => "it answered HTTP".to_string(),
-        [0x15, 0x03, ..] => "it answered with a TLS alert; is this a TLS port?".to_string(),
+        [0x15, 0x03, ..] => {
+            "it answered with a TLS alert: is this a TLS listener (security protocol SSL or SASL_SSL)?"
+                .to_string()
+        }
+        [0x16, 0x03, ..] => {
+            "it answered with a TLS handshake: is this a TLS listener (security protocol SSL or SASL_SSL)?"
+                .to_string()
+        }
         _ => format!("bad response size {len}"),
     };
     Error::NotKafka {
@@ -408,7 +664,14 @@ fn not_kafka(addr: &str, len: i32) -> Error {
     }
 }
 
-async fn read_loop(rd: OwnedReadHalf, shared: Arc<Shared>) {
+/// Whether a response size is really the start of a TLS alert or
+/// handshake record (content type 21 or 22, version 3.x).
+fn looks_like_tls(len: i32) -> bool {
+    let [kind, major, minor, _] = len.to_be_bytes();
+    matches!(kind, 0x15 | 0x16) && major == 0x03 && minor <= 0x04
+}
+
+async fn read_loop<R: AsyncRead + Unpin>(rd: R, shared: Arc<Shared>) {
     let mut rd = BufReader::with_capacity(64 * 1024, rd);
     let why = loop {
         let len = match rd.read_i32().await {
@@ -416,14 +679,11 @@ async fn read_loop(rd: OwnedReadHalf, shared: Arc<Shared>) {
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                 break shared.disconnected("closed by broker");
             }
-            Err(e) => {
-                break Error::Io {
-                    broker: shared.addr.clone(),
-                    source: Arc::new(e),
-                }
-            }
+            Err(e) => break shared.io_error(e),
         };
-        if len < 4 || len as usize > MAX_FRAME {
+        // A TLS record's header read as a size is over 350 MB: no Kafka
+        // response is that large, so say what answered.
+        if len < 4 || len as usize > MAX_FRAME || looks_like_tls(len) {
             break not_kafka(&shared.addr, len);
         }
         // Read into spare capacity: no zeroing of what the socket fills.
@@ -439,10 +699,7 @@ async fn read_loop(rd: OwnedReadHalf, shared: Arc<Shared>) {
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    failed = Some(Error::Io {
-                        broker: shared.addr.clone(),
-                        source: Arc::new(e),
-                    });
+                    failed = Some(shared.io_error(e));
                     break;
                 }
             }
@@ -463,4 +720,22 @@ async fn read_loop(rd: OwnedReadHalf, shared: Arc<Shared>) {
     };
     tracing::debug!(broker = %shared.addr, error = %why, "connection closed");
     shared.close(why);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_records_read_as_sizes_are_named() {
+        // An alert record (plaintext client on a TLS port) and a handshake.
+        for head in [[0x15, 0x03, 0x03, 0x00], [0x16, 0x03, 0x01, 0x02]] {
+            let len = i32::from_be_bytes(head);
+            assert!(looks_like_tls(len));
+            let e = not_kafka("b:1", len).to_string();
+            assert!(e.contains("is this a TLS listener"), "{e}");
+        }
+        assert!(!looks_like_tls(1024));
+        assert!(!looks_like_tls(0x0300_0000));
+    }
 }

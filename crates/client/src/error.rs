@@ -119,6 +119,27 @@ pub enum Error {
         /// What it answered like.
         what: String,
     },
+    /// The broker refused the client's SASL authentication (wrong user
+    /// name or password, a mechanism it does not offer, a listener without
+    /// SASL) or the client refused the broker's proof (SCRAM's server
+    /// signature). Not retriable: the same credentials fail again.
+    #[error("authentication failed at {broker}: {message}")]
+    Authentication {
+        /// `host:port` of the broker.
+        broker: String,
+        /// What failed, with the broker's error message when it sent one.
+        message: String,
+    },
+    /// TLS failed: the broker's certificate is not trusted or does not
+    /// name the host, the broker refused the client's certificate, or the
+    /// port does not speak TLS. Not retriable.
+    #[error("TLS failed with {broker}: {reason}")]
+    Tls {
+        /// `host:port` of the broker.
+        broker: String,
+        /// Why.
+        reason: String,
+    },
     /// Bad arguments or configuration.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -172,6 +193,8 @@ impl Error {
             | Error::NotSupported(_)
             | Error::Protocol(_)
             | Error::NotKafka { .. }
+            | Error::Authentication { .. }
+            | Error::Tls { .. }
             | Error::InvalidArgument(_)
             | Error::Closed
             | Error::NoOffset(_) => false,
@@ -243,6 +266,16 @@ mod tests {
         assert!(d.is_retriable() && d.invalidates_metadata());
         assert!(Error::Timeout(Duration::from_secs(1)).is_retriable());
         assert!(!Error::NotSupported("x".into()).is_retriable());
+        let auth = Error::Authentication {
+            broker: "b:1".into(),
+            message: "wrong password".into(),
+        };
+        assert!(!auth.is_retriable() && !auth.invalidates_metadata());
+        let tls = Error::Tls {
+            broker: "b:1".into(),
+            reason: "unknown issuer".into(),
+        };
+        assert!(!tls.is_retriable() && !tls.invalidates_metadata());
         assert!(Error::check(0, None).is_ok());
         assert!(Error::check(36, Some("exists")).is_err());
     }

@@ -11,7 +11,11 @@
 //!   and checkpoints for stream processors.
 //! - [`Reader`]: Pulsar's Reader API (no group, no committed state) that
 //!   resumes exactly after the last message it returned.
-//! - [`Admin`]: topics, configs, partitions, records, groups, coordinators.
+//! - [`Admin`]: topics, configs, partitions, records, groups, coordinators,
+//!   SCRAM credentials.
+//! - [`SecurityConfig`]: TLS (PEM CA, client certificates, hostname
+//!   verification) and SASL PLAIN / SCRAM-SHA-256 / SCRAM-SHA-512 with
+//!   KIP-368 re-authentication, for every connection a [`Client`] opens.
 //!
 //! ```no_run
 //! # async fn f() -> client::Result<()> {
@@ -37,6 +41,7 @@ mod message;
 mod metadata;
 mod producer;
 mod reader;
+mod security;
 mod versions;
 
 #[cfg(test)]
@@ -58,5 +63,6 @@ pub use crate::producer::{
     Acks, Compression, DeliveryFuture, Producer, ProducerBuilder, ProducerRecord, RecordMetadata,
 };
 pub use crate::reader::{Reader, ReaderBuilder, StartPosition};
+pub use crate::security::{SaslMechanism, SecurityConfig, SecurityProtocol};
 pub use crate::versions::{client_range, ApiVersions};
 pub use kafka_protocol::ResponseError;

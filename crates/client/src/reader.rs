@@ -91,6 +91,13 @@ impl ReaderBuilder {
         self
     }
 
+    /// TLS and SASL settings of the client this builder bootstraps (not
+    /// used with [`Self::client`], whose own settings apply).
+    pub fn security(mut self, security: crate::SecurityConfig) -> Self {
+        self.source.set_security(security);
+        self
+    }
+
     /// Where to start (default [`StartPosition::Earliest`]).
     pub fn start(mut self, start: StartPosition) -> Self {
         self.start = start;

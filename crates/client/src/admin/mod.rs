@@ -1,10 +1,11 @@
 //! The admin client: topics, configs, partitions, records, groups, the
 //! cluster, partition lookups (PIP-344 semantics) and batched coordinator
-//! lookups (KIP-699).
+//! lookups (KIP-699), SCRAM credentials.
 
 mod configs;
 mod groups;
 mod offsets;
+mod scram;
 mod topics;
 
 use std::time::Duration;

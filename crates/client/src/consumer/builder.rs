@@ -137,6 +137,13 @@ impl ConsumerBuilder {
         self
     }
 
+    /// TLS and SASL settings of the client this builder bootstraps (not
+    /// used with [`Self::client`], whose own settings apply).
+    pub fn security(mut self, security: crate::SecurityConfig) -> Self {
+        self.source.set_security(security);
+        self
+    }
+
     /// The consumer group; needed for [`Consumer::subscribe`] and for
     /// committing offsets.
     pub fn group_id(mut self, id: impl Into<String>) -> Self {

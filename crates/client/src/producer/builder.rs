@@ -100,6 +100,13 @@ impl ProducerBuilder {
         self
     }
 
+    /// TLS and SASL settings of the client this builder bootstraps (not
+    /// used with [`Self::client`], whose own settings apply).
+    pub fn security(mut self, security: crate::SecurityConfig) -> Self {
+        self.source.set_security(security);
+        self
+    }
+
     /// How long a batch waits for more records before it is sent.
     pub fn linger(mut self, d: Duration) -> Self {
         self.linger = d;

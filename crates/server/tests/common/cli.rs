@@ -13,9 +13,21 @@ const COMMAND_DEADLINE: Duration = Duration::from_secs(60);
 /// with `stdin` as input, and waits for it; a command still running after
 /// a minute is killed and the test fails.
 pub fn magnetar(bootstrap: &str, args: &[&str], stdin: Option<&str>) -> Output {
+    magnetar_with_env(bootstrap, &[], args, stdin)
+}
+
+/// [`magnetar`] with extra environment variables (`MAGNETAR_SASL_PASSWORD`).
+pub fn magnetar_with_env(
+    bootstrap: &str,
+    env: &[(&str, &str)],
+    args: &[&str],
+    stdin: Option<&str>,
+) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_magnetar"))
         .args(args)
         .env("MAGNETAR_BOOTSTRAP", bootstrap)
+        .env_remove("MAGNETAR_SASL_PASSWORD")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
