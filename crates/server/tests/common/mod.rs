@@ -334,27 +334,22 @@ impl BrokerProcess {
     /// The address of the `what` listener (`pulsar+ssl`, `https`, ...) the
     /// broker logged at start (`magnetar: {what} listener on ADDR`).
     pub fn logged_listener(&self, what: &str) -> String {
-        let needle = format!("magnetar: {what} listener on ");
-        self.log_text()
-            .lines()
-            .rev()
-            .find_map(|l| {
-                l.strip_prefix(needle.as_str())
-                    .map(|a| a.trim().to_string())
-            })
-            .unwrap_or_else(|| panic!("no {what} listener in the log:\n{}", self.log_text()))
+        self.logged_addr(&format!("magnetar: {what} listener on "))
     }
 
+    /// The address of the Kafka listener `name` (a secondary one) the
+    /// broker logged at start.
     pub fn listener(&self, name: &str) -> String {
-        let needle = format!("magnetar: kafka listener {name} on ");
+        self.logged_addr(&format!("magnetar: kafka listener {name} on "))
+    }
+
+    /// What follows `prefix` on the last log line starting with it.
+    fn logged_addr(&self, prefix: &str) -> String {
         self.log_text()
             .lines()
             .rev()
-            .find_map(|l| {
-                l.strip_prefix(needle.as_str())
-                    .map(|a| a.trim().to_string())
-            })
-            .unwrap_or_else(|| panic!("no {name} listener in the log:\n{}", self.log_text()))
+            .find_map(|l| l.strip_prefix(prefix).map(|a| a.trim().to_string()))
+            .unwrap_or_else(|| panic!("no {prefix:?} line in the log:\n{}", self.log_text()))
     }
 
     /// Runs `tests/python/{script}` with `args` and asserts it exits 0 and
