@@ -13,6 +13,55 @@ use crate::rpc::{Refused, Request, Response};
 use crate::transport::{BoxConn, Listener};
 use crate::StateMachine;
 
+/// Refused connections are logged at most this many times a second.
+static REFUSED_LOG: LogLimit = LogLimit::new(10);
+
+/// A per-second budget of log lines a peer can provoke.
+struct LogLimit {
+    per_second: u64,
+    /// The second (since the process's first use) and its count, packed.
+    state: std::sync::atomic::AtomicU64,
+    start: std::sync::OnceLock<std::time::Instant>,
+}
+
+impl LogLimit {
+    const fn new(per_second: u64) -> Self {
+        LogLimit {
+            per_second,
+            state: std::sync::atomic::AtomicU64::new(0),
+            start: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn allow(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        let second = self
+            .start
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_secs();
+        let mut cur = self.state.load(Ordering::Relaxed);
+        loop {
+            let (s, n) = (cur >> 20, cur & 0xF_FFFF);
+            let next = if s == second {
+                (s << 20) | (n + 1)
+            } else {
+                (second << 20) | 1
+            };
+            if s == second && n >= self.per_second {
+                return false;
+            }
+            match self
+                .state
+                .compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+    }
+}
+
 /// Serves `listener` until `stop` turns true (or its sender is dropped).
 pub(crate) async fn serve<S: StateMachine>(
     inner: Arc<Inner<S>>,
@@ -38,15 +87,20 @@ pub(crate) async fn serve<S: StateMachine>(
                             let conn = match handshake {
                                 None => conn,
                                 Some(h) => {
-                                    let limit = inner.config.request_timeout;
+                                    // A peer gets as long as a connect may take.
+                                    let limit = inner.config.connect_timeout;
                                     match tokio::time::timeout(limit, h(conn)).await {
                                         Ok(Ok(c)) => c,
                                         Ok(Err(e)) => {
-                                            tracing::warn!(%peer, "controller: refusing connection: {e}");
+                                            if REFUSED_LOG.allow() {
+                                                tracing::warn!(%peer, "controller: refusing connection: {e}");
+                                            }
                                             return;
                                         }
                                         Err(_) => {
-                                            tracing::warn!(%peer, "controller: refusing connection: no handshake within {limit:?}");
+                                            if REFUSED_LOG.allow() {
+                                                tracing::warn!(%peer, "controller: refusing connection: no handshake within {limit:?}");
+                                            }
                                             return;
                                         }
                                     }

@@ -29,7 +29,7 @@ use broker::config::HttpAuthMethod;
 use broker::log_limit::RateLimiter;
 use broker::security::acl::{Access, Operation, Requester, ResourceType, CLUSTER_NAME};
 use broker::security::token::TokenValidator;
-use broker::security::{credentials, plain, Principal};
+use broker::security::{plain, Principal, ScramMechanism};
 use broker::warn_limited;
 
 use crate::{ApiError, AppState};
@@ -45,6 +45,66 @@ pub struct HttpSecurity {
     pub tokens: Option<Arc<TokenValidator>>,
     /// How long a failed authentication waits before its answer.
     pub failed_delay: Duration,
+    /// Basic credentials recently verified.
+    pub basic: Arc<BasicCache>,
+}
+
+/// How long a verified Basic credential is taken without a new key
+/// derivation.
+const BASIC_CACHE_TTL: Duration = Duration::from_secs(300);
+/// Most verified Basic credentials remembered.
+const BASIC_CACHE_ENTRIES: usize = 10_000;
+
+/// Basic authentication's costs, bounded: PBKDF2 (deliberately slow) runs
+/// at most two at a time on the blocking pool, and a verified credential is
+/// remembered for a while by a keyed hash of the user, the password and the
+/// stored credential (so a changed or deleted credential is never taken
+/// from the cache, and the cache holds no password).
+#[derive(Debug)]
+pub struct BasicCache {
+    derivations: tokio::sync::Semaphore,
+    key: [u8; 32],
+    verified: parking_lot::Mutex<std::collections::HashMap<[u8; 32], std::time::Instant>>,
+}
+
+impl Default for BasicCache {
+    fn default() -> Self {
+        BasicCache {
+            derivations: tokio::sync::Semaphore::new(2),
+            key: rand::random(),
+            verified: Default::default(),
+        }
+    }
+}
+
+impl BasicCache {
+    fn tag(&self, user: &str, password: &str, stored: &[u8]) -> [u8; 32] {
+        use hmac::Mac;
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&self.key).expect("any key size");
+        for part in [user.as_bytes(), password.as_bytes(), stored] {
+            mac.update(&(part.len() as u64).to_be_bytes());
+            mac.update(part);
+        }
+        mac.finalize().into_bytes().into()
+    }
+
+    fn known(&self, tag: &[u8; 32]) -> bool {
+        self.verified
+            .lock()
+            .get(tag)
+            .is_some_and(|at| at.elapsed() < BASIC_CACHE_TTL)
+    }
+
+    fn remember(&self, tag: [u8; 32]) {
+        let mut v = self.verified.lock();
+        if v.len() >= BASIC_CACHE_ENTRIES {
+            v.retain(|_, at| at.elapsed() < BASIC_CACHE_TTL);
+            if v.len() >= BASIC_CACHE_ENTRIES {
+                v.clear();
+            }
+        }
+        v.insert(tag, std::time::Instant::now());
+    }
 }
 
 /// The caller of a request (a request extension every handler can read).
@@ -152,17 +212,34 @@ async fn credentials_of(
         if user.is_empty() || password.is_empty() {
             return Err("Basic credentials with an empty user or password".into());
         }
+        let cache = &state.config.security.basic;
+        // The strongest stored credential decides, as for SASL PLAIN.
+        let stored = [ScramMechanism::Sha512, ScramMechanism::Sha256]
+            .into_iter()
+            .find_map(|m| state.broker.scram_credential(user, m))
+            .map(|c| c.stored_key)
+            .unwrap_or_default();
+        let tag = cache.tag(user, password, &stored);
+        if !stored.is_empty() && cache.known(&tag) {
+            return Ok(Principal::user(user));
+        }
+        let _permit = cache
+            .derivations
+            .acquire()
+            .await
+            .map_err(|e| e.to_string())?;
         let broker = state.broker.clone();
         let (user, password) = (user.to_string(), password.to_string());
         // The key derivation is slow on purpose: off the async workers.
-        return tokio::task::spawn_blocking(move || {
+        let verified = tokio::task::spawn_blocking(move || {
             let lookup = |u: &str, m| broker.scram_credential(u, m);
-            let _ = credentials::unknown_user_secret();
             plain::verify_password(&user, password.as_bytes(), &lookup)
         })
         .await
         .map_err(|e| e.to_string())?
-        .map_err(|e| e.log_detail());
+        .map_err(|e| e.log_detail())?;
+        cache.remember(tag);
+        return Ok(verified);
     }
     Err(format!(
         "credentials of scheme {scheme:?}, which http.authentication.methods does not accept"

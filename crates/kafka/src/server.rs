@@ -18,7 +18,7 @@ use tokio::io::{AsyncRead, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tracing::{debug, info, warn};
+use tracing::debug;
 
 use super::frame::{self, FrameError, FrameLimits, Parsed};
 use super::session::{Gate, ListenerSecurity, Session};
@@ -67,13 +67,6 @@ pub fn serve_listener(
     let config = broker.config();
     let listener_metrics = broker.metrics().listener("kafka");
     let tracker = ConnectionTracker::new(config.max_connections(), config.max_connections_per_ip());
-    if let Some(tls) = &security.tls {
-        tokio::spawn(reload_certificates(
-            tls.clone(),
-            security.name.clone(),
-            rx.clone(),
-        ));
-    }
     let shared = Arc::new(Shared {
         requests: broker
             .metrics()
@@ -103,32 +96,6 @@ pub fn serve_listener(
         },
     ));
     Ok(Server::new(local_addr, tx, task))
-}
-
-/// Re-reads a TLS listener's certificate files when they change (checked
-/// every second, on the blocking pool).
-async fn reload_certificates(
-    tls: Arc<broker::security::tls::TlsContext>,
-    name: String,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = shutdown.changed() => return,
-            _ = tick.tick() => {}
-        }
-        let t = tls.clone();
-        match tokio::task::spawn_blocking(move || t.reload_if_changed()).await {
-            Ok(Ok(true)) => info!(listener = %name, "TLS certificates reloaded"),
-            Ok(Ok(false)) => {}
-            Ok(Err(e)) => {
-                warn!(listener = %name, "TLS certificates not reloaded, the previous ones stay in use: {e}")
-            }
-            Err(_) => return,
-        }
-    }
 }
 
 /// Sets up one connection: the TLS handshake (bounded by

@@ -40,6 +40,8 @@ const FRAME_OVERHEAD: usize = 10 * 1024 - 4;
 /// Room for the Kafka batch header, record framing and the message's
 /// metadata carried as headers.
 const BATCH_OVERHEAD: usize = 16 * 1024;
+/// Largest frame before CONNECT is accepted (a CONNECT with a token fits).
+const MAX_FRAME_BEFORE_CONNECT: usize = 64 * 1024;
 
 /// What every connection of the listener shares.
 pub struct Shared {
@@ -210,8 +212,19 @@ async fn connection(
     let mut session = Session::new(conn, shared.clone(), out.clone(), peer, certificate);
     // Two keep-alive intervals without a frame: the peer is gone.
     let idle = Some(shared.keep_alive * 2);
+    // Until CONNECT is accepted, frames are small (CONNECT, its credentials).
+    let before_connect = FrameLimits {
+        max_size: MAX_FRAME_BEFORE_CONNECT.min(shared.frame_limits.max_size),
+        max_size_key: "the Pulsar frame limit before CONNECT (64 KiB)",
+        read_timeout: shared.frame_limits.read_timeout,
+    };
     let reason = loop {
         let deadline = session.auth_deadline();
+        let limits = if session.is_connected() {
+            &shared.frame_limits
+        } else {
+            &before_connect
+        };
         let frame = tokio::select! {
             _ = shutdown.changed() => break None,
             _ = sleep_until(deadline) => {
@@ -220,7 +233,7 @@ async fn connection(
                     Err(why) => break Some(why),
                 }
             }
-            f = read_frame(&mut read, &shared.frame_limits, &shared.budget, idle) => f,
+            f = read_frame(&mut read, limits, &shared.budget, idle) => f,
         };
         let (body, _permit) = match frame {
             Ok(Some(f)) => f,
@@ -240,8 +253,10 @@ async fn connection(
             Ok(f) => f,
             Err(FrameError::ChecksumMismatch { .. }) => {
                 // The frame was whole; only its message is bad: refuse that
-                // one send and carry on, as upstream does.
-                if let Some(send) = checksum_failed_send(&decoded) {
+                // one send and carry on, as upstream does (once connected).
+                if let Some(send) =
+                    checksum_failed_send(&decoded).filter(|_| session.is_connected())
+                {
                     let _ = session::send(&out, command(send)).await;
                     continue;
                 }

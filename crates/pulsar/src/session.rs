@@ -653,6 +653,11 @@ impl Session {
         self.challenged = false;
     }
 
+    /// Whether CONNECT was accepted.
+    pub fn is_connected(&self) -> bool {
+        self.connected
+    }
+
     /// When the connection's credentials end (the server wakes it then).
     pub fn auth_deadline(&self) -> Option<tokio::time::Instant> {
         self.auth_deadline

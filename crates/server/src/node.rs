@@ -27,6 +27,11 @@ pub struct Node {
     http_addrs: (Option<SocketAddr>, Option<SocketAddr>),
     maintenance: broker::maintenance::Maintenance,
     membership: Option<crate::membership::Membership>,
+    /// Stops the certificate reloader.
+    reloader: Option<(
+        tokio::sync::watch::Sender<bool>,
+        tokio::task::JoinHandle<()>,
+    )>,
 }
 
 impl Node {
@@ -212,6 +217,7 @@ impl Node {
                         methods: broker.config().http_authentication(),
                         tokens: tokens.clone(),
                         failed_delay: broker.config().failed_authentication_delay(),
+                        basic: Arc::default(),
                     },
                 };
                 magnetar_http::serve(http_listeners, broker.clone(), config)?
@@ -230,6 +236,11 @@ impl Node {
             }
         };
         let maintenance = broker::maintenance::spawn(broker.clone());
+        let reloader = tls.clone().map(|t| {
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            let task = tokio::spawn(broker::security::tls::reload_loop(t, stopped));
+            (stop, task)
+        });
         let addrs = |servers: Vec<(bool, SocketAddr)>| {
             (
                 servers.iter().find(|(t, _)| !t).map(|(_, a)| *a),
@@ -247,6 +258,7 @@ impl Node {
             http_addrs,
             maintenance,
             membership,
+            reloader,
         })
     }
 
@@ -317,6 +329,10 @@ impl Node {
             k.shutdown().await;
         }
         self.maintenance.stop().await;
+        if let Some((stop, task)) = self.reloader {
+            let _ = stop.send(true);
+            let _ = task.await;
+        }
         let mut membership = self.membership;
         if let Some(m) = membership.as_mut() {
             m.stop_tasks().await;

@@ -11,55 +11,14 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use client::{Admin, ClientConfig, SaslMechanism, SecurityConfig, SecurityProtocol};
+use client::{ClientConfig, SaslMechanism, SecurityConfig, SecurityProtocol};
 use common::cli::{code, magnetar_with_env, ok, stderr};
-use common::pki::make_pki;
-use common::BrokerProcess;
-use tempfile::TempDir;
+use common::pki::secure_broker;
 
 /// Exit code of a refused authentication (crates/cli/src/error.rs).
 const EXIT_AUTH: i32 = 5;
 const EXIT_USAGE: i32 = 2;
 const EXIT_UNREACHABLE: i32 = 4;
-
-/// A broker with PLAINTEXT (for set-up), SSL, SASL_PLAINTEXT and SASL_SSL
-/// listeners, PLAIN and both SCRAMs enabled, `extra` settings; users alice
-/// (SCRAM-SHA-512) and bob (SCRAM-SHA-256) made through the native admin
-/// client; and the certificates' directory.
-fn secure_broker(client_auth: &str, extra: &[&str]) -> (BrokerProcess, TempDir) {
-    let pki = tempfile::tempdir().unwrap();
-    make_pki(pki.path());
-    let p = |f: &str| pki.path().join(f).display().to_string();
-    let keystore = format!("ssl.keystore.location={}", p("server.pem"));
-    let truststore = format!("ssl.truststore.location={}", p("ca.pem"));
-    let client_auth = format!("ssl.client.auth={client_auth}");
-    let mut settings = vec![
-        "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-        keystore.as_str(),
-        truststore.as_str(),
-        client_auth.as_str(),
-        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-        "connection.failed.authentication.delay.ms=50",
-        "group.initial.rebalance.delay.ms=0",
-    ];
-    settings.extend_from_slice(extra);
-    let broker = BrokerProcess::start(&settings);
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let admin = Admin::connect(ClientConfig::new([broker.bootstrap()]))
-            .await
-            .unwrap();
-        admin
-            .upsert_scram_credential("alice", SaslMechanism::ScramSha512, 8192, "alice-secret")
-            .await
-            .unwrap();
-        admin
-            .upsert_scram_credential("bob", SaslMechanism::ScramSha256, 4096, "bob-secret")
-            .await
-            .unwrap();
-    });
-    (broker, pki)
-}
 
 fn path(dir: &Path, file: &str) -> String {
     dir.join(file).display().to_string()

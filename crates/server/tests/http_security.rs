@@ -12,7 +12,7 @@ use common::BrokerProcess;
 /// the `pulsar+ssl` and `https` URLs); a password user's Basic
 /// credentials; ACLs deciding creation, listing (hidden topics),
 /// stats, deletion and metrics with 403; plain HTTP on the HTTPS port
-/// refused.
+/// refused; new certificate files taken up without a restart.
 #[test]
 fn https_bearer_and_basic_with_acls() {
     let pki = tempfile::tempdir().unwrap();
@@ -49,4 +49,12 @@ fn https_bearer_and_basic_with_acls() {
     let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
     broker.run_python_script("http_security.py", &args);
     assert!(broker.log_text().contains("HTTP authentication failed"));
+    // New certificate files are taken up without a restart, by the node's
+    // one reloader (no Kafka TLS listener here).
+    make_pki(pki.path());
+    broker.wait_for_log_line(
+        "the certificates reloaded",
+        std::time::Duration::from_secs(30),
+        |l| l.contains("TLS certificates reloaded"),
+    );
 }

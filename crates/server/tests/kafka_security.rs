@@ -129,7 +129,7 @@ fn oauthbearer_tokens_are_checked_and_name_their_principal() {
         assert_eq!(a.error_code, 0, "{:?}", a.error_message);
         let left = exp * 1000 - common::pki::now_s() * 1000;
         assert!(
-            a.session_lifetime_ms > 0 && a.session_lifetime_ms <= left + 1000,
+            a.session_lifetime_ms > 0 && a.session_lifetime_ms <= left + 31_000,
             "session lifetime {} ms, token valid {left} ms more",
             a.session_lifetime_ms
         );
@@ -187,4 +187,86 @@ fn secured_with(client_auth: &str, phases: &[&str], extra: &[&str]) -> BrokerPro
         }
     }
     broker
+}
+
+/// The rdkafka crate (librdkafka built with OpenSSL): produce and consume
+/// over SASL_SSL with SCRAM-SHA-512 (hostname verified against the test
+/// CA), over SASL_PLAINTEXT with PLAIN, and over SSL with a client
+/// certificate; a wrong password is refused.
+#[test]
+fn the_rdkafka_crate_over_sasl_and_tls() {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+    use rdkafka::ClientConfig;
+    use std::time::{Duration, Instant};
+
+    let (broker, pki) = common::pki::secure_broker("requested", &[]);
+    let file = |f: &str| pki.path().join(f).display().to_string();
+    let roundtrip = |addr: String, settings: &[(&str, String)], label: &str| {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", &addr)
+            .set("socket.timeout.ms", "10000")
+            .set("message.timeout.ms", "20000");
+        for (k, v) in settings {
+            c.set(*k, v);
+        }
+        let topic = format!("rd-{label}");
+        let p: ThreadedProducer<DefaultProducerContext> = c.create().unwrap();
+        for i in 0..3 {
+            let v = format!("{label}-{i}");
+            p.send(BaseRecord::to(&topic).key(&v).payload(&v)).unwrap();
+        }
+        p.flush(Duration::from_secs(30)).unwrap();
+        let consumer: BaseConsumer = c
+            .clone()
+            .set("group.id", format!("g-{label}"))
+            .set("auto.offset.reset", "earliest")
+            .create()
+            .unwrap();
+        consumer.subscribe(&[&topic]).unwrap();
+        let mut got = Vec::new();
+        let end = Instant::now() + Duration::from_secs(60);
+        while got.len() < 3 && Instant::now() < end {
+            if let Some(Ok(m)) = consumer.poll(Duration::from_millis(500)) {
+                use rdkafka::Message;
+                got.push(String::from_utf8_lossy(m.payload().unwrap()).to_string());
+            }
+        }
+        assert_eq!(
+            got,
+            (0..3).map(|i| format!("{label}-{i}")).collect::<Vec<_>>(),
+            "{label}"
+        );
+    };
+    let sasl = |mechanism: &str, user: &str, password: &str| {
+        vec![
+            ("sasl.mechanism", mechanism.to_string()),
+            ("sasl.username", user.to_string()),
+            ("sasl.password", password.to_string()),
+            ("ssl.ca.location", file("ca.pem")),
+        ]
+    };
+    let mut scram = sasl("SCRAM-SHA-512", "alice", "alice-secret");
+    scram.push(("security.protocol", "SASL_SSL".into()));
+    roundtrip(broker.listener("SASL_SSL"), &scram, "scram");
+    let mut plain = sasl("PLAIN", "bob", "bob-secret");
+    plain.push(("security.protocol", "SASL_PLAINTEXT".into()));
+    roundtrip(broker.listener("SASL_PLAINTEXT"), &plain, "plain");
+    let mtls = vec![
+        ("security.protocol", "SSL".to_string()),
+        ("ssl.ca.location", file("ca.pem")),
+        ("ssl.certificate.location", file("client.pem")),
+        ("ssl.key.location", file("client.key")),
+    ];
+    roundtrip(broker.listener("SSL"), &mtls, "mtls");
+    // A wrong password: metadata is never served.
+    let mut wrong = ClientConfig::new();
+    wrong
+        .set("bootstrap.servers", broker.listener("SASL_PLAINTEXT"))
+        .set("security.protocol", "SASL_PLAINTEXT");
+    for (k, v) in sasl("SCRAM-SHA-512", "alice", "not-her-password") {
+        wrong.set(k, v);
+    }
+    let c: BaseConsumer = wrong.create().unwrap();
+    assert!(c.fetch_metadata(None, Duration::from_secs(5)).is_err());
 }

@@ -2,7 +2,8 @@
 //! is `n,[a=authzid],` then `auth=Bearer <token>` and any extensions, each
 //! ended by `\x01`, and a final `\x01`. The token is checked by the
 //! [`TokenValidator`]; an authzid, if given, must be the token's subject
-//! (as Kafka's `OAuthBearerSaslServer` requires).
+//! (as Kafka's `OAuthBearerSaslServer` requires), and the token must
+//! expire (`exp`), as Kafka requires.
 
 use super::token::{TokenValidator, ValidToken};
 use super::AuthError;
@@ -57,6 +58,13 @@ pub fn authenticate(
         ));
     };
     let valid = tokens.validate(token, now_ms)?;
+    // Kafka's OAUTHBEARER tokens always expire; one that never does would
+    // make a session without end.
+    if valid.expires_ms.is_none() {
+        return Err(AuthError::invalid(
+            "OAUTHBEARER: the token has no exp claim",
+        ));
+    }
     if let Some(a) = authzid {
         if a != valid.principal.name {
             return Err(AuthError::invalid(format!(
@@ -134,6 +142,15 @@ mod tests {
             2_100_000_000_000
         )
         .is_err());
+        // A token without exp is refused here (Pulsar accepts it).
+        let forever = encode(
+            &Header::new(Algorithm::HS256),
+            &serde_json::json!({"sub": "alice"}),
+            &EncodingKey::from_secret(SECRET),
+        )
+        .unwrap();
+        let e = refused(format!("n,,\u{1}auth=Bearer {forever}\u{1}\u{1}"));
+        assert!(e.log_detail().contains("no exp"));
         // No keys: refused, with why in the log.
         let e = authenticate(
             format!("n,,\u{1}auth=Bearer {t}\u{1}\u{1}").as_bytes(),

@@ -126,6 +126,33 @@ impl TlsContext {
     }
 }
 
+/// Re-reads `tls`'s certificate files when they change (checked every
+/// second, on the blocking pool) until `shutdown` turns true: one loop for
+/// every listener (Kafka, Pulsar, HTTPS) sharing the context.
+pub async fn reload_loop(tls: Arc<TlsContext>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            changed = shutdown.changed() => {
+                if changed.is_err() || *shutdown.borrow() {
+                    return;
+                }
+            }
+            _ = tick.tick() => {}
+        }
+        let t = tls.clone();
+        match tokio::task::spawn_blocking(move || t.reload_if_changed()).await {
+            Ok(Ok(true)) => tracing::info!("TLS certificates reloaded"),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!("TLS certificates not reloaded, the previous ones stay in use: {e}")
+            }
+            Err(_) => return,
+        }
+    }
+}
+
 fn stamp(s: &TlsSettings) -> Stamp {
     [Some(&s.keystore), s.key.as_ref(), s.truststore.as_ref()]
         .into_iter()

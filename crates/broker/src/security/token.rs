@@ -65,7 +65,8 @@ struct Key {
 pub struct ValidToken {
     /// `User:<subject>`.
     pub principal: Principal,
-    /// When it expires (ms since the epoch), if it says.
+    /// Until when it is accepted (ms since the epoch): its `exp` plus the
+    /// allowed clock skew, if it has an `exp`.
     pub expires_ms: Option<i64>,
 }
 
@@ -224,9 +225,11 @@ impl TokenValidator {
                     .ok_or_else(|| AuthError::invalid(format!("the {name} claim is not a number"))),
             }
         };
-        let expires_ms = seconds("exp")?;
-        if let Some(exp) = expires_ms {
-            if exp.saturating_add(skew_ms) <= now_ms {
+        // The token is accepted until `exp` plus the skew: that is its end
+        // for sessions too, so one accepted is never at once expired.
+        let expires_ms = seconds("exp")?.map(|exp| exp.saturating_add(skew_ms));
+        if let Some(end) = expires_ms {
+            if end <= now_ms {
                 return Err(AuthError::invalid("the token has expired"));
             }
         }
@@ -260,11 +263,11 @@ fn jwks_keys(path: &Path) -> Result<Vec<Key>, String> {
         .map_err(|e| format!("{what}: {} is not a JWKS: {e}", path.display()))?;
     let mut keys = Vec::new();
     for jwk in &set.keys {
-        if !jwk.is_supported() {
+        // Keys without `alg` (as some providers publish them) verify every
+        // algorithm of their key type; keys of unknown types are skipped.
+        let Ok(key) = DecodingKey::from_jwk(jwk) else {
             continue;
-        }
-        let key =
-            DecodingKey::from_jwk(jwk).map_err(|e| format!("{what}: a key is unusable: {e}"))?;
+        };
         let alg = jwk
             .common
             .key_algorithm

@@ -108,3 +108,55 @@ pub fn make_tokens(dir: &Path) {
         serde_json::json!({"sub": "alice", "exp": now + 3600}),
     );
 }
+
+/// A broker with PLAINTEXT (for set-up), SSL, SASL_PLAINTEXT and SASL_SSL
+/// listeners, PLAIN and both SCRAMs enabled, `extra` settings; users alice
+/// (SCRAM-SHA-512) and bob (SCRAM-SHA-256) made through the native admin
+/// client; and the certificates' directory.
+pub fn secure_broker(
+    client_auth: &str,
+    extra: &[&str],
+) -> (super::BrokerProcess, tempfile::TempDir) {
+    let pki = tempfile::tempdir().unwrap();
+    make_pki(pki.path());
+    let p = |f: &str| pki.path().join(f).display().to_string();
+    let keystore = format!("ssl.keystore.location={}", p("server.pem"));
+    let truststore = format!("ssl.truststore.location={}", p("ca.pem"));
+    let client_auth = format!("ssl.client.auth={client_auth}");
+    let mut settings = vec![
+        "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+        keystore.as_str(),
+        truststore.as_str(),
+        client_auth.as_str(),
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "connection.failed.authentication.delay.ms=50",
+        "group.initial.rebalance.delay.ms=0",
+    ];
+    settings.extend_from_slice(extra);
+    let broker = super::BrokerProcess::start(&settings);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let admin = client::Admin::connect(client::ClientConfig::new([broker.bootstrap()]))
+            .await
+            .unwrap();
+        admin
+            .upsert_scram_credential(
+                "alice",
+                client::SaslMechanism::ScramSha512,
+                8192,
+                "alice-secret",
+            )
+            .await
+            .unwrap();
+        admin
+            .upsert_scram_credential(
+                "bob",
+                client::SaslMechanism::ScramSha256,
+                4096,
+                "bob-secret",
+            )
+            .await
+            .unwrap();
+    });
+    (broker, pki)
+}

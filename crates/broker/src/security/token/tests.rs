@@ -48,7 +48,8 @@ fn an_hmac_token_names_its_subject_and_expiry() {
     );
     let ok = v.validate(&t, NOW_MS).unwrap();
     assert_eq!(ok.principal, Principal::user("alice"));
-    assert_eq!(ok.expires_ms, Some(exp * 1000));
+    // Accepted until exp plus the 30 s clock skew.
+    assert_eq!(ok.expires_ms, Some(exp * 1000 + 30_000));
     // No exp: valid without an end (Pulsar's tokens may have none).
     let t = hs256(b"0123456789abcdef0123456789abcdef", json!({"sub": "bob"}));
     assert_eq!(v.validate(&t, NOW_MS).unwrap().expires_ms, None);
@@ -193,6 +194,23 @@ fn public_keys_in_der_pem_and_jwks() {
     assert!(v
         .validate(&token(Some("a"), json!({"sub": "j"})), NOW_MS)
         .is_err());
+    // A key published without `alg` still verifies tokens of its type.
+    let mut bare = jwk("c", &pair);
+    bare.common.key_algorithm = None;
+    std::fs::write(
+        &path,
+        serde_json::to_vec(&JwkSet { keys: vec![bare] }).unwrap(),
+    )
+    .unwrap();
+    let v = TokenValidator::load(&TokenSettings {
+        jwks: Some(path.clone()),
+        ..settings()
+    })
+    .unwrap()
+    .unwrap();
+    assert!(v
+        .validate(&token(Some("c"), json!({"sub": "j"})), NOW_MS)
+        .is_ok());
     // Unusable sources say which key and why.
     let err = TokenValidator::load(&TokenSettings {
         public_key: Some(path.display().to_string()),
