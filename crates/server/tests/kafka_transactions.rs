@@ -338,3 +338,31 @@ async fn a_sigkill_mid_transaction_leaves_it_open_until_its_producer_returns() {
         ["c1", "lost1", "lost2", "c2"]
     );
 }
+
+/// `transaction.max.timeout.ms`: InitProducerId asking for a longer
+/// transaction timeout is refused with INVALID_TRANSACTION_TIMEOUT; one
+/// within it gets a producer id.
+#[tokio::test(flavor = "multi_thread")]
+async fn transaction_timeouts_are_bounded_by_the_broker_setting() {
+    use kafka_protocol::messages::InitProducerIdRequest;
+    let broker = BrokerProcess::start(&["transaction.max.timeout.ms=60000"]);
+    let mut c = RawConn::connect(broker.addr).await;
+    for (timeout, code) in [(120_000, 50), (60_001, 50), (60_000, 0), (1_000, 0)] {
+        let ResponseKind::InitProducerId(r) = c
+            .call(
+                ApiKey::InitProducerId,
+                4,
+                InitProducerIdRequest::default()
+                    .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str(
+                        "tx-max",
+                    ))))
+                    .with_transaction_timeout_ms(timeout),
+            )
+            .await
+        else {
+            panic!("InitProducerId")
+        };
+        assert_eq!(r.error_code, code, "a timeout of {timeout} ms");
+        assert_eq!(r.producer_id.0 >= 0, code == 0, "{r:?}");
+    }
+}

@@ -108,6 +108,8 @@ pub const BROKER_KEYS: &[ConfigKey] = &[
         "Whether HTTP requests (all but /health/* and /openapi.json) must carry credentials; without valid ones they are answered 401."),
     b("http.authentication.methods", "bearer,basic", ValueKind::List(&["bearer", "basic"]), false,
         "HTTP credentials accepted: bearer (Authorization: Bearer <JWT>, checked against the token keys) and basic (a user's password checked against its stored SCRAM credential)."),
+    b("transaction.max.timeout.ms", "900000", int(1, I32_MAX), false,
+        "The longest transaction timeout a transactional producer may ask for in InitProducerId; a longer one is refused with INVALID_TRANSACTION_TIMEOUT."),
     b("quota.window.num", "11", int(1, 1000), false,
         "Samples a client quota's rate is measured over (with quota.window.size.seconds); a throttle lasts at most the whole window."),
     b("quota.window.size.seconds", "1", int(1, 3600), false,

@@ -429,6 +429,11 @@ impl BrokerConfig {
         })
     }
 
+    /// `transaction.max.timeout.ms`.
+    pub fn transaction_max_timeout_ms(&self) -> i64 {
+        self.int("transaction.max.timeout.ms")
+    }
+
     /// `sasl.enabled.mechanisms`.
     pub fn sasl_mechanisms(&self) -> Vec<crate::security::Mechanism> {
         self.raw("sasl.enabled.mechanisms")

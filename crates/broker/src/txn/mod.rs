@@ -24,9 +24,6 @@ pub use state::{EndPlan, TxnError, TxnMetadata, TxnState};
 use crate::group::store::{GroupLog, RecordKey};
 use crate::Error;
 
-/// Kafka's `transaction.max.timeout.ms` default (15 minutes).
-pub const MAX_TIMEOUT_MS: i64 = 900_000;
-
 /// The transactional ids this broker coordinates.
 #[derive(Debug)]
 pub struct Transactions {

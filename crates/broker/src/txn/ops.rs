@@ -7,7 +7,7 @@ use model::{PartitionId, ProducerEpoch, ProducerId, Timestamp};
 use storage::txn::{ControlType, TxnMarker};
 
 use super::state::{EndPlan, TxnError, TxnMetadata, TxnState};
-use super::{Transactions, MAX_TIMEOUT_MS};
+use super::Transactions;
 use crate::group::store::CommittedOffset;
 use crate::{now_ms, Broker, Error, Partition};
 
@@ -49,8 +49,9 @@ impl Broker {
         current: Option<(i64, i16)>,
     ) -> Result<(ProducerId, ProducerEpoch), Error> {
         let txns = self.transactions()?;
-        if timeout_ms <= 0 || i64::from(timeout_ms) > MAX_TIMEOUT_MS {
-            return Err(TxnError::InvalidTimeout(timeout_ms, MAX_TIMEOUT_MS).into());
+        let max = self.config().transaction_max_timeout_ms();
+        if timeout_ms <= 0 || i64::from(timeout_ms) > max {
+            return Err(TxnError::InvalidTimeout(timeout_ms, max).into());
         }
         let mut current = current.filter(|(p, _)| *p >= 0);
         let _ending = txns.ending.lock();
