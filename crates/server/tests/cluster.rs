@@ -812,14 +812,7 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
 async fn the_controller_port_speaks_mutual_tls() {
     let pki = tempfile::tempdir().unwrap();
     common::pki::make_pki(pki.path());
-    let keystore = format!(
-        "ssl.keystore.location={}",
-        pki.path().join("server.pem").display()
-    );
-    let truststore = format!(
-        "ssl.truststore.location={}",
-        pki.path().join("ca.pem").display()
-    );
+    let [keystore, truststore] = common::pki::store_settings(pki.path());
     let mut settings = SETTINGS.to_vec();
     settings.extend([
         "controller.security.protocol=SSL",
@@ -832,21 +825,16 @@ async fn the_controller_port_speaks_mutual_tls() {
         NewTopic::new("over-tls", 3, TopicReplication::Fixed(1)),
     )
     .await;
-    let end = std::time::Instant::now() + DEADLINE;
-    loop {
+    common::eventually(DEADLINE, "node 3 sees the topic", || async {
         let md = metadata(&c.addr(3)).await;
-        let seen = md.topics.iter().any(|t| {
-            t.name.as_ref().map(|n| n.as_str()) == Some("over-tls") && t.partitions.len() == 3
-        });
-        if seen {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < end,
-            "node 3 never saw the topic"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        md.topics
+            .iter()
+            .any(|t| {
+                t.name.as_ref().map(|n| n.as_str()) == Some("over-tls") && t.partitions.len() == 3
+            })
+            .then_some(())
+    })
+    .await;
     // Plaintext on node 1's controller port: no answer, the connection closed.
     let port = c
         .voters

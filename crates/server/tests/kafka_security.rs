@@ -154,14 +154,7 @@ fn secured_with(client_auth: &str, phases: &[&str], extra: &[&str]) -> BrokerPro
         .map(|e| e.replace("{pki}", &pki.path().display().to_string()))
         .collect();
     let client_auth = format!("ssl.client.auth={client_auth}");
-    let keystore = format!(
-        "ssl.keystore.location={}",
-        pki.path().join("server.pem").display()
-    );
-    let truststore = format!(
-        "ssl.truststore.location={}",
-        pki.path().join("ca.pem").display()
-    );
+    let [keystore, truststore] = common::pki::store_settings(pki.path());
     let mut settings = vec![
         "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
         keystore.as_str(),

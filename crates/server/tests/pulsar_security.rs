@@ -14,8 +14,7 @@ use common::BrokerProcess;
 fn secured(pki: &std::path::Path, extra: &[&str]) -> BrokerProcess {
     make_pki(pki);
     make_tokens(pki);
-    let keystore = format!("ssl.keystore.location={}", pki.join("server.pem").display());
-    let truststore = format!("ssl.truststore.location={}", pki.join("ca.pem").display());
+    let [keystore, truststore] = common::pki::store_settings(pki);
     let secret = format!(
         "token.secret.key=file://{}",
         pki.join("token.secret").display()

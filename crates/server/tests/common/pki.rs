@@ -52,6 +52,15 @@ pub fn make_pki(dir: &Path) {
     w("rogue.key", rogue_key.serialize_pem());
 }
 
+/// The broker settings naming [`make_pki`]'s server keystore and CA
+/// truststore in `dir`.
+pub fn store_settings(dir: &Path) -> [String; 2] {
+    [
+        format!("ssl.keystore.location={}", dir.join("server.pem").display()),
+        format!("ssl.truststore.location={}", dir.join("ca.pem").display()),
+    ]
+}
+
 /// The HMAC secret [`make_pki`] writes to `token.secret` (and tokens are
 /// signed with).
 pub const TOKEN_SECRET: &[u8] = b"magnetar test token secret, 32+ bytes long";
@@ -119,9 +128,7 @@ pub fn secure_broker(
 ) -> (super::BrokerProcess, tempfile::TempDir) {
     let pki = tempfile::tempdir().unwrap();
     make_pki(pki.path());
-    let p = |f: &str| pki.path().join(f).display().to_string();
-    let keystore = format!("ssl.keystore.location={}", p("server.pem"));
-    let truststore = format!("ssl.truststore.location={}", p("ca.pem"));
+    let [keystore, truststore] = store_settings(pki.path());
     let client_auth = format!("ssl.client.auth={client_auth}");
     let mut settings = vec![
         "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
