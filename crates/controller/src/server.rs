@@ -87,8 +87,8 @@ pub(crate) async fn serve<S: StateMachine>(
                             let conn = match handshake {
                                 None => conn,
                                 Some(h) => {
-                                    // A peer gets as long as a connect may take.
-                                    let limit = inner.config.connect_timeout;
+                                    // A peer gets as long as a request may take.
+                                    let limit = inner.config.request_timeout;
                                     match tokio::time::timeout(limit, h(conn)).await {
                                         Ok(Ok(c)) => c,
                                         Ok(Err(e)) => {
