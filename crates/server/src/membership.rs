@@ -197,6 +197,15 @@ pub(crate) async fn join(
     let joined = register_and_open(joining, link, session, heartbeat, stop_rx, superseded_tx).await;
     match joined {
         Ok((broker, more, registered)) => {
+            // Clients are told about unfenced brokers only: serving before
+            // would answer Metadata without this broker in it.
+            let limit = session + heartbeat * 2;
+            if !broker.wait_unfenced(limit).await {
+                warn!(
+                    node,
+                    "still fenced {limit:?} after registering; serving anyway (clients are sent here once the controller unfences this broker)"
+                );
+            }
             let mut membership = membership;
             membership.tasks.extend(more);
             membership.registered = Some(registered);

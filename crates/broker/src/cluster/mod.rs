@@ -64,6 +64,15 @@ impl BrokerInfo {
     }
 }
 
+/// The controller id clients are told (see [`crate::Broker::controller_id`]).
+fn pick_controller(view: &ClusterView, leader: Option<NodeId>, me: NodeId) -> NodeId {
+    leader
+        .filter(|l| view.is_live(*l))
+        .or_else(|| view.is_live(me).then_some(me))
+        .or_else(|| view.brokers.values().find(|b| !b.fenced).map(|b| b.node))
+        .unwrap_or(me)
+}
+
 /// The brokers and coordinators of the applied metadata, for answering
 /// clients without locking the metadata.
 #[derive(Debug, Clone, Default)]
@@ -148,15 +157,39 @@ impl crate::Broker {
 
     /// The node reported as the controller: the quorum's leader when this
     /// node knows it (combined mode) and it is a live broker (clients send
-    /// admin requests there), else this broker, which forwards them.
+    /// admin requests there), else this broker if live, else the lowest
+    /// live one; any broker forwards them. Never a fenced broker while one
+    /// is live: clients do not know a broker missing from the broker list
+    /// and would wait for it (as Kafka, which names a live broker).
     pub fn controller_id(&self) -> NodeId {
         let Some(c) = &self.cluster else {
             return self.node_id();
         };
-        c.link
-            .leader()
-            .filter(|l| c.view.read().is_live(*l))
-            .unwrap_or_else(|| self.node_id())
+        let view = c.view.read().clone();
+        pick_controller(&view, c.link.leader(), self.node_id())
+    }
+
+    /// Waits, at most `timeout`, until the metadata applied here shows
+    /// this broker registered and unfenced, so the first clients are told
+    /// about it (Kafka's broker waits "for the broker to be unfenced"
+    /// before it starts, too); whether it is. True on a single node.
+    pub async fn wait_unfenced(&self, timeout: std::time::Duration) -> bool {
+        let Some(c) = &self.cluster else {
+            return true;
+        };
+        let me = self.node_id();
+        let mut applied = c.applied.subscribe();
+        let live = async {
+            loop {
+                if c.view.read().is_live(me) {
+                    return;
+                }
+                if applied.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::time::timeout(timeout, live).await.is_ok()
     }
 
     /// The leader clients are told for a partition in `state`: its leader
@@ -253,6 +286,39 @@ mod tests {
             })
         );
         assert_eq!(b.endpoint(PULSAR_LISTENER), None);
+    }
+
+    fn view(fenced: &[(NodeId, bool)]) -> ClusterView {
+        ClusterView {
+            brokers: fenced
+                .iter()
+                .map(|&(node, fenced)| {
+                    (
+                        node,
+                        BrokerInfo {
+                            node,
+                            endpoints: BTreeMap::new(),
+                            fenced,
+                        },
+                    )
+                })
+                .collect(),
+            coordinators: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_reported_controller_is_a_live_broker() {
+        let all = view(&[(1, false), (2, false), (3, false)]);
+        assert_eq!(pick_controller(&all, Some(3), 1), 3, "the live leader");
+        assert_eq!(pick_controller(&all, None, 2), 2, "no leader known: self");
+        // Node 1 leads the quorum but has not seen its own unfencing yet:
+        // naming it would send clients to a broker absent from the list.
+        let starting = view(&[(1, true), (2, false), (3, false)]);
+        assert_eq!(pick_controller(&starting, Some(1), 1), 2);
+        assert_eq!(pick_controller(&starting, Some(1), 3), 3);
+        let none = view(&[(1, true), (2, true)]);
+        assert_eq!(pick_controller(&none, Some(1), 2), 2, "nothing live: self");
     }
 }
 
