@@ -17,6 +17,7 @@ mod health;
 mod kafka_assignment;
 mod lookup;
 mod metrics;
+mod redirect;
 mod stats;
 mod subscriptions;
 mod topic;
@@ -197,6 +198,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .router
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            redirect::to_owner,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             auth::authorize,
         ))
         .fallback(no_route)
@@ -322,11 +327,11 @@ async fn accept(
     guard: broker::limits::ConnectionGuard,
 ) {
     let Some(tls) = tls else {
-        return connection(app, stream, peer, shutdown, guard).await;
+        return connection(app, stream, peer, false, shutdown, guard).await;
     };
     let acceptor = tokio_rustls::TlsAcceptor::from(tls.config());
     match tokio::time::timeout(HEADER_READ_TIMEOUT, acceptor.accept(stream)).await {
-        Ok(Ok(s)) => connection(app, s, peer, shutdown, guard).await,
+        Ok(Ok(s)) => connection(app, s, peer, true, shutdown, guard).await,
         Ok(Err(e)) => tracing::debug!(%peer, "https connection refused: TLS handshake failed: {e}"),
         Err(_) => tracing::debug!(%peer, "https connection refused: no TLS handshake in time"),
     }
@@ -337,16 +342,21 @@ async fn connection<S>(
     app: Router,
     stream: S,
     peer: SocketAddr,
+    https: bool,
     mut shutdown: watch::Receiver<bool>,
     _guard: broker::limits::ConnectionGuard,
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    // The peer's address, for the authorizer's host checks.
+    // The peer's address, for the authorizer's host checks; the scheme, for
+    // redirects to another broker's same listener.
     let service =
         hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
             req.extensions_mut()
                 .insert(axum::extract::ConnectInfo(peer));
+            if https {
+                req.extensions_mut().insert(redirect::Https);
+            }
             tower::ServiceExt::oneshot(app.clone(), req.map(axum::body::Body::new))
         });
     let conn = hyper::server::conn::http1::Builder::new()

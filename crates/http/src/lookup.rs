@@ -77,15 +77,43 @@ pub async fn lookup(
         ));
     }
     let broker = state.broker.clone();
-    blocking(move || magnetar_pulsar::lookup::lookup_allowed(&broker, &name)).await??;
-    let pulsar_url = c.pulsar_url.clone().unwrap_or_default();
+    let own = magnetar_pulsar::lookup::ServiceUrls {
+        plain: c.pulsar_url.clone(),
+        tls: c.pulsar_url_tls.clone(),
+    };
+    // In a cluster: the broker leading the topic (its first partition).
+    let (urls, owner) = blocking(move || {
+        use magnetar_pulsar::lookup::{lookup_allowed, owner_node, owner_urls};
+        lookup_allowed(&broker, &name)?;
+        let urls = owner_urls(&broker, &own, &name)?;
+        let owner = owner_node(&broker, &name)?;
+        let http = |listener: &str, scheme: &str| {
+            owner.and_then(|node| {
+                magnetar_pulsar::lookup::owner_endpoint(&broker, node, listener)
+                    .map(|a| format!("{scheme}://{a}"))
+            })
+        };
+        let owner = owner.map(|_| {
+            (
+                http(broker::cluster::HTTP_LISTENER, "http"),
+                http(broker::cluster::HTTPS_LISTENER, "https"),
+            )
+        });
+        Ok::<_, magnetar_pulsar::error::PulsarError>((urls, owner))
+    })
+    .await??;
+    let (http_url, http_url_tls) = match owner {
+        Some((plain, tls)) => (plain.unwrap_or_default(), tls.unwrap_or_default()),
+        None => (c.http_url.clone(), c.https_url.clone().unwrap_or_default()),
+    };
+    let pulsar_url = urls.plain.clone().unwrap_or_default();
     Ok(Json(LookupData {
         broker_url: pulsar_url.clone(),
-        broker_url_tls: c.pulsar_url_tls.clone().unwrap_or_default(),
-        http_url: c.http_url.clone(),
-        http_url_tls: c.https_url.clone().unwrap_or_default(),
+        broker_url_tls: urls.tls.clone().unwrap_or_default(),
+        http_url,
+        http_url_tls,
         native_url: if pulsar_url.is_empty() {
-            c.pulsar_url_tls.clone().unwrap_or_default()
+            urls.tls.unwrap_or_default()
         } else {
             pulsar_url
         },

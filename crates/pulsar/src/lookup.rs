@@ -139,6 +139,42 @@ pub struct ServiceUrls {
     pub tls: Option<String>,
 }
 
+/// The node leading the partition `name` names (a non-partitioned topic:
+/// its one partition) when it is another broker of the cluster (-1: none
+/// is live); `None` when this broker answers for it (a single node, a
+/// topic that does not exist yet, or one this broker leads).
+pub fn owner_node(broker: &Broker, name: &str) -> Result<Option<i32>, PulsarError> {
+    if !broker.is_clustered() {
+        return Ok(None);
+    }
+    let t = topics::parse(broker, name)?;
+    let Some(topic) = broker.topic(t.kafka_name().as_str()) else {
+        return Ok(None);
+    };
+    let index = t.partition.unwrap_or(0) as usize;
+    let Some(state) = topic.placements.get(index) else {
+        return Ok(None);
+    };
+    let leader = broker.live_leader(state);
+    Ok((leader != broker.node_id()).then_some(leader))
+}
+
+/// `host:port` of live broker `node`'s listener `listener` (a key of the
+/// registrations' endpoints), if it has one.
+pub fn owner_endpoint(broker: &Broker, node: i32, listener: &str) -> Option<String> {
+    broker
+        .live_brokers(listener)
+        .into_iter()
+        .find(|(n, _)| *n == node)
+        .map(|(_, e)| {
+            if e.host.contains(':') {
+                format!("[{}]:{}", e.host, e.port)
+            } else {
+                format!("{}:{}", e.host, e.port)
+            }
+        })
+}
+
 /// The service URLs of the broker leading the partition `name` names (a
 /// non-partitioned topic: its one partition), `own` for this broker.
 pub fn owner_urls(
@@ -146,28 +182,10 @@ pub fn owner_urls(
     own: &ServiceUrls,
     name: &str,
 ) -> Result<ServiceUrls, PulsarError> {
-    if !broker.is_clustered() {
-        return Ok(own.clone());
-    }
-    let t = topics::parse(broker, name)?;
-    let Some(topic) = broker.topic(t.kafka_name().as_str()) else {
+    let Some(leader) = owner_node(broker, name)? else {
         return Ok(own.clone());
     };
-    let index = t.partition.unwrap_or(0) as usize;
-    let Some(state) = topic.placements.get(index) else {
-        return Ok(own.clone());
-    };
-    let leader = broker.live_leader(state);
-    if leader == broker.node_id() {
-        return Ok(own.clone());
-    }
-    let endpoint = |listener: &str| {
-        broker
-            .live_brokers(listener)
-            .into_iter()
-            .find(|(n, _)| *n == leader)
-            .map(|(_, e)| format!("{}:{}", e.host, e.port))
-    };
+    let endpoint = |listener: &str| owner_endpoint(broker, leader, listener);
     let urls = ServiceUrls {
         plain: endpoint(broker::cluster::PULSAR_LISTENER).map(|a| format!("pulsar://{a}")),
         tls: endpoint(broker::cluster::PULSAR_TLS_LISTENER).map(|a| format!("pulsar+ssl://{a}")),

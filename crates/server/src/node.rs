@@ -141,6 +141,9 @@ impl Node {
             if let Some(a) = &http_advertised {
                 endpoints.insert(broker::cluster::HTTP_LISTENER.to_string(), a.clone());
             }
+            if let Some(a) = &https_advertised {
+                endpoints.insert(broker::cluster::HTTPS_LISTENER.to_string(), a.clone());
+            }
             let (b, m) = crate::membership::join(config, endpoint, endpoints).await?;
             (b, Some(m))
         } else {

@@ -748,9 +748,11 @@ fn pulsar_check(check: &str, service_url: &str, extra: &[&str]) -> String {
 }
 
 /// The Python Pulsar client, given one broker's URL, is sent by Lookup to
-/// the broker leading each partition: what it produces lands on every
-/// partition (Kafka reads it back), and a consumer connected through
-/// another broker reads it all.
+/// the broker leading each partition: what it produces through one
+/// broker's HTTP lookup service (`http://`) lands on every partition
+/// (Kafka reads it back), and a consumer connected through another broker's
+/// binary lookup (`pulsar://`) reads it all. An admin request about a
+/// partition is redirected (307) to its broker, as upstream's are.
 #[tokio::test(flavor = "multi_thread")]
 async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
     let mut c = Cluster::start(3, SETTINGS);
@@ -772,7 +774,7 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
     let topic = "persistent://public/default/spread";
     pulsar_check(
         "interop-write",
-        &c.node(1).pulsar_url(),
+        &c.node(1).http_url(),
         &[topic, "30", "LZ4"],
     );
     let out = pulsar_check("interop-read", &c.node(2).pulsar_url(), &[topic, "30"]);
@@ -802,6 +804,42 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
             got += 1;
         }
     }
+
+    // Admin requests about partition 0 asked of another broker.
+    let owner = l[&0] as usize;
+    let other = (1..=3).find(|n| *n != owner).unwrap();
+    let path = "/admin/v2/persistent/public/default/spread-partition-0/stats";
+    let no_follow = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = no_follow
+        .get(format!("{}{path}", c.node(other).http_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::TEMPORARY_REDIRECT);
+    assert_eq!(
+        r.headers()["location"].to_str().unwrap(),
+        format!("{}{path}?authoritative=true", c.node(owner).http_url())
+    );
+    let stats: serde_json::Value = reqwest::get(format!("{}{path}", c.node(other).http_url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(stats["msgInCounter"].as_i64().unwrap() > 0, "{stats}");
+    // Asked authoritatively, a broker that does not lead it says so.
+    let r = no_follow
+        .get(format!(
+            "{}{path}?authoritative=true",
+            c.node(other).http_url()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
 }
 
 /// `controller.security.protocol=SSL`: the nodes' Raft and broker RPCs go

@@ -38,6 +38,8 @@ pub const PULSAR_LISTENER: &str = "pulsar";
 pub const PULSAR_TLS_LISTENER: &str = "pulsar+ssl";
 /// The HTTP service listener.
 pub const HTTP_LISTENER: &str = "http";
+/// The HTTPS service listener.
+pub const HTTPS_LISTENER: &str = "https";
 
 /// A registered broker as clients are told about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
