@@ -80,6 +80,7 @@ mod sync_group;
 mod tests;
 mod throttle;
 mod txn_offset_commit;
+mod write_txn_markers;
 
 pub use server::{serve, serve_listener, Server};
 pub use session::ListenerSecurity;
@@ -131,6 +132,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, Versions)] = &[
     (ApiKey::AddOffsetsToTxn, add_offsets_to_txn::VERSIONS),
     (ApiKey::EndTxn, end_txn::VERSIONS),
     (ApiKey::TxnOffsetCommit, txn_offset_commit::VERSIONS),
+    (ApiKey::WriteTxnMarkers, write_txn_markers::VERSIONS),
     (
         ApiKey::OffsetForLeaderEpoch,
         offset_for_leader_epoch::VERSIONS,
@@ -427,6 +429,9 @@ fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestK
         RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn::handle(broker, &access, v, r)),
         RequestKind::TxnOffsetCommit(r) => {
             ResponseKind::TxnOffsetCommit(txn_offset_commit::handle(broker, &access, v, r))
+        }
+        RequestKind::WriteTxnMarkers(r) => {
+            ResponseKind::WriteTxnMarkers(write_txn_markers::handle(broker, &access, r))
         }
         RequestKind::DescribeTransactions(r) => {
             ResponseKind::DescribeTransactions(describe_transactions::handle(broker, &access, r))

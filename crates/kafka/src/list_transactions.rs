@@ -1,9 +1,11 @@
 //! ListTransactions (key 66): the transactional ids, filtered by state,
-//! producer id and (v1) how long their transaction has been open
-//! (`kafka-transactions list`, `find-hanging`).
+//! producer id, (v1) how long their transaction has been open and (v2) a
+//! regular expression over the id (`kafka-transactions list`,
+//! `find-hanging`).
 
 use std::sync::Arc;
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::list_transactions_response::TransactionState;
 use kafka_protocol::messages::{
     ListTransactionsRequest, ListTransactionsResponse, ProducerId, TransactionalId,
@@ -15,8 +17,26 @@ use super::Versions;
 use broker::txn::TxnState;
 use broker::{now_ms, Broker};
 
-/// Implemented versions (v2's id pattern is not).
-pub const VERSIONS: Versions = Versions::new(0, 1);
+/// Implemented versions.
+pub const VERSIONS: Versions = Versions::new(0, 2);
+
+/// The most a client's id pattern may compile to: a hostile pattern costs
+/// bounded memory and is refused beyond it.
+const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
+/// v2's `transactional_id_pattern` as a full-match regex (Java's
+/// `Pattern.matcher(id).matches()`); `None` for no filter, `Err` for an
+/// invalid (or too large) pattern.
+fn id_pattern(version: i16, pattern: Option<&str>) -> Result<Option<regex::Regex>, ()> {
+    match pattern {
+        Some(p) if version >= 2 && !p.is_empty() => regex::RegexBuilder::new(&format!("^(?:{p})$"))
+            .size_limit(PATTERN_SIZE_LIMIT)
+            .build()
+            .map(Some)
+            .map_err(|_| ()),
+        _ => Ok(None),
+    }
+}
 
 const STATES: [TxnState; 6] = [
     TxnState::Empty,
@@ -50,6 +70,13 @@ pub(crate) fn handle(
     } else {
         -1
     };
+    let Ok(pattern) = id_pattern(
+        version,
+        req.transactional_id_pattern.as_ref().map(|p| p.as_str()),
+    ) else {
+        return ListTransactionsResponse::default()
+            .with_error_code(ResponseError::InvalidRegularExpression.code());
+    };
     let now = now_ms().0;
     match broker.list_transactions(&states, &producers) {
         Err(e) => ListTransactionsResponse::default().with_error_code(response_error(&e).code()),
@@ -68,6 +95,11 @@ pub(crate) fn handle(
                         broker::security::acl::Operation::Describe,
                         &l.transactional_id,
                     )
+                })
+                .filter(|(_, l)| {
+                    pattern
+                        .as_ref()
+                        .is_none_or(|p| p.is_match(&l.transactional_id))
                 })
                 .filter(|(i, _)| {
                     min_duration < 0

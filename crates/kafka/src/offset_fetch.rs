@@ -68,7 +68,13 @@ pub(crate) fn handle(
                         .with_group_id(g.group_id)
                         .with_error_code(coordinator_error(&e).code()),
                     (false, Ok(())) => {
-                        let rows = fetch(broker, access, &g.group_id, wanted.as_deref());
+                        let rows = fetch(
+                            broker,
+                            access,
+                            &g.group_id,
+                            wanted.as_deref(),
+                            req.require_stable,
+                        );
                         OffsetFetchResponseGroup::default()
                             .with_group_id(g.group_id)
                             .with_topics(group_topics(rows))
@@ -120,7 +126,13 @@ pub(crate) fn handle(
             })
             .collect()
     });
-    let rows = fetch(broker, access, &req.group_id, wanted.as_deref());
+    let rows = fetch(
+        broker,
+        access,
+        &req.group_id,
+        wanted.as_deref(),
+        version >= 7 && req.require_stable,
+    );
     let mut topics: Vec<OffsetFetchResponseTopic> = Vec::new();
     for (t, p, o) in rows {
         if topics.last().is_none_or(|last| last.name.as_str() != t) {
@@ -147,19 +159,32 @@ pub(crate) fn handle(
 /// A partition's committed offset, or the error for it.
 type Row = (String, i32, Result<Option<CommittedOffset>, ResponseError>);
 
+/// The group's committed offsets; with `require_stable` (KIP-447) a
+/// partition with offsets staged by an unfinished transaction gets
+/// UNSTABLE_OFFSET_COMMIT instead, so a `read_committed` consumer does not
+/// start from an offset that transaction may still change.
 fn fetch(
     broker: &Broker,
     access: &Access,
     group: &GroupId,
     wanted: Option<&[(String, i32)]>,
+    require_stable: bool,
 ) -> Vec<Row> {
     let asked = wanted.is_some();
+    let pending = if require_stable {
+        broker.pending_txn_offsets(group.as_str())
+    } else {
+        Default::default()
+    };
     broker
         .groups()
         .fetch_offsets(group.as_str(), wanted)
         .into_iter()
         .filter_map(|(t, p, o)| {
             if access.topic(Operation::Describe, &t) {
+                if pending.contains(&(t.clone(), p)) {
+                    return Some((t, p, Err(ResponseError::UnstableOffsetCommit)));
+                }
                 Some((t, p, Ok(o)))
             } else if asked {
                 Some((t, p, Err(ResponseError::TopicAuthorizationFailed)))

@@ -388,6 +388,17 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
                         ]),
                 ]),
         ),
+        ApiKey::WriteTxnMarkers => {
+            RequestKind::WriteTxnMarkers(WriteTxnMarkersRequest::default().with_markers(vec![
+                write_txn_markers_request::WritableTxnMarker::default()
+                    .with_producer_id(ProducerId(7))
+                    .with_topics(vec![
+                        write_txn_markers_request::WritableTxnMarkerTopic::default()
+                            .with_name(t())
+                            .with_partition_indexes(vec![0, 9]),
+                    ]),
+            ]))
+        }
         ApiKey::DescribeTransactions => RequestKind::DescribeTransactions(
             DescribeTransactionsRequest::default()
                 .with_transactional_ids(vec![TransactionalId(StrBytes::from_static_str("tx"))]),

@@ -10,7 +10,7 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 };
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
-use super::error::{fenced_as_epoch, response_error};
+use super::error::{coordinator_error, fenced_as_epoch, response_error};
 use super::Versions;
 use crate::authz::Access;
 use broker::group::store::CommittedOffset;
@@ -20,7 +20,10 @@ use broker::{now_ms, Broker};
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 4);
 
-/// Answers TxnOffsetCommit. Blocking: it persists. With an authorizer the
+/// Answers TxnOffsetCommit. Blocking: it persists. From v3 the request
+/// carries the consumer's group metadata (KIP-447), checked against the
+/// group: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION or FENCED_INSTANCE_ID for a
+/// producer whose consumer is no longer that member of that generation. With an authorizer the
 /// transactional id needs Write and the group Read (their errors for every
 /// partition), and each topic Read (TOPIC_AUTHORIZATION_FAILED for its
 /// partitions, which are not committed).
@@ -65,6 +68,13 @@ pub(crate) fn handle(
         ResponseError::NotCoordinator.code()
     } else if offsets.is_empty() {
         0
+    } else if let Err(e) = broker.groups().validate_txn_offset_commit(
+        req.group_id.as_str(),
+        req.member_id.as_str(),
+        req.group_instance_id.as_ref().map(|i| i.as_str()),
+        req.generation_id,
+    ) {
+        txn_group_error(coordinator_error(&e)).code()
     } else {
         broker
             .txn_offset_commit(
@@ -103,4 +113,15 @@ pub(crate) fn handle(
         })
         .collect();
     TxnOffsetCommitResponse::default().with_topics(topics)
+}
+
+/// A consumer-protocol member's stale epoch as the errors TxnOffsetCommit
+/// clients handle (librdkafka aborts the transaction on ILLEGAL_GENERATION).
+fn txn_group_error(e: ResponseError) -> ResponseError {
+    match e {
+        ResponseError::StaleMemberEpoch | ResponseError::FencedMemberEpoch => {
+            ResponseError::IllegalGeneration
+        }
+        other => other,
+    }
 }

@@ -647,6 +647,25 @@ async fn a_principal_without_acls_is_refused_on_every_api() {
         ),
         CLUSTER_AUTH
     );
+    // ClusterAction: what a transaction coordinator (or an operator's
+    // abort) needs to write markers.
+    let wtm = kafka_protocol::messages::WriteTxnMarkersRequest::default().with_markers(vec![
+        kafka_protocol::messages::write_txn_markers_request::WritableTxnMarker::default()
+            .with_producer_id(kafka_protocol::messages::ProducerId(1))
+            .with_topics(vec![
+                kafka_protocol::messages::write_txn_markers_request::WritableTxnMarkerTopic::default()
+                    .with_name(topic("t"))
+                    .with_partition_indexes(vec![0]),
+            ]),
+    ]);
+    assert_eq!(
+        code!(c, WriteTxnMarkers, 1, wtm, WriteTxnMarkers, |r| r.markers
+            [0]
+        .topics[0]
+            .partitions[0]
+            .error_code),
+        CLUSTER_AUTH
+    );
     let dq = DescribeQuorumRequest::default();
     assert_eq!(
         code!(c, DescribeQuorum, 1, dq, DescribeQuorum, |r| r.error_code),

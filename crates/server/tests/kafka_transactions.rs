@@ -366,3 +366,321 @@ async fn transaction_timeouts_are_bounded_by_the_broker_setting() {
         assert_eq!(r.producer_id.0 >= 0, code == 0, "{r:?}");
     }
 }
+
+/// The producer of `topic`-0 with an open transaction, as DescribeProducers
+/// (what `kafka-transactions find-hanging` reads) reports it.
+async fn open_producer(
+    c: &mut RawConn,
+    topic: &str,
+) -> Option<kafka_protocol::messages::describe_producers_response::ProducerState> {
+    use kafka_protocol::messages::describe_producers_request::TopicRequest;
+    use kafka_protocol::messages::{DescribeProducersRequest, TopicName};
+    let req = DescribeProducersRequest::default().with_topics(vec![TopicRequest::default()
+        .with_name(TopicName(StrBytes::from_string(topic.into())))
+        .with_partition_indexes(vec![0])]);
+    let ResponseKind::DescribeProducers(r) = c.call(ApiKey::DescribeProducers, 0, req).await else {
+        panic!("DescribeProducers")
+    };
+    let p = &r.topics[0].partitions[0];
+    assert_eq!(p.error_code, 0, "{p:?}");
+    p.active_producers
+        .iter()
+        .find(|s| s.current_txn_start_offset >= 0)
+        .cloned()
+}
+
+/// `topic`-0's latest offset for a read_committed reader (the LSO).
+async fn stable_offset(c: &mut RawConn, topic: &str) -> i64 {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::{ListOffsetsRequest, TopicName};
+    let req = ListOffsetsRequest::default()
+        .with_isolation_level(1)
+        .with_topics(vec![ListOffsetsTopic::default()
+            .with_name(TopicName(StrBytes::from_string(topic.into())))
+            .with_partitions(vec![ListOffsetsPartition::default()
+                .with_partition_index(0)
+                .with_timestamp(-1)])]);
+    let ResponseKind::ListOffsets(r) = c.call(ApiKey::ListOffsets, 7, req).await else {
+        panic!("ListOffsets")
+    };
+    let p = &r.topics[0].partitions[0];
+    assert_eq!(p.error_code, 0, "{p:?}");
+    p.offset
+}
+
+/// Answers `kafka-transactions abort` gets: WriteTxnMarkers aborting
+/// `producer`'s transaction on `partitions` of `topic`; the error codes.
+async fn abort_markers(
+    c: &mut RawConn,
+    topic: &str,
+    producer: (i64, i16, i32),
+    partitions: Vec<i32>,
+) -> Vec<i16> {
+    use kafka_protocol::messages::write_txn_markers_request::{
+        WritableTxnMarker, WritableTxnMarkerTopic,
+    };
+    use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
+    let (id, epoch, coordinator_epoch) = producer;
+    let req = WriteTxnMarkersRequest::default().with_markers(vec![WritableTxnMarker::default()
+        .with_producer_id(ProducerId(id))
+        .with_producer_epoch(epoch)
+        .with_transaction_result(false)
+        .with_coordinator_epoch(coordinator_epoch)
+        .with_topics(vec![WritableTxnMarkerTopic::default()
+            .with_name(TopicName(StrBytes::from_string(topic.into())))
+            .with_partition_indexes(partitions)])]);
+    let ResponseKind::WriteTxnMarkers(r) = c.call(ApiKey::WriteTxnMarkers, 1, req).await else {
+        panic!("WriteTxnMarkers")
+    };
+    assert_eq!(r.markers[0].producer_id.0, id);
+    r.markers[0].topics[0]
+        .partitions
+        .iter()
+        .map(|p| p.error_code)
+        .collect()
+}
+
+/// A hanging transaction ended by hand, as `kafka-transactions abort
+/// --topic T --partition 0 --start-offset N` does it: DescribeProducers
+/// finds the producer and WriteTxnMarkers writes the abort marker with its
+/// epoch and coordinator epoch (Kafka's `Admin.abortTransaction`).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_aborts_a_hanging_transaction_with_write_txn_markers() {
+    let broker = BrokerProcess::start(&[]);
+    let b = broker.bootstrap();
+    create(&b, "txn-hang", 1).await;
+    // A second InitProducerId: the open transaction is at epoch 1.
+    drop(transactional(&b, "tx-hang", 60_000));
+    let p = transactional(&b, "tx-hang", 60_000);
+    p.begin_transaction().unwrap();
+    send(&p, "txn-hang", 0, &["h1", "h2"]);
+    let mut c = RawConn::connect(broker.addr).await;
+    let open = open_producer(&mut c, "txn-hang")
+        .await
+        .expect("an open transaction");
+    assert_eq!(open.current_txn_start_offset, 0);
+    assert_eq!(open.producer_epoch, 1);
+    assert_eq!(
+        stable_offset(&mut c, "txn-hang").await,
+        0,
+        "the open transaction holds read_committed readers back"
+    );
+    let pid = open.producer_id.0;
+    let coordinator_epoch = open.coordinator_epoch;
+    // An older epoch is refused (INVALID_PRODUCER_EPOCH) and a partition
+    // that does not exist is unknown; nothing ends.
+    assert_eq!(
+        abort_markers(&mut c, "txn-hang", (pid, 0, coordinator_epoch), vec![0, 7]).await,
+        [47, 3]
+    );
+    assert_eq!(stable_offset(&mut c, "txn-hang").await, 0);
+    assert_eq!(
+        abort_markers(&mut c, "txn-hang", (pid, 1, coordinator_epoch), vec![0]).await,
+        [0]
+    );
+    // h1, h2 and the marker: nothing holds readers back any more.
+    assert_eq!(stable_offset(&mut c, "txn-hang").await, 3);
+    assert!(open_producer(&mut c, "txn-hang").await.is_none());
+    // Again: nothing open to end, nothing written.
+    assert_eq!(
+        abort_markers(&mut c, "txn-hang", (pid, 1, coordinator_epoch), vec![0]).await,
+        [0]
+    );
+    assert_eq!(stable_offset(&mut c, "txn-hang").await, 3);
+    let rc = consumer(&b, "hang-rc", "read_committed");
+    assert!(read_values(&rc, "txn-hang", 0).is_empty());
+    let ru = consumer(&b, "hang-ru", "read_uncommitted");
+    assert_eq!(read_values(&ru, "txn-hang", 2), ["h1", "h2"]);
+}
+
+/// KIP-447: TxnOffsetCommit carries the consumer's group metadata, and a
+/// producer whose consumer was rebalanced out (an older generation) cannot
+/// commit offsets for it; librdkafka reports the error as abortable, and
+/// the next transaction with the current metadata commits (librdkafka's
+/// 0105-transactions_mock tests the client side of this).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_consumer_rebalanced_out_cannot_commit_offsets_in_a_transaction() {
+    use kafka_protocol::messages::txn_offset_commit_request::{
+        TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{GroupId, ProducerId, TopicName, TxnOffsetCommitRequest};
+    let broker = BrokerProcess::start(&[]);
+    let b = broker.bootstrap();
+    create(&b, "k447-in", 2).await;
+    let c1 = consumer(&b, "g447", "read_committed");
+    c1.subscribe(&["k447-in"]).unwrap();
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while c1.assignment().unwrap().count() != 2 {
+        assert!(std::time::Instant::now() < deadline, "c1 never assigned");
+        let _ = c1.poll(Duration::from_millis(100));
+    }
+    let stale = c1.group_metadata().unwrap();
+    let c2 = consumer(&b, "g447", "read_committed");
+    c2.subscribe(&["k447-in"]).unwrap();
+    while c1.assignment().unwrap().count() != 1 || c2.assignment().unwrap().count() != 1 {
+        assert!(std::time::Instant::now() < deadline, "no rebalance");
+        let _ = c1.poll(Duration::from_millis(100));
+        let _ = c2.poll(Duration::from_millis(100));
+    }
+    let p = transactional(&b, "tx-447", 60_000);
+    let mut offsets = TopicPartitionList::new();
+    offsets
+        .add_partition_offset("k447-in", 0, Offset::Offset(1))
+        .unwrap();
+    p.begin_transaction().unwrap();
+    let e = p
+        .send_offsets_to_transaction(&offsets, &stale, TIMEOUT)
+        .unwrap_err();
+    assert_eq!(
+        e.rdkafka_error_code(),
+        Some(rdkafka::types::RDKafkaErrorCode::IllegalGeneration),
+        "{e}"
+    );
+    p.abort_transaction(TIMEOUT).unwrap();
+    p.begin_transaction().unwrap();
+    p.send_offsets_to_transaction(&offsets, &c1.group_metadata().unwrap(), TIMEOUT)
+        .unwrap();
+    p.commit_transaction(TIMEOUT).unwrap();
+
+    // The exact answers, raw: an unknown member, a wrong generation, and a
+    // generation for a group that does not exist.
+    let mut c = RawConn::connect(broker.addr).await;
+    let describe = kafka_protocol::messages::DescribeGroupsRequest::default()
+        .with_groups(vec![GroupId(StrBytes::from_static_str("g447"))]);
+    let ResponseKind::DescribeGroups(d) = c.call(ApiKey::DescribeGroups, 5, describe).await else {
+        panic!("DescribeGroups")
+    };
+    let member = d.groups[0].members[0].member_id.to_string();
+    let mut codes = Vec::new();
+    for (group, member, generation) in [
+        ("g447", "ghost", 1),
+        ("g447", "", 99),
+        ("g447", member.as_str(), 99),
+        ("no-such-group", "", 3),
+    ] {
+        let req = TxnOffsetCommitRequest::default()
+            .with_transactional_id(TransactionalId(StrBytes::from_static_str("tx-447")))
+            .with_group_id(GroupId(StrBytes::from_static_str(group)))
+            .with_producer_id(ProducerId(0))
+            .with_generation_id(generation)
+            .with_member_id(StrBytes::from_string(member.to_string()))
+            .with_topics(vec![TxnOffsetCommitRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("k447-in")))
+                .with_partitions(vec![TxnOffsetCommitRequestPartition::default()
+                    .with_partition_index(0)
+                    .with_committed_offset(2)])]);
+        let ResponseKind::TxnOffsetCommit(r) = c.call(ApiKey::TxnOffsetCommit, 3, req).await else {
+            panic!("TxnOffsetCommit")
+        };
+        codes.push(r.topics[0].partitions[0].error_code);
+    }
+    // UNKNOWN_MEMBER_ID for a stranger and for no member with a generation
+    // (checked as a member first, as Kafka does), ILLEGAL_GENERATION for a
+    // member with the wrong generation and for a generation of a group
+    // that does not exist.
+    assert_eq!(codes, [25, 25, 22, 22]);
+}
+
+/// OffsetFetch `require_stable` (KIP-447): offsets staged by a transaction
+/// that has not ended are UNSTABLE_OFFSET_COMMIT for `read_committed`
+/// consumers, which librdkafka retries until the transaction ends; a
+/// `read_uncommitted` consumer reads the committed offset at once. Then
+/// ListTransactions v2's id pattern.
+#[tokio::test(flavor = "multi_thread")]
+async fn offsets_of_an_open_transaction_are_unstable_for_read_committed_consumers() {
+    use kafka_protocol::messages::offset_fetch_request::{
+        OffsetFetchRequestGroup, OffsetFetchRequestTopics,
+    };
+    use kafka_protocol::messages::{GroupId, OffsetFetchRequest, TopicName};
+    let broker = BrokerProcess::start(&[]);
+    let b = broker.bootstrap();
+    create(&b, "stable-in", 1).await;
+    let p = transactional(&b, "tx-stable", 60_000);
+    // A consumer that never joined: generation -1, no member (a "simple"
+    // group, as Kafka allows for transactional commits).
+    let rc = consumer(&b, "g-stable", "read_committed");
+    let md = rc.group_metadata().unwrap();
+    let mut offsets = TopicPartitionList::new();
+    offsets
+        .add_partition_offset("stable-in", 0, Offset::Offset(4))
+        .unwrap();
+    p.begin_transaction().unwrap();
+    p.send_offsets_to_transaction(&offsets, &md, TIMEOUT)
+        .unwrap();
+
+    let mut c = RawConn::connect(broker.addr).await;
+    let fetch = |stable: bool| {
+        OffsetFetchRequest::default()
+            .with_require_stable(stable)
+            .with_groups(vec![OffsetFetchRequestGroup::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("g-stable")))
+                .with_topics(Some(vec![OffsetFetchRequestTopics::default()
+                    .with_name(TopicName(StrBytes::from_static_str("stable-in")))
+                    .with_partition_indexes(vec![0])]))])
+    };
+    let mut answers = Vec::new();
+    for stable in [true, false] {
+        let ResponseKind::OffsetFetch(r) = c.call(ApiKey::OffsetFetch, 8, fetch(stable)).await
+        else {
+            panic!("OffsetFetch")
+        };
+        let part = &r.groups[0].topics[0].partitions[0];
+        answers.push((part.error_code, part.committed_offset));
+    }
+    assert_eq!(
+        answers,
+        [(88, -1), (0, -1)],
+        "UNSTABLE_OFFSET_COMMIT, then none"
+    );
+
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition("stable-in", 0);
+    // librdkafka retries UNSTABLE_OFFSET_COMMIT until its timeout: no
+    // offset either way.
+    if let Ok(got) = rc.committed_offsets(tpl.clone(), Duration::from_secs(2)) {
+        let e = got.find_partition("stable-in", 0).unwrap();
+        assert!(
+            e.error().is_err(),
+            "a read_committed consumer got an offset its transaction may change: {:?}",
+            e.offset()
+        );
+    }
+    let ru = consumer(&b, "g-stable", "read_uncommitted");
+    let before = ru.committed_offsets(tpl.clone(), TIMEOUT).unwrap();
+    assert_eq!(
+        before.find_partition("stable-in", 0).unwrap().offset(),
+        Offset::Invalid
+    );
+    p.commit_transaction(TIMEOUT).unwrap();
+    let after = rc.committed_offsets(tpl, TIMEOUT).unwrap();
+    assert_eq!(
+        after.find_partition("stable-in", 0).unwrap().offset(),
+        Offset::Offset(4)
+    );
+
+    // ListTransactions v2: the id pattern matches whole ids.
+    let mut listed = Vec::new();
+    for pattern in ["tx-st.*", "tx-st", "("] {
+        let req = ListTransactionsRequest::default()
+            .with_transactional_id_pattern(Some(StrBytes::from_static_str(pattern)));
+        let ResponseKind::ListTransactions(l) = c.call(ApiKey::ListTransactions, 2, req).await
+        else {
+            panic!("ListTransactions")
+        };
+        let ids: Vec<String> = l
+            .transaction_states
+            .iter()
+            .map(|s| s.transactional_id.to_string())
+            .collect();
+        listed.push((l.error_code, ids));
+    }
+    assert_eq!(
+        listed,
+        [
+            (0, vec!["tx-stable".to_string()]),
+            (0, vec![]),
+            (128, vec![])
+        ],
+        "a match, no partial match, INVALID_REGULAR_EXPRESSION"
+    );
+}

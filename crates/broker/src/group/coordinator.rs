@@ -429,6 +429,34 @@ impl GroupCoordinator {
         Ok(self.write_offsets(&mut inner, group_id, offsets)?)
     }
 
+    /// Checks the group metadata a TxnOffsetCommit carries (KIP-447, v3+):
+    /// a member of the group with its current generation (classic) or
+    /// member epoch (consumer protocol), so a producer whose consumer was
+    /// rebalanced out cannot commit offsets for partitions it lost. No
+    /// member and generation -1 (older producers, or offsets outside group
+    /// management) may commit for a classic group in any state, for a
+    /// consumer-protocol group only while it has no members; a group that
+    /// does not exist only with generation -1 (else ILLEGAL_GENERATION).
+    pub fn validate_txn_offset_commit(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation_or_epoch: i32,
+    ) -> Result<(), CoordinatorError> {
+        let inner = self.inner.lock();
+        match inner.groups.get(group_id) {
+            Some(Group::Classic(g)) => {
+                Ok(g.validate_txn_offset_commit(member_id, instance_id, generation_or_epoch)?)
+            }
+            Some(Group::Consumer(g)) => {
+                Ok(g.validate_offset_commit(member_id, generation_or_epoch)?)
+            }
+            None if generation_or_epoch < 0 => Ok(()),
+            None => Err(GroupError::IllegalGeneration.into()),
+        }
+    }
+
     /// Commits the offsets a committed transaction staged for `group_id`
     /// (TxnOffsetCommit), checked when they were staged.
     pub fn commit_transactional_offsets(

@@ -36,10 +36,15 @@ pub struct Transactions {
     /// no transaction is prepared in between); written only after the
     /// record is in the group log.
     state: RwLock<HashMap<String, TxnMetadata>>,
-    /// Held while a transaction ends (markers written, offsets committed):
-    /// one ending at a time, without holding `deciding` meanwhile.
-    ending: Mutex<()>,
+    /// Held while a transactional id's transaction ends (markers written,
+    /// offsets committed): one ending at a time per id, without holding
+    /// `deciding` meanwhile; ids are spread over the stripes by hash, so
+    /// different ids rarely wait on each other.
+    ending: Vec<Mutex<()>>,
 }
+
+/// How many locks the transactional ids' endings are spread over.
+const ENDING_STRIPES: usize = 64;
 
 fn key(id: &str) -> RecordKey {
     RecordKey::Transaction {
@@ -95,7 +100,7 @@ impl Transactions {
             log,
             deciding: Mutex::new(()),
             state: RwLock::new(ids),
-            ending: Mutex::new(()),
+            ending: (0..ENDING_STRIPES).map(|_| Mutex::new(())).collect(),
         }
     }
 
@@ -113,6 +118,14 @@ impl Transactions {
             .map(|(id, m)| (key(id), serde_json::to_vec(m).ok()))
             .collect();
         f(live)
+    }
+
+    /// Takes the right to end `id`'s transaction.
+    pub(crate) fn ending(&self, id: &str) -> MutexGuard<'_, ()> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        id.hash(&mut h);
+        self.ending[(h.finish() % self.ending.len() as u64) as usize].lock()
     }
 
     /// Takes the right to decide.

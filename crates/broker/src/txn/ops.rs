@@ -3,6 +3,8 @@
 //! transaction, followed by the markers written to its partitions and the
 //! group offsets it committed.
 
+use std::collections::BTreeSet;
+
 use model::{PartitionId, ProducerEpoch, ProducerId, Timestamp};
 use storage::txn::{ControlType, TxnMarker};
 
@@ -54,7 +56,7 @@ impl Broker {
             return Err(TxnError::InvalidTimeout(timeout_ms, max).into());
         }
         let mut current = current.filter(|(p, _)| *p >= 0);
-        let _ending = txns.ending.lock();
+        let _ending = txns.ending(id);
         loop {
             let now = now_ms().0;
             // Decided and persisted under one guard: nothing the old
@@ -103,7 +105,7 @@ impl Broker {
     }
 
     /// Writes a prepared transaction's markers and persists it completed.
-    /// The caller holds `ending`; no decision is held while the markers
+    /// The caller holds `id`'s ending lock; no decision is held while the markers
     /// are written (the group coordinator's lock is taken to commit
     /// offsets, and its log compaction waits on decisions under its own).
     fn finish(
@@ -271,7 +273,7 @@ impl Broker {
     ) -> Result<(), Error> {
         let txns = self.transactions()?;
         let now = now_ms().0;
-        let _ending = txns.ending.lock();
+        let _ending = txns.ending(id);
         let prepared = {
             let mut d = txns.decide();
             let m = d.known(id)?;
@@ -321,9 +323,12 @@ impl Broker {
             work.push((partition.clone(), w));
         }
         for (partition, w) in work {
-            partition
-                .log()
-                .complete(w)
+            let log = partition.log();
+            // On disk before the completed state is: after a power loss the
+            // coordinator never remembers an ending whose marker is gone,
+            // which would leave the partition's transaction open forever.
+            log.complete(w)
+                .and_then(|()| log.flush())
                 .map_err(|e| partition.storage_error(e))?;
         }
         if control == ControlType::Commit {
@@ -340,6 +345,60 @@ impl Broker {
         Ok(prepared.complete(now))
     }
 
+    /// WriteTxnMarkers: ends `producer_id`'s transaction on each of
+    /// `partitions` (hosted here) with a commit or abort marker, as a
+    /// transaction coordinator asks, or an operator ending a hanging
+    /// transaction (`kafka-transactions abort`). A partition where that
+    /// producer has no open transaction gets no marker and succeeds, so a
+    /// retried request changes nothing; storage refuses an older producer
+    /// epoch (INVALID_PRODUCER_EPOCH) or coordinator epoch
+    /// (TRANSACTION_COORDINATOR_FENCED). Each marker is on disk (as the
+    /// log's flush policy has it) before it is answered.
+    pub fn write_txn_markers(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+        coordinator_epoch: i32,
+        partitions: &[(String, i32)],
+    ) -> Vec<TxnPartitionResult> {
+        let marker = TxnMarker {
+            producer_id: ProducerId(producer_id),
+            producer_epoch: ProducerEpoch(producer_epoch),
+            control: if commit {
+                ControlType::Commit
+            } else {
+                ControlType::Abort
+            },
+            coordinator_epoch,
+        };
+        let now = Timestamp(now_ms().0);
+        partitions
+            .iter()
+            .map(|(t, p)| {
+                let r = self.resolve_topic_name(t).and_then(|topic| {
+                    let partition = topic.partition(PartitionId(*p))?;
+                    let open = partition
+                        .log()
+                        .producer_state(marker.producer_id)
+                        .is_some_and(|e| e.txn_first_offset.is_some());
+                    if !open {
+                        return Ok(());
+                    }
+                    let w = partition.write_marker(&marker, now)?;
+                    partition
+                        .log()
+                        .complete(w)
+                        .map_err(|e| partition.storage_error(e))
+                });
+                if let Err(e) = &r {
+                    tracing::debug!(topic = %t, partition = p, producer_id, "transaction marker refused: {e}");
+                }
+                ((t.clone(), *p), r)
+            })
+            .collect()
+    }
+
     /// Finishes transactions a crash left prepared (their markers may be
     /// partly written; writing one twice is harmless) and aborts those open
     /// past their timeout, fencing their producers. Returns how many ended.
@@ -348,7 +407,6 @@ impl Broker {
             return 0;
         };
         let now = now_ms().0;
-        let _ending = txns.ending.lock();
         let due: Vec<(String, TxnMetadata)> = txns
             .all()
             .into_iter()
@@ -356,6 +414,7 @@ impl Broker {
             .collect();
         let mut ended = 0;
         for (id, seen) in due {
+            let _ending = txns.ending(&id);
             let prepared = {
                 let mut d = txns.decide();
                 // Decided again on the state as it is now: the producer
@@ -382,6 +441,22 @@ impl Broker {
             }
         }
         ended
+    }
+
+    /// The partitions of `group` with offsets staged by a transaction that
+    /// has not ended (KIP-447: OffsetFetch with `require_stable` answers
+    /// UNSTABLE_OFFSET_COMMIT for them, and the consumer retries).
+    pub fn pending_txn_offsets(&self, group: &str) -> BTreeSet<(String, i32)> {
+        let Ok(txns) = self.transactions() else {
+            return BTreeSet::new();
+        };
+        let state = txns.read();
+        state
+            .values()
+            .filter(|m| m.state == TxnState::Ongoing || m.state.is_prepared())
+            .filter_map(|m| m.groups.get(group))
+            .flat_map(|offsets| offsets.keys().cloned())
+            .collect()
     }
 
     /// DescribeTransactions: the state of each id (`None`: unknown).

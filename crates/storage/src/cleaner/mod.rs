@@ -404,6 +404,7 @@ impl LogCleaner {
         let mut run = Run {
             log,
             view: &view,
+            aborted: AbortedIndex::of(&view.aborted),
             throttler: &self.throttler,
             map: OffsetMap::new(map_bytes),
             map_end: cleanable.first_dirty,
@@ -637,9 +638,42 @@ enum GroupOutcome {
 }
 
 /// One cleaning in progress.
+/// The aborted transactions of the log being cleaned, by producer.
+#[derive(Default)]
+struct AbortedIndex(std::collections::HashMap<model::ProducerId, Vec<(Offset, Offset)>>);
+
+impl AbortedIndex {
+    fn of(aborted: &[crate::txn::AbortedTxn]) -> AbortedIndex {
+        let mut index = AbortedIndex::default();
+        for t in aborted {
+            index
+                .0
+                .entry(t.producer_id)
+                .or_default()
+                .push((t.first_offset, t.last_offset));
+        }
+        index
+    }
+
+    /// Whether `h` is a batch of an aborted transaction: its producer's
+    /// transactional batch between that transaction's first offset and its
+    /// abort marker (a producer's transactions never interleave).
+    fn holds(&self, h: &BatchHeader) -> bool {
+        h.is_transactional()
+            && !h.is_control()
+            && self.0.get(&h.producer_id).is_some_and(|ranges| {
+                ranges
+                    .iter()
+                    .any(|(first, last)| *first <= h.base_offset && h.base_offset <= *last)
+            })
+    }
+}
+
 struct Run<'a> {
     log: &'a Log,
     view: &'a CleaningView,
+    /// The aborted transactions whose records the cleaning removes.
+    aborted: AbortedIndex,
     throttler: &'a Throttler,
     map: OffsetMap,
     /// The dirty section mapped so far ends here.
@@ -658,22 +692,8 @@ impl Run<'_> {
             .filter(|s| s.end > first_dirty && s.base < first_uncleanable)
             .cloned()
             .collect();
-        let mut aborted: std::collections::HashMap<model::ProducerId, Vec<(Offset, Offset)>> =
-            Default::default();
-        for t in &self.view.aborted {
-            aborted
-                .entry(t.producer_id)
-                .or_default()
-                .push((t.first_offset, t.last_offset));
-        }
-        let is_aborted = |h: &crate::batch::BatchHeader| {
-            h.is_transactional()
-                && aborted.get(&h.producer_id).is_some_and(|ranges| {
-                    ranges
-                        .iter()
-                        .any(|(first, last)| *first <= h.base_offset && h.base_offset <= *last)
-                })
-        };
+        let aborted = &self.aborted;
+        let is_aborted = |h: &BatchHeader| aborted.holds(h);
         for s in dirty {
             let Some(view) = self.log.closed_segment_view(s.base, s.size)? else {
                 return Ok(false);
@@ -785,6 +805,7 @@ impl Run<'_> {
                 .unwrap_or(UNIX_EPOCH);
             newest = newest.max(mtime);
             let (map, map_end, throttler) = (&self.map, self.map_end, self.throttler);
+            let aborted = &self.aborted;
             let last_offsets = &self.view.producer_last_offsets;
             let mut read = 0u64;
             let scanned = scan(&view.file, &view.path, 0, view.end, true, |_, h, body| {
@@ -792,7 +813,15 @@ impl Run<'_> {
                 throttler.throttle(body.len() as u64);
                 let keep_header = h.has_producer_id()
                     && last_offsets.get(&h.producer_id) == Some(&h.last_offset());
+                // An aborted transaction's records go wherever they are, as
+                // Kafka's cleaner discards them (its marker stays, and so
+                // does an emptied batch's header if it holds the producer's
+                // last sequence).
+                let batch_aborted = aborted.holds(h);
                 let (filtered, counts) = filter_batch(body, h, keep_header, rules, |r| {
+                    if batch_aborted {
+                        return Standing::Superseded;
+                    }
                     if r.offset >= map_end {
                         return Standing::Unmapped;
                     }

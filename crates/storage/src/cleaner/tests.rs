@@ -524,6 +524,7 @@ fn a_full_key_map_ends_the_section_early_and_keeps_what_follows() {
     let mut run = Run {
         log: &log,
         view: &view,
+        aborted: super::AbortedIndex::of(&view.aborted),
         throttler: &c.throttler,
         map: OffsetMap::new(600),
         map_end: Offset(0),
@@ -797,13 +798,13 @@ fn end_txn(log: &Log, pid: i64, control: crate::txn::ControlType, ts: i64) {
 }
 
 #[test]
-fn aborted_records_never_shadow_a_committed_value_and_ongoing_ones_are_not_cleaned() {
+fn aborted_records_are_removed_never_shadow_a_committed_value_and_ongoing_ones_are_not_cleaned() {
     use crate::txn::ControlType::{Abort, Commit};
     let f = Fixture::new();
     let log = f.open(compact_config(), false);
     let committed = put(&log, "k", Some("committed"), T0);
     // An aborted transaction writes k again; a committed one writes j.
-    put_txn(&log, 1, 0, "k", "aborted", T0 + 1);
+    let aborted_at = put_txn(&log, 1, 0, "k", "aborted", T0 + 1);
     end_txn(&log, 1, Abort, T0 + 2);
     put_txn(&log, 2, 0, "j", "j1", T0 + 3);
     end_txn(&log, 2, Commit, T0 + 4);
@@ -823,6 +824,12 @@ fn aborted_records_never_shadow_a_committed_value_and_ongoing_ones_are_not_clean
         .iter()
         .any(|(_, k, v)| k.as_deref() == Some(b"j") && v.as_deref() == Some(b"j1")));
     assert!(after.iter().any(|(o, _, _)| *o == ongoing.0));
+    // The aborted record itself is gone, as Kafka's cleaner discards it;
+    // its transaction stays listed (harmless to readers).
+    assert!(
+        !after.iter().any(|(o, _, _)| *o == aborted_at.0),
+        "the aborted record survived cleaning: {after:?}"
+    );
     let aborted = log.aborted_transactions(Offset(0), log.last_stable_offset());
     assert_eq!(aborted.len(), 1);
     assert_eq!(aborted[0].producer_id, ProducerId(1));
