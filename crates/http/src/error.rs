@@ -15,9 +15,6 @@ pub struct ApiError {
     pub status: StatusCode,
     /// What went wrong, for the caller.
     pub reason: String,
-    /// The node that owns what was asked about, when it is another broker
-    /// (the answer becomes a redirect there; see [`crate::redirect`]).
-    pub owner: Option<i32>,
 }
 
 impl ApiError {
@@ -26,7 +23,6 @@ impl ApiError {
         ApiError {
             status,
             reason: reason.into(),
-            owner: None,
         }
     }
 
@@ -123,12 +119,11 @@ impl From<broker::Error> for ApiError {
             | E::Transaction(_)
             | E::TransactionsUnavailable(_)
             | E::OperationNotAttempted => ApiError::bad_request(e.to_string()),
-            // Upstream redirects to the owning broker: so does the
-            // redirect layer, when the owner is live and serves HTTP.
-            E::PartitionNotHosted { leader, .. } => ApiError {
-                owner: (*leader >= 0).then_some(*leader),
-                ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
-            },
+            // Requests about another broker's partitions are redirected
+            // before they get here (see `crate::redirect`).
+            E::PartitionNotHosted { .. } => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+            }
             E::Storage { .. }
             | E::DataDir(_)
             | E::MetadataIo { .. }
@@ -144,15 +139,11 @@ impl From<broker::Error> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut r = (
+        (
             self.status,
             Json(serde_json::json!({ "reason": self.reason })),
         )
-            .into_response();
-        if let Some(node) = self.owner {
-            r.extensions_mut().insert(crate::redirect::Owner(node));
-        }
-        r
+            .into_response()
     }
 }
 

@@ -1,11 +1,13 @@
-//! Requests about a partition another broker of the cluster leads are
-//! redirected there with 307 Temporary Redirect (method and body kept), as
-//! upstream's brokers redirect admin requests to a topic's owner. The
-//! redirect carries `authoritative=true`: a broker asked authoritatively
-//! answers itself (503 if it does not lead the partition either), so a
-//! request spanning partitions of several brokers is redirected at most
-//! once instead of bouncing between them.
+//! In a cluster, a request about a topic's partitions that another broker
+//! leads is redirected there with 307 Temporary Redirect (method and body
+//! kept), as upstream's brokers redirect admin requests to a topic's
+//! owner. The redirect carries `authoritative=true`: a broker asked
+//! authoritatively answers itself, so nothing bounces between brokers. A
+//! partitioned topic whose partitions several brokers lead is refused with
+//! 503 and a reason (its partitions can be asked one by one), rather than
+//! answered with this broker's share only.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
@@ -13,45 +15,87 @@ use axum::http::{header, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use crate::error::ApiError;
 use crate::AppState;
-
-/// Set on an error response: the node leading what was asked about.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Owner(pub i32);
 
 /// Set on every request of an HTTPS connection.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Https;
 
-/// The redirect layer (innermost, around the handlers).
+/// The redirect layer, around the handlers of topic routes.
 pub(crate) async fn to_owner(
     State(state): State<Arc<AppState>>,
     req: Request,
     next: Next,
 ) -> Response {
-    let https = req.extensions().get::<Https>().is_some();
-    let uri = req.uri().clone();
-    let resp = next.run(req).await;
-    let Some(Owner(node)) = resp.extensions().get::<Owner>().copied() else {
-        return resp;
-    };
-    if node == state.broker.node_id() || authoritative(&uri) {
-        return resp;
+    let broker = &state.broker;
+    if !broker.is_clustered() || authoritative(req.uri()) {
+        return next.run(req).await;
     }
+    let Some(name) = partition_route(req.uri().path()) else {
+        return next.run(req).await;
+    };
+    // Parse errors and unknown topics are the handler's to answer.
+    let owners = magnetar_pulsar::lookup::partition_owners(broker, &name).unwrap_or_default();
+    let me = broker.node_id();
+    let node = match owners.iter().copied().collect::<Vec<_>>()[..] {
+        [] => return next.run(req).await,
+        [n] if n == me => return next.run(req).await,
+        [n] => n,
+        _ => return several(&name, &owners, me).into_response(),
+    };
+    let https = req.extensions().get::<Https>().is_some();
     let (listener, scheme) = if https {
         (broker::cluster::HTTPS_LISTENER, "https")
     } else {
         (broker::cluster::HTTP_LISTENER, "http")
     };
-    let Some(addr) = magnetar_pulsar::lookup::owner_endpoint(&state.broker, node, listener) else {
-        return resp;
-    };
-    let location = location(scheme, &addr, &uri);
-    (
-        StatusCode::TEMPORARY_REDIRECT,
-        [(header::LOCATION, location)],
+    match magnetar_pulsar::lookup::owner_endpoint(broker, node, listener) {
+        Some(addr) => (
+            StatusCode::TEMPORARY_REDIRECT,
+            [(header::LOCATION, location(scheme, &addr, req.uri()))],
+        )
+            .into_response(),
+        None => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{name} is led by broker {node}, which is not available over {scheme}"),
+        )
+        .into_response(),
+    }
+}
+
+fn several(name: &str, owners: &BTreeSet<i32>, me: i32) -> ApiError {
+    let nodes: Vec<String> = owners
+        .iter()
+        .map(|n| match *n {
+            -1 => "none (offline)".to_string(),
+            n if n == me => format!("{n} (this one)"),
+            n => n.to_string(),
+        })
+        .collect();
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "the partitions of {name} are led by several brokers ({}); ask about each partition ({name}-partition-N)",
+            nodes.join(", ")
+        ),
     )
-        .into_response()
+}
+
+/// The topic a route about its partitions names
+/// (`/admin/v2/persistent/{tenant}/{namespace}/{topic}/` followed by
+/// `stats`, `partitioned-stats`, `subscriptions` or `subscription/...`), as
+/// `persistent://tenant/namespace/topic`.
+fn partition_route(path: &str) -> Option<String> {
+    let rest = path.strip_prefix("/admin/v2/persistent/")?;
+    let mut parts = rest.split('/');
+    let (tenant, namespace, topic, what) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    matches!(
+        what,
+        "stats" | "partitioned-stats" | "subscriptions" | "subscription"
+    )
+    .then(|| format!("persistent://{tenant}/{namespace}/{topic}"))
 }
 
 fn authoritative(uri: &Uri) -> bool {
@@ -94,5 +138,21 @@ mod tests {
         assert!(authoritative(
             &"/a?x=1&authoritative=true".parse::<Uri>().unwrap()
         ));
+    }
+
+    #[test]
+    fn partition_routes_name_their_topic() {
+        let t = |p: &str| partition_route(p);
+        assert_eq!(
+            t("/admin/v2/persistent/public/default/t-partition-1/subscription/s/skip_all"),
+            Some("persistent://public/default/t-partition-1".into())
+        );
+        assert_eq!(
+            t("/admin/v2/persistent/a/b/t/stats"),
+            Some("persistent://a/b/t".into())
+        );
+        assert_eq!(t("/admin/v2/persistent/a/b/t/partitions"), None);
+        assert_eq!(t("/admin/v2/persistent/a/b/t"), None);
+        assert_eq!(t("/lookup/v2/topic/persistent/a/b/t"), None);
     }
 }

@@ -159,6 +159,28 @@ pub fn owner_node(broker: &Broker, name: &str) -> Result<Option<i32>, PulsarErro
     Ok((leader != broker.node_id()).then_some(leader))
 }
 
+/// The nodes leading the partitions `name` addresses (one partition, or
+/// every partition of a partitioned topic named without a partition), as
+/// clients are told (-1: offline); empty for a single node or a topic that
+/// does not exist.
+pub fn partition_owners(
+    broker: &Broker,
+    name: &str,
+) -> Result<std::collections::BTreeSet<i32>, PulsarError> {
+    if !broker.is_clustered() {
+        return Ok(Default::default());
+    }
+    let t = topics::parse(broker, name)?;
+    let Some(topic) = broker.topic(t.kafka_name().as_str()) else {
+        return Ok(Default::default());
+    };
+    let states: Vec<_> = match t.partition {
+        Some(p) => topic.placements.get(p as usize).into_iter().collect(),
+        None => topic.placements.iter().collect(),
+    };
+    Ok(states.into_iter().map(|s| broker.live_leader(s)).collect())
+}
+
 /// `host:port` of live broker `node`'s listener `listener` (a key of the
 /// registrations' endpoints), if it has one.
 pub fn owner_endpoint(broker: &Broker, node: i32, listener: &str) -> Option<String> {

@@ -830,6 +830,29 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
         .await
         .unwrap();
     assert!(stats["msgInCounter"].as_i64().unwrap() > 0, "{stats}");
+    // Subscriptions live with the partition: listed through the redirect.
+    let subs: Vec<String> = reqwest::get(format!(
+        "{}/admin/v2/persistent/public/default/spread-partition-0/subscriptions",
+        c.node(other).http_url()
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(subs, ["interop"]);
+    // The whole topic is led by three brokers: a clear refusal, not this
+    // broker's share.
+    let r = no_follow
+        .get(format!(
+            "{}/admin/v2/persistent/public/default/spread/partitioned-stats",
+            c.node(other).http_url()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    assert!(r.text().await.unwrap().contains("several brokers"));
     // Asked authoritatively, a broker that does not lead it says so.
     let r = no_follow
         .get(format!(
