@@ -1,5 +1,8 @@
-//! AddPartitionsToTxn (key 24, v0-3, the producer's form): partitions join
-//! the producer's transaction before it writes to them.
+//! AddPartitionsToTxn (key 24): partitions join the producer's
+//! transaction before it writes to them (v0-3, the producer's form), and
+//! (v4+, KIP-890) the brokers' batched form: several transactions in one
+//! request, each either added or, with `verify_only`, checked, as a
+//! partition leader asks the coordinator before a transactional append.
 
 use std::sync::Arc;
 
@@ -15,8 +18,8 @@ use broker::security::acl::Operation;
 use broker::Broker;
 use kafka_protocol::error::ResponseError;
 
-/// Implemented versions (v4+ is the brokers' batched verification form).
-pub const VERSIONS: Versions = Versions::new(0, 3);
+/// Implemented versions.
+pub const VERSIONS: Versions = Versions::new(0, 5);
 
 /// Answers AddPartitionsToTxn. Blocking: it persists. With an authorizer
 /// the transactional id needs Write (TRANSACTIONAL_ID_AUTHORIZATION_FAILED
@@ -29,6 +32,9 @@ pub(crate) fn handle(
     version: i16,
     req: AddPartitionsToTxnRequest,
 ) -> AddPartitionsToTxnResponse {
+    if version >= 4 {
+        return batched(broker, access, req);
+    }
     let wanted: Vec<(String, i32)> = req
         .v3_and_below_topics
         .iter()
@@ -89,4 +95,70 @@ pub(crate) fn handle(
         })
         .collect();
     AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(topics)
+}
+
+/// The brokers' form (v4+): ClusterAction on the cluster
+/// (CLUSTER_AUTHORIZATION_FAILED for the whole request, as Kafka answers),
+/// then each transaction on its own: `verify_only` checks its partitions
+/// against the open transaction, otherwise they are added.
+fn batched(
+    broker: &Arc<Broker>,
+    access: &Access,
+    req: AddPartitionsToTxnRequest,
+) -> AddPartitionsToTxnResponse {
+    use kafka_protocol::messages::add_partitions_to_txn_response::AddPartitionsToTxnResult;
+    if !access.cluster(Operation::ClusterAction) {
+        return AddPartitionsToTxnResponse::default()
+            .with_error_code(ResponseError::ClusterAuthorizationFailed.code());
+    }
+    let results = req
+        .transactions
+        .into_iter()
+        .map(|t| {
+            let wanted: Vec<(String, i32)> = t
+                .topics
+                .iter()
+                .flat_map(|tp| tp.partitions.iter().map(|p| (tp.name.to_string(), *p)))
+                .collect();
+            let id = t.transactional_id.as_str();
+            let answered = if t.verify_only {
+                broker.verify_txn_partitions(id, t.producer_id.0, t.producer_epoch, &wanted)
+            } else {
+                broker.add_partitions_to_txn(id, t.producer_id.0, t.producer_epoch, &wanted)
+            };
+            let code_of = |tp: &(String, i32)| -> i16 {
+                match &answered {
+                    Err(e) => response_error(e).code(),
+                    Ok(list) => list.iter().find(|(p, _)| p == tp).map_or(0, |(_, r)| {
+                        r.as_ref().map_or_else(|e| response_error(e).code(), |_| 0)
+                    }),
+                }
+            };
+            let topic_results = t
+                .topics
+                .iter()
+                .map(|tp| {
+                    AddPartitionsToTxnTopicResult::default()
+                        .with_name(tp.name.clone())
+                        .with_results_by_partition(
+                            tp.partitions
+                                .iter()
+                                .map(|p| {
+                                    AddPartitionsToTxnPartitionResult::default()
+                                        .with_partition_index(*p)
+                                        .with_partition_error_code(code_of(&(
+                                            tp.name.to_string(),
+                                            *p,
+                                        )))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect();
+            AddPartitionsToTxnResult::default()
+                .with_transactional_id(t.transactional_id)
+                .with_topic_results(topic_results)
+        })
+        .collect();
+    AddPartitionsToTxnResponse::default().with_results_by_transaction(results)
 }

@@ -666,6 +666,17 @@ async fn a_principal_without_acls_is_refused_on_every_api() {
             .error_code),
         CLUSTER_AUTH
     );
+    let apt = kafka_protocol::messages::AddPartitionsToTxnRequest::default().with_transactions(vec![
+        kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTransaction::default()
+            .with_transactional_id(txn("tx"))
+            .with_verify_only(true),
+    ]);
+    assert_eq!(
+        code!(c, AddPartitionsToTxn, 4, apt, AddPartitionsToTxn, |r| r
+            .error_code),
+        CLUSTER_AUTH,
+        "the brokers' form of AddPartitionsToTxn"
+    );
     let dq = DescribeQuorumRequest::default();
     assert_eq!(
         code!(c, DescribeQuorum, 1, dq, DescribeQuorum, |r| r.error_code),

@@ -684,3 +684,78 @@ async fn offsets_of_an_open_transaction_are_unstable_for_read_committed_consumer
         "a match, no partial match, INVALID_REGULAR_EXPRESSION"
     );
 }
+
+/// AddPartitionsToTxn v4+ (KIP-890), the brokers' batched form: several
+/// transactions in one request, each verified (`verify_only`, what a
+/// partition leader asks before a transactional append) or added.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_brokers_form_of_add_partitions_to_txn_verifies_and_adds() {
+    use kafka_protocol::messages::add_partitions_to_txn_request::{
+        AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+    };
+    use kafka_protocol::messages::{AddPartitionsToTxnRequest, ProducerId, TopicName};
+    let broker = BrokerProcess::start(&[]);
+    let b = broker.bootstrap();
+    create(&b, "txn-verify", 2).await;
+    let p = transactional(&b, "tx-verify", 60_000);
+    p.begin_transaction().unwrap();
+    send(&p, "txn-verify", 0, &["v"]);
+    let mut c = RawConn::connect(broker.addr).await;
+    let open = open_producer(&mut c, "txn-verify")
+        .await
+        .expect("an open transaction");
+    let (pid, epoch) = (open.producer_id.0, open.producer_epoch as i16);
+    let txn = |id: &str, pid: i64, epoch: i16, verify: bool, partitions: Vec<i32>| {
+        AddPartitionsToTxnTransaction::default()
+            .with_transactional_id(TransactionalId(StrBytes::from_string(id.into())))
+            .with_producer_id(ProducerId(pid))
+            .with_producer_epoch(epoch)
+            .with_verify_only(verify)
+            .with_topics(vec![AddPartitionsToTxnTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("txn-verify")))
+                .with_partitions(partitions)])
+    };
+    let mut ask = async |transactions: Vec<AddPartitionsToTxnTransaction>| {
+        let req = AddPartitionsToTxnRequest::default().with_transactions(transactions);
+        let ResponseKind::AddPartitionsToTxn(r) = c.call(ApiKey::AddPartitionsToTxn, 4, req).await
+        else {
+            panic!("AddPartitionsToTxn")
+        };
+        assert_eq!(r.error_code, 0);
+        r.results_by_transaction
+            .iter()
+            .map(|t| {
+                t.topic_results[0]
+                    .results_by_partition
+                    .iter()
+                    .map(|p| p.partition_error_code)
+                    .collect::<Vec<i16>>()
+            })
+            .collect::<Vec<_>>()
+    };
+    // Partition 0 is in the transaction, 1 is not (INVALID_TXN_STATE); an
+    // unknown id is INVALID_PRODUCER_ID_MAPPING, another epoch
+    // PRODUCER_FENCED.
+    let answers = ask(vec![
+        txn("tx-verify", pid, epoch, true, vec![0, 1]),
+        txn("tx-nobody", pid, epoch, true, vec![0]),
+        txn("tx-verify", pid, epoch + 1, true, vec![0]),
+    ])
+    .await;
+    assert_eq!(answers, [vec![0, 48], vec![49], vec![90]]);
+    // Added by the broker's form, then verified.
+    assert_eq!(
+        ask(vec![txn("tx-verify", pid, epoch, false, vec![1])]).await,
+        [vec![0]]
+    );
+    assert_eq!(
+        ask(vec![txn("tx-verify", pid, epoch, true, vec![0, 1])]).await,
+        [vec![0, 0]]
+    );
+    p.commit_transaction(TIMEOUT).unwrap();
+    // Ended: nothing is in a transaction any more.
+    assert_eq!(
+        ask(vec![txn("tx-verify", pid, epoch, true, vec![0])]).await,
+        [vec![48]]
+    );
+}

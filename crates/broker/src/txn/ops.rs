@@ -171,6 +171,27 @@ impl Broker {
         Ok(results)
     }
 
+    /// AddPartitionsToTxn v4+ with `verify_only` (KIP-890): whether each of
+    /// `partitions` is in `id`'s open transaction, changing nothing. A
+    /// refusal of the whole transaction (unknown id, another producer, an
+    /// ending in progress) is `Err`.
+    pub fn verify_txn_partitions(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partitions: &[(String, i32)],
+    ) -> Result<Vec<TxnPartitionResult>, Error> {
+        let txns = self.transactions()?;
+        let m = txns
+            .get(id)
+            .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
+        Ok(m.verify_partitions(id, producer_id, epoch, partitions)?
+            .into_iter()
+            .map(|(tp, r)| (tp, r.map_err(Error::from)))
+            .collect())
+    }
+
     /// Appends a transactional Produce's batches to `partition` of `topic`
     /// if every batch's producer is `id`'s current one with this partition
     /// in its open transaction (Kafka's KIP-890 verification). The check

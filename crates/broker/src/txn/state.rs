@@ -73,6 +73,9 @@ pub enum TxnError {
     InvalidTimeout(i32, i64),
 }
 
+/// Each partition asked about and whether it is in the open transaction.
+pub type Verdicts = Vec<((String, i32), Result<(), TxnError>)>;
+
 /// A transactional id's state, as persisted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TxnMetadata {
@@ -163,6 +166,39 @@ impl TxnMetadata {
         let mut next = self.begin(id, now)?;
         next.partitions.extend(partitions.iter().cloned());
         Ok(next)
+    }
+
+    /// KIP-890's verification (AddPartitionsToTxn v4+ with `verify_only`,
+    /// what a partition leader asks before it appends a transactional
+    /// batch): whether each partition is in this producer's open
+    /// transaction (INVALID_TXN_STATE if not). The producer must be the
+    /// current one, and a transaction still being ended answers
+    /// CONCURRENT_TRANSACTIONS (retriable), as Kafka's coordinator does.
+    pub fn verify_partitions(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partitions: &[(String, i32)],
+    ) -> Result<Verdicts, TxnError> {
+        self.check_producer(id, producer_id, epoch)?;
+        if self.state.is_prepared() {
+            return Err(TxnError::ConcurrentTransactions(id.to_string()));
+        }
+        Ok(partitions
+            .iter()
+            .map(|tp| {
+                let r = if self.state == TxnState::Ongoing && self.partitions.contains(tp) {
+                    Ok(())
+                } else {
+                    Err(TxnError::InvalidTxnState(format!(
+                        "{}-{} is not in the open transaction of {id:?}",
+                        tp.0, tp.1
+                    )))
+                };
+                (tp.clone(), r)
+            })
+            .collect())
     }
 
     /// AddOffsetsToTxn: the group's offsets will be committed with the
@@ -326,6 +362,37 @@ mod staged_offsets {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verification_answers_per_partition_and_checks_the_producer() {
+        let p = vec![("t".to_string(), 0)];
+        let asked = vec![("t".to_string(), 0), ("t".to_string(), 1)];
+        let empty = TxnMetadata::new(5, 60_000, 0);
+        let r = empty.verify_partitions("x", 5, 0, &asked).unwrap();
+        assert!(r.iter().all(|(_, r)| r.is_err()), "no transaction open");
+        let open = empty.add_partitions("x", 5, 0, &p, 10).unwrap();
+        let r = open.verify_partitions("x", 5, 0, &asked).unwrap();
+        assert_eq!(r[0], (asked[0].clone(), Ok(())));
+        assert!(matches!(r[1].1, Err(TxnError::InvalidTxnState(_))));
+        assert!(matches!(
+            open.verify_partitions("x", 6, 0, &asked),
+            Err(TxnError::InvalidProducerIdMapping(_))
+        ));
+        assert!(matches!(
+            open.verify_partitions("x", 5, 1, &asked),
+            Err(TxnError::ProducerFenced {
+                sent: 1,
+                current: 0
+            })
+        ));
+        let EndPlan::Write(prepared) = open.prepare_end("x", 5, 0, false, 11).unwrap() else {
+            panic!()
+        };
+        assert!(matches!(
+            prepared.verify_partitions("x", 5, 0, &asked),
+            Err(TxnError::ConcurrentTransactions(_))
+        ));
+    }
 
     fn offset(o: i64) -> CommittedOffset {
         CommittedOffset {
