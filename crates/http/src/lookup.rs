@@ -83,10 +83,11 @@ pub async fn lookup(
     };
     // In a cluster: the broker leading the topic (its first partition).
     let (urls, owner) = blocking(move || {
-        use magnetar_pulsar::lookup::{lookup_allowed, owner_node, owner_urls};
+        use magnetar_pulsar::lookup::{lookup_allowed, owner_node, urls_of};
         lookup_allowed(&broker, &name)?;
-        let urls = owner_urls(&broker, &own, &name)?;
+        // One reading of the metadata for every URL answered.
         let owner = owner_node(&broker, &name)?;
+        let urls = urls_of(&broker, &own, owner, &name)?;
         let http = |listener: &str, scheme: &str| {
             owner.and_then(|node| {
                 magnetar_pulsar::lookup::owner_endpoint(&broker, node, listener)

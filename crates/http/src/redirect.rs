@@ -2,10 +2,12 @@
 //! leads is redirected there with 307 Temporary Redirect (method and body
 //! kept), as upstream's brokers redirect admin requests to a topic's
 //! owner. The redirect carries `authoritative=true`: a broker asked
-//! authoritatively answers itself, so nothing bounces between brokers. A
-//! partitioned topic whose partitions several brokers lead is refused with
-//! 503 and a reason (its partitions can be asked one by one), rather than
-//! answered with this broker's share only.
+//! authoritatively does not redirect again, and answers 503 unless it
+//! leads the partitions itself (its metadata moved on meanwhile), so
+//! nothing bounces between brokers and no broker answers from a stale
+//! local copy. A partitioned topic whose partitions several brokers lead
+//! is refused with 503 and a reason (its partitions can be asked one by
+//! one), rather than answered with this broker's share only.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -29,7 +31,7 @@ pub(crate) async fn to_owner(
     next: Next,
 ) -> Response {
     let broker = &state.broker;
-    if !broker.is_clustered() || authoritative(req.uri()) {
+    if !broker.is_clustered() {
         return next.run(req).await;
     }
     let Some(name) = partition_route(req.uri().path()) else {
@@ -38,10 +40,17 @@ pub(crate) async fn to_owner(
     // Parse errors and unknown topics are the handler's to answer.
     let owners = magnetar_pulsar::lookup::partition_owners(broker, &name).unwrap_or_default();
     let me = broker.node_id();
-    let node = match owners.iter().copied().collect::<Vec<_>>()[..] {
-        [] => return next.run(req).await,
-        [n] if n == me => return next.run(req).await,
-        [n] => n,
+    let node = match (owners.len(), owners.first().copied()) {
+        (1, Some(n)) if n == me => return next.run(req).await,
+        (1, Some(n)) if authoritative(req.uri()) => {
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("{name} is led by broker {n}, not this one (asked authoritatively)"),
+            )
+            .into_response()
+        }
+        (1, Some(n)) => n,
+        (_, None) => return next.run(req).await,
         _ => return several(&name, &owners, me).into_response(),
     };
     let https = req.extensions().get::<Https>().is_some();
@@ -91,6 +100,15 @@ fn partition_route(path: &str) -> Option<String> {
     let mut parts = rest.split('/');
     let (tenant, namespace, topic, what) =
         (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    // Segments as the handlers' path extractors see them (Pulsar's admin
+    // client percent-encodes names).
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8()
+            .map(|c| c.into_owned())
+            .ok()
+    };
+    let (tenant, namespace, topic) = (decode(tenant)?, decode(namespace)?, decode(topic)?);
     matches!(
         what,
         "stats" | "partitioned-stats" | "subscriptions" | "subscription"
@@ -154,5 +172,9 @@ mod tests {
         assert_eq!(t("/admin/v2/persistent/a/b/t/partitions"), None);
         assert_eq!(t("/admin/v2/persistent/a/b/t"), None);
         assert_eq!(t("/lookup/v2/topic/persistent/a/b/t"), None);
+        assert_eq!(
+            t("/admin/v2/persistent/a/b/t%3Ax/stats"),
+            Some("persistent://a/b/t:x".into())
+        );
     }
 }

@@ -126,12 +126,22 @@ fn batched(
             } else {
                 broker.add_partitions_to_txn(id, t.producer_id.0, t.producer_epoch, &wanted)
             };
+            let codes: std::collections::HashMap<&(String, i32), i16> = match &answered {
+                Err(_) => Default::default(),
+                Ok(list) => list
+                    .iter()
+                    .map(|(tp, r)| {
+                        (
+                            tp,
+                            r.as_ref().map_or_else(|e| response_error(e).code(), |_| 0),
+                        )
+                    })
+                    .collect(),
+            };
             let code_of = |tp: &(String, i32)| -> i16 {
                 match &answered {
                     Err(e) => response_error(e).code(),
-                    Ok(list) => list.iter().find(|(p, _)| p == tp).map_or(0, |(_, r)| {
-                        r.as_ref().map_or_else(|e| response_error(e).code(), |_| 0)
-                    }),
+                    Ok(_) => codes.get(tp).copied().unwrap_or(0),
                 }
             };
             let topic_results = t

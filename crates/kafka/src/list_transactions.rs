@@ -20,20 +20,30 @@ use broker::{now_ms, Broker};
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 2);
 
-/// The most a client's id pattern may compile to: a hostile pattern costs
-/// bounded memory and is refused beyond it.
+/// The most a client's id pattern may compile to, and its longest text: a
+/// hostile pattern costs bounded memory and time and is refused beyond.
 const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+const PATTERN_MAX_LEN: usize = 4096;
 
 /// v2's `transactional_id_pattern` as a full-match regex (Java's
 /// `Pattern.matcher(id).matches()`); `None` for no filter, `Err` for an
 /// invalid (or too large) pattern.
 fn id_pattern(version: i16, pattern: Option<&str>) -> Result<Option<regex::Regex>, ()> {
-    match pattern {
-        Some(p) if version >= 2 && !p.is_empty() => regex::RegexBuilder::new(&format!("^(?:{p})$"))
+    let build = |p: &str| {
+        regex::RegexBuilder::new(p)
             .size_limit(PATTERN_SIZE_LIMIT)
             .build()
-            .map(Some)
-            .map_err(|_| ()),
+            .map_err(|_| ())
+    };
+    match pattern {
+        Some(p) if version >= 2 && !p.is_empty() => {
+            if p.len() > PATTERN_MAX_LEN {
+                return Err(());
+            }
+            // Valid on its own first: `a)|(b` must not pass once wrapped.
+            build(p)?;
+            build(&format!("^(?:{p})$")).map(Some)
+        }
         _ => Ok(None),
     }
 }
@@ -121,5 +131,21 @@ pub(crate) fn handle(
                 .with_unknown_state_filters(unknown)
                 .with_transaction_states(transaction_states)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn id_patterns_match_whole_ids_and_refuse_what_does_not_compile_alone() {
+        let p = super::id_pattern(2, Some("tx-.*")).unwrap().unwrap();
+        assert!(p.is_match("tx-1") && !p.is_match("my-tx-1"));
+        assert!(super::id_pattern(2, Some("a)|(?:.*")).is_err());
+        assert!(super::id_pattern(2, Some(&"a".repeat(5000))).is_err());
+        assert!(
+            super::id_pattern(1, Some("(")).unwrap().is_none(),
+            "v1 has no pattern"
+        );
+        assert!(super::id_pattern(2, Some("")).unwrap().is_none());
     }
 }

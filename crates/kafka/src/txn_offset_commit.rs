@@ -68,6 +68,13 @@ pub(crate) fn handle(
         ResponseError::NotCoordinator.code()
     } else if offsets.is_empty() {
         0
+    } else if let Err(e) = broker.check_txn_producer(
+        req.transactional_id.as_str(),
+        req.producer_id.0,
+        req.producer_epoch,
+    ) {
+        // The producer first, as Kafka: a fenced zombie is told so.
+        fenced_as_epoch(response_error(&e), version < 3).code()
     } else if let Err(e) = broker.groups().validate_txn_offset_commit(
         req.group_id.as_str(),
         req.member_id.as_str(),

@@ -204,7 +204,18 @@ pub fn owner_urls(
     own: &ServiceUrls,
     name: &str,
 ) -> Result<ServiceUrls, PulsarError> {
-    let Some(leader) = owner_node(broker, name)? else {
+    urls_of(broker, own, owner_node(broker, name)?, name)
+}
+
+/// The service URLs of `owner` (an [`owner_node`] answer for `name`): `own`
+/// for this broker, else its registered Pulsar endpoints.
+pub fn urls_of(
+    broker: &Broker,
+    own: &ServiceUrls,
+    owner: Option<i32>,
+    name: &str,
+) -> Result<ServiceUrls, PulsarError> {
+    let Some(leader) = owner else {
         return Ok(own.clone());
     };
     let endpoint = |listener: &str| owner_endpoint(broker, leader, listener);

@@ -443,10 +443,13 @@ async fn abort_markers(
 /// A hanging transaction ended by hand, as `kafka-transactions abort
 /// --topic T --partition 0 --start-offset N` does it: DescribeProducers
 /// finds the producer and WriteTxnMarkers writes the abort marker with its
-/// epoch and coordinator epoch (Kafka's `Admin.abortTransaction`).
+/// epoch and coordinator epoch (Kafka's `Admin.abortTransaction`). A
+/// transaction the broker's own coordinator still has open is not ended
+/// that way; one it lost (here: its log emptied while the broker was down)
+/// is.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_operator_aborts_a_hanging_transaction_with_write_txn_markers() {
-    let broker = BrokerProcess::start(&[]);
+    let mut broker = BrokerProcess::start(&[]);
     let b = broker.bootstrap();
     create(&b, "txn-hang", 1).await;
     // A second InitProducerId: the open transaction is at epoch 1.
@@ -460,18 +463,56 @@ async fn an_operator_aborts_a_hanging_transaction_with_write_txn_markers() {
         .expect("an open transaction");
     assert_eq!(open.current_txn_start_offset, 0);
     assert_eq!(open.producer_epoch, 1);
+    let pid = open.producer_id.0;
+    let coordinator_epoch = open.coordinator_epoch;
+    // Live in the coordinator: its producer (or its timeout) ends it
+    // (INVALID_TXN_STATE); a coordinator epoch above the broker's own is
+    // refused (INVALID_REQUEST), as it would fence the coordinator.
+    assert_eq!(
+        abort_markers(&mut c, "txn-hang", (pid, 1, coordinator_epoch), vec![0]).await,
+        [48]
+    );
+    assert_eq!(
+        abort_markers(&mut c, "txn-hang", (pid, 1, 5), vec![0]).await,
+        [42]
+    );
+
+    // The coordinator loses its state: the transaction hangs.
+    broker.kill();
+    drop(p);
+    let group_log = std::fs::read_dir(&broker.data_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("__consumer_offsets"))
+        })
+        .expect("the group log's directory");
+    for f in std::fs::read_dir(&group_log).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+    broker.restart();
+    let mut c = RawConn::connect(broker.addr).await;
+    assert_eq!(
+        describe(&b, "tx-hang").await.transaction_states[0].error_code,
+        105,
+        "TRANSACTIONAL_ID_NOT_FOUND: the coordinator forgot it"
+    );
     assert_eq!(
         stable_offset(&mut c, "txn-hang").await,
         0,
-        "the open transaction holds read_committed readers back"
+        "the hanging transaction holds read_committed readers back"
     );
-    let pid = open.producer_id.0;
-    let coordinator_epoch = open.coordinator_epoch;
-    // An older epoch is refused (INVALID_PRODUCER_EPOCH) and a partition
-    // that does not exist is unknown; nothing ends.
+    // An older epoch is refused (INVALID_PRODUCER_EPOCH), a newer one than
+    // the log knows too (INVALID_REQUEST), and a partition that does not
+    // exist is unknown; nothing ends.
     assert_eq!(
         abort_markers(&mut c, "txn-hang", (pid, 0, coordinator_epoch), vec![0, 7]).await,
         [47, 3]
+    );
+    assert_eq!(
+        abort_markers(&mut c, "txn-hang", (pid, 2, coordinator_epoch), vec![0]).await,
+        [42]
     );
     assert_eq!(stable_offset(&mut c, "txn-hang").await, 0);
     assert_eq!(

@@ -183,12 +183,23 @@ impl Broker {
         partitions: &[(String, i32)],
     ) -> Result<Vec<TxnPartitionResult>, Error> {
         let txns = self.transactions()?;
+        if id.is_empty() {
+            return Err(Error::InvalidRequest("an empty transactional id".into()));
+        }
         let m = txns
             .get(id)
             .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
         Ok(m.verify_partitions(id, producer_id, epoch, partitions)?
             .into_iter()
-            .map(|(tp, r)| (tp, r.map_err(Error::from)))
+            .map(|((t, p), r)| {
+                // A partition that does not exist is unknown, as Kafka
+                // checks the metadata first.
+                let exists = self
+                    .resolve_topic_name(&t)
+                    .and_then(|topic| topic.partition(PartitionId(p)).map(|_| ()));
+                let r = exists.and_then(|()| r.map_err(Error::from));
+                ((t, p), r)
+            })
             .collect())
     }
 
@@ -263,6 +274,17 @@ impl Broker {
             d.persist(id, next)?;
         }
         Ok(())
+    }
+
+    /// Whether `producer_id` at `epoch` is `id`'s current producer (what
+    /// TxnOffsetCommit checks before the group, so a fenced zombie hears
+    /// PRODUCER_FENCED rather than a group error).
+    pub fn check_txn_producer(&self, id: &str, producer_id: i64, epoch: i16) -> Result<(), Error> {
+        let txns = self.transactions()?;
+        let m = txns
+            .get(id)
+            .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
+        Ok(m.check_producer(id, producer_id, epoch)?)
     }
 
     /// TxnOffsetCommit: offsets of `group` committed in the transaction;
@@ -344,14 +366,15 @@ impl Broker {
             work.push((partition.clone(), w));
         }
         for (partition, w) in work {
-            let log = partition.log();
-            // On disk before the completed state is: after a power loss the
-            // coordinator never remembers an ending whose marker is gone,
-            // which would leave the partition's transaction open forever.
-            log.complete(w)
-                .and_then(|()| log.flush())
+            partition
+                .log()
+                .complete(w)
                 .map_err(|e| partition.storage_error(e))?;
         }
+        // On disk before the completed state is: after a power loss the
+        // coordinator never remembers an ending whose marker is gone, which
+        // would leave the partition's transaction open forever.
+        self.flush_partitions(prepared)?;
         if control == ControlType::Commit {
             for (group, offsets) in &prepared.groups {
                 let offsets: Vec<(String, i32, CommittedOffset)> = offsets
@@ -394,18 +417,24 @@ impl Broker {
             coordinator_epoch,
         };
         let now = Timestamp(now_ms().0);
+        // What this broker's own coordinator knows of the producer: its
+        // live transaction is its to end, and its markers must stay valid.
+        let known = self.transactions().ok().and_then(|txns| {
+            txns.all()
+                .into_iter()
+                .find(|(_, m)| m.producer_id == producer_id)
+        });
         partitions
             .iter()
             .map(|(t, p)| {
                 let r = self.resolve_topic_name(t).and_then(|topic| {
                     let partition = topic.partition(PartitionId(*p))?;
-                    let open = partition
-                        .log()
-                        .producer_state(marker.producer_id)
-                        .is_some_and(|e| e.txn_first_offset.is_some());
+                    let state = partition.log().producer_state(marker.producer_id);
+                    let open = state.as_ref().is_some_and(|e| e.txn_first_offset.is_some());
                     if !open {
                         return Ok(());
                     }
+                    check_foreign_marker(&marker, state.map(|e| e.epoch), known.as_ref(), t, *p)?;
                     let w = partition.write_marker(&marker, now)?;
                     partition
                         .log()
@@ -418,6 +447,23 @@ impl Broker {
                 ((t.clone(), *p), r)
             })
             .collect()
+    }
+
+    /// Flushes every partition of `prepared` hosted here, whether or not
+    /// this attempt wrote its marker (an earlier one may have, and failed
+    /// before its flush).
+    fn flush_partitions(&self, prepared: &TxnMetadata) -> Result<(), Error> {
+        for (t, p) in &prepared.partitions {
+            let Some(topic) = self.topic(t) else { continue };
+            let Ok(partition) = topic.partition(PartitionId(*p)) else {
+                continue;
+            };
+            partition
+                .log()
+                .flush()
+                .map_err(|e| partition.storage_error(e))?;
+        }
+        Ok(())
     }
 
     /// Finishes transactions a crash left prepared (their markers may be
@@ -506,4 +552,47 @@ impl Broker {
             })
             .collect())
     }
+}
+
+/// Checks a marker from outside (WriteTxnMarkers) against what this
+/// broker's coordinator and log know of its producer: a transaction the
+/// coordinator still has open or is ending on this partition is its own to
+/// end (ending it here would split it); and the marker may not carry a
+/// newer producer epoch than the coordinator or the log knows, nor a
+/// coordinator epoch above this broker's (0), either of which would fence
+/// the coordinator's own markers for good.
+fn check_foreign_marker(
+    marker: &TxnMarker,
+    log_epoch: Option<ProducerEpoch>,
+    known: Option<&(String, TxnMetadata)>,
+    topic: &str,
+    partition: i32,
+) -> Result<(), Error> {
+    if marker.coordinator_epoch > 0 {
+        return Err(Error::InvalidRequest(format!(
+            "coordinator epoch {} is above this broker's transaction coordinator epoch 0",
+            marker.coordinator_epoch
+        )));
+    }
+    let mut newest = log_epoch.map_or(-1, |e| e.0);
+    if let Some((id, m)) = known {
+        newest = newest.max(m.producer_epoch);
+        let here = m.partitions.contains(&(topic.to_string(), partition));
+        if m.state.is_prepared() && here {
+            return Err(TxnError::ConcurrentTransactions(id.clone()).into());
+        }
+        if m.state == TxnState::Ongoing && here {
+            return Err(TxnError::InvalidTxnState(format!(
+                "{topic}-{partition} is in the open transaction of {id:?}, which its producer or its timeout ends"
+            ))
+            .into());
+        }
+    }
+    if marker.producer_epoch.0 > newest {
+        return Err(Error::InvalidRequest(format!(
+            "producer epoch {} is newer than any this broker knows for producer {} ({newest})",
+            marker.producer_epoch.0, marker.producer_id.0
+        )));
+    }
+    Ok(())
 }

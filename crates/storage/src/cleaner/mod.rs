@@ -652,6 +652,12 @@ impl AbortedIndex {
                 .or_default()
                 .push((t.first_offset, t.last_offset));
         }
+        // Sorted (a producer's transactions never overlap) for a binary
+        // search per batch: a long-lived producer may have aborted often.
+        for ranges in index.0.values_mut() {
+            ranges.sort_unstable();
+            ranges.dedup();
+        }
         index
     }
 
@@ -659,13 +665,15 @@ impl AbortedIndex {
     /// transactional batch between that transaction's first offset and its
     /// abort marker (a producer's transactions never interleave).
     fn holds(&self, h: &BatchHeader) -> bool {
-        h.is_transactional()
-            && !h.is_control()
-            && self.0.get(&h.producer_id).is_some_and(|ranges| {
-                ranges
-                    .iter()
-                    .any(|(first, last)| *first <= h.base_offset && h.base_offset <= *last)
-            })
+        if !h.is_transactional() || h.is_control() {
+            return false;
+        }
+        let Some(ranges) = self.0.get(&h.producer_id) else {
+            return false;
+        };
+        // The last range starting at or before the batch.
+        let i = ranges.partition_point(|(first, _)| *first <= h.base_offset);
+        i > 0 && h.base_offset <= ranges[i - 1].1
     }
 }
 

@@ -868,3 +868,27 @@ fn an_abort_marker_in_the_active_segment_still_protects_the_committed_value() {
         "the committed value of k was cleaned away: {after:?}"
     );
 }
+
+#[test]
+fn a_producers_aborted_transactions_go_and_its_committed_one_stays() {
+    use crate::txn::ControlType::{Abort, Commit};
+    let f = Fixture::new();
+    let log = f.open(compact_config(), false);
+    let a1 = put_txn(&log, 7, 0, "a", "aborted-1", T0);
+    end_txn(&log, 7, Abort, T0 + 1);
+    let c = put_txn(&log, 7, 1, "b", "committed", T0 + 2);
+    end_txn(&log, 7, Commit, T0 + 3);
+    let a2 = put_txn(&log, 7, 2, "c", "aborted-2", T0 + 4);
+    end_txn(&log, 7, Abort, T0 + 5);
+    updates(&log, 4, 6);
+    cleaner(1 << 20)
+        .clean(&log, Timestamp(T0 + 10_000))
+        .unwrap()
+        .unwrap();
+    let offsets: Vec<i64> = contents(&log).iter().map(|(o, _, _)| *o).collect();
+    assert!(
+        !offsets.contains(&a1.0) && !offsets.contains(&a2.0),
+        "{offsets:?}"
+    );
+    assert!(offsets.contains(&c.0), "{offsets:?}");
+}

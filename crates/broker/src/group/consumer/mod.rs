@@ -649,13 +649,10 @@ impl ConsumerGroup {
         member_id: &str,
         member_epoch: i32,
     ) -> Result<(), ConsumerError> {
-        if member_id.is_empty() && member_epoch < 0 {
-            // An admin/simple commit: only while nobody consumes.
-            return if self.members.is_empty() {
-                Ok(())
-            } else {
-                Err(ConsumerError::UnknownMemberId(String::new()))
-            };
+        if member_epoch < 0 && self.members.is_empty() {
+            // An admin/simple commit while nobody consumes (any member id,
+            // as Kafka's ConsumerGroup.validateOffsetCommit).
+            return Ok(());
         }
         let m = self
             .members
