@@ -88,25 +88,22 @@ pub async fn lookup(
         // One reading of the metadata for every URL answered.
         let owner = owner_node(&broker, &name)?;
         let urls = urls_of(&broker, &own, owner, &name)?;
-        let http = |listener: &str, scheme: &str| {
-            owner.and_then(|node| {
+        // The owner's HTTP service URLs ("" for a listener it lacks).
+        let http = owner.map(|node| {
+            let url = |listener: &str, scheme: &str| {
                 magnetar_pulsar::lookup::owner_endpoint(&broker, node, listener)
-                    .map(|a| format!("{scheme}://{a}"))
-            })
-        };
-        let owner = owner.map(|_| {
+                    .map_or_else(String::new, |a| format!("{scheme}://{a}"))
+            };
             (
-                http(broker::cluster::HTTP_LISTENER, "http"),
-                http(broker::cluster::HTTPS_LISTENER, "https"),
+                url(broker::cluster::HTTP_LISTENER, "http"),
+                url(broker::cluster::HTTPS_LISTENER, "https"),
             )
         });
-        Ok::<_, magnetar_pulsar::error::PulsarError>((urls, owner))
+        Ok::<_, magnetar_pulsar::error::PulsarError>((urls, http))
     })
     .await??;
-    let (http_url, http_url_tls) = match owner {
-        Some((plain, tls)) => (plain.unwrap_or_default(), tls.unwrap_or_default()),
-        None => (c.http_url.clone(), c.https_url.clone().unwrap_or_default()),
-    };
+    let (http_url, http_url_tls) =
+        owner.unwrap_or_else(|| (c.http_url.clone(), c.https_url.clone().unwrap_or_default()));
     let pulsar_url = urls.plain.clone().unwrap_or_default();
     Ok(Json(LookupData {
         broker_url: pulsar_url.clone(),

@@ -144,15 +144,10 @@ pub struct ServiceUrls {
 /// is live); `None` when this broker answers for it (a single node, a
 /// topic that does not exist yet, or one this broker leads).
 pub fn owner_node(broker: &Broker, name: &str) -> Result<Option<i32>, PulsarError> {
-    if !broker.is_clustered() {
-        return Ok(None);
-    }
-    let t = topics::parse(broker, name)?;
-    let Some(topic) = broker.topic(t.kafka_name().as_str()) else {
+    let Some((topic, partition)) = addressed(broker, name)? else {
         return Ok(None);
     };
-    let index = t.partition.unwrap_or(0) as usize;
-    let Some(state) = topic.placements.get(index) else {
+    let Some(state) = topic.placements.get(partition.unwrap_or(0) as usize) else {
         return Ok(None);
     };
     let leader = broker.live_leader(state);
@@ -167,18 +162,30 @@ pub fn partition_owners(
     broker: &Broker,
     name: &str,
 ) -> Result<std::collections::BTreeSet<i32>, PulsarError> {
-    if !broker.is_clustered() {
-        return Ok(Default::default());
-    }
-    let t = topics::parse(broker, name)?;
-    let Some(topic) = broker.topic(t.kafka_name().as_str()) else {
+    let Some((topic, partition)) = addressed(broker, name)? else {
         return Ok(Default::default());
     };
-    let states: Vec<_> = match t.partition {
+    let states: Vec<_> = match partition {
         Some(p) => topic.placements.get(p as usize).into_iter().collect(),
         None => topic.placements.iter().collect(),
     };
     Ok(states.into_iter().map(|s| broker.live_leader(s)).collect())
+}
+
+/// An existing topic and the partition its name picks, if one.
+type Addressed = (std::sync::Arc<broker::Topic>, Option<u32>);
+
+/// In a cluster, the existing topic `name` names and the partition it
+/// names, if one; `None` on a single node or for a topic that does not
+/// exist (this broker answers for those).
+fn addressed(broker: &Broker, name: &str) -> Result<Option<Addressed>, PulsarError> {
+    if !broker.is_clustered() {
+        return Ok(None);
+    }
+    let t = topics::parse(broker, name)?;
+    Ok(broker
+        .topic(t.kafka_name().as_str())
+        .map(|topic| (topic, t.partition)))
 }
 
 /// `host:port` of live broker `node`'s listener `listener` (a key of the

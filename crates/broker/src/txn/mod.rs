@@ -66,8 +66,7 @@ impl Decider<'_> {
 
     /// `id`'s state; INVALID_PRODUCER_ID_MAPPING for an id never initialized.
     pub(crate) fn known(&self, id: &str) -> Result<TxnMetadata, Error> {
-        self.get(id)
-            .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()).into())
+        self.txns.known(id)
     }
 
     /// Persists `m` as `id`'s state, then makes it current.
@@ -146,6 +145,21 @@ impl Transactions {
     /// `id`'s state.
     pub fn get(&self, id: &str) -> Option<TxnMetadata> {
         self.state.read().get(id).cloned()
+    }
+
+    /// `id`'s state; INVALID_PRODUCER_ID_MAPPING for an id never initialized.
+    pub(crate) fn known(&self, id: &str) -> Result<TxnMetadata, Error> {
+        self.get(id)
+            .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()).into())
+    }
+
+    /// The transactional id whose producer is `producer_id`, and its state.
+    pub(crate) fn of_producer(&self, producer_id: i64) -> Option<(String, TxnMetadata)> {
+        self.state
+            .read()
+            .iter()
+            .find(|(_, m)| m.producer_id == producer_id)
+            .map(|(id, m)| (id.clone(), m.clone()))
     }
 
     /// Every id and its state.

@@ -4,6 +4,7 @@
 //! group offsets it committed.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use model::{PartitionId, ProducerEpoch, ProducerId, Timestamp};
 use storage::txn::{ControlType, TxnMarker};
@@ -186,9 +187,7 @@ impl Broker {
         if id.is_empty() {
             return Err(Error::InvalidRequest("an empty transactional id".into()));
         }
-        let m = txns
-            .get(id)
-            .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
+        let m = txns.known(id)?;
         Ok(m.verify_partitions(id, producer_id, epoch, partitions)?
             .into_iter()
             .map(|((t, p), r)| {
@@ -280,10 +279,7 @@ impl Broker {
     /// TxnOffsetCommit checks before the group, so a fenced zombie hears
     /// PRODUCER_FENCED rather than a group error).
     pub fn check_txn_producer(&self, id: &str, producer_id: i64, epoch: i16) -> Result<(), Error> {
-        let txns = self.transactions()?;
-        let m = txns
-            .get(id)
-            .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
+        let m = self.transactions()?.known(id)?;
         Ok(m.check_producer(id, producer_id, epoch)?)
     }
 
@@ -347,11 +343,7 @@ impl Broker {
             coordinator_epoch: 0,
         };
         let mut work = Vec::new();
-        for (t, p) in &prepared.partitions {
-            let Some(topic) = self.topic(t) else { continue };
-            let Ok(partition) = topic.partition(PartitionId(*p)) else {
-                continue;
-            };
+        for partition in self.hosted(&prepared.partitions) {
             // Nothing of the transaction here (never written, or a marker
             // already written by an earlier attempt): no marker, so a
             // retried ending does not pile up control batches.
@@ -363,7 +355,7 @@ impl Broker {
                 continue;
             }
             let w = partition.write_marker(&marker, Timestamp(now))?;
-            work.push((partition.clone(), w));
+            work.push((partition, w));
         }
         for (partition, w) in work {
             partition
@@ -419,11 +411,10 @@ impl Broker {
         let now = Timestamp(now_ms().0);
         // What this broker's own coordinator knows of the producer: its
         // live transaction is its to end, and its markers must stay valid.
-        let known = self.transactions().ok().and_then(|txns| {
-            txns.all()
-                .into_iter()
-                .find(|(_, m)| m.producer_id == producer_id)
-        });
+        let known = self
+            .transactions()
+            .ok()
+            .and_then(|txns| txns.of_producer(producer_id));
         partitions
             .iter()
             .map(|(t, p)| {
@@ -449,15 +440,20 @@ impl Broker {
             .collect()
     }
 
+    /// The partitions of `partitions` hosted here (one deleted meanwhile,
+    /// or led elsewhere, is skipped).
+    fn hosted(&self, partitions: &BTreeSet<(String, i32)>) -> Vec<Arc<Partition>> {
+        partitions
+            .iter()
+            .filter_map(|(t, p)| Some(self.topic(t)?.partition(PartitionId(*p)).ok()?.clone()))
+            .collect()
+    }
+
     /// Flushes every partition of `prepared` hosted here, whether or not
     /// this attempt wrote its marker (an earlier one may have, and failed
     /// before its flush).
     fn flush_partitions(&self, prepared: &TxnMetadata) -> Result<(), Error> {
-        for (t, p) in &prepared.partitions {
-            let Some(topic) = self.topic(t) else { continue };
-            let Ok(partition) = topic.partition(PartitionId(*p)) else {
-                continue;
-            };
+        for partition in self.hosted(&prepared.partitions) {
             partition
                 .log()
                 .flush()
