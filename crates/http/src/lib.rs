@@ -13,6 +13,7 @@
 mod admin;
 pub mod auth;
 mod error;
+mod fanout;
 mod health;
 mod kafka_assignment;
 mod lookup;
@@ -59,6 +60,9 @@ pub struct HttpConfig {
     pub pulsar: Option<magnetar_pulsar::admin::FrontEnd>,
     /// How callers authenticate.
     pub security: auth::HttpSecurity,
+    /// How this broker verifies other brokers' HTTPS service when it asks
+    /// them about their partitions (the truststore's CAs), if it can.
+    pub peer_tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
 }
 
 /// What every handler sees.

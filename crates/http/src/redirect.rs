@@ -5,20 +5,20 @@
 //! authoritatively does not redirect again, and answers 503 unless it
 //! leads the partitions itself (its metadata moved on meanwhile), so
 //! nothing bounces between brokers and no broker answers from a stale
-//! local copy. A partitioned topic whose partitions several brokers lead
-//! is refused with 503 and a reason (its partitions can be asked one by
-//! one), rather than answered with this broker's share only.
+//! local copy. A request about a partitioned topic whose partitions
+//! several brokers lead is asked of each of them ([`fanout`]), and a topic
+//! delete without `force` is refused while another broker's partition of
+//! it has producers or consumers attached.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, StatusCode, Uri};
+use axum::http::{header, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
-use crate::AppState;
+use crate::{fanout, AppState};
 
 /// Set on every request of an HTTPS connection.
 #[derive(Debug, Clone, Copy)]
@@ -34,11 +34,18 @@ pub(crate) async fn to_owner(
     if !broker.is_clustered() {
         return next.run(req).await;
     }
-    let Some(name) = partition_route(req.uri().path()) else {
+    let Some(route) = topic_route(req.uri().path()) else {
         return next.run(req).await;
     };
+    if route.deletes_topic(req.method()) {
+        return unless_in_use(state.clone(), req, next, &route).await;
+    }
+    if !route.about_partitions() {
+        return next.run(req).await;
+    }
+    let name = &route.name;
     // Parse errors and unknown topics are the handler's to answer.
-    let owners = magnetar_pulsar::lookup::partition_owners(broker, &name).unwrap_or_default();
+    let owners = magnetar_pulsar::lookup::partition_owners(broker, name).unwrap_or_default();
     let me = broker.node_id();
     let node = match (owners.len(), owners.first().copied()) {
         (1, Some(n)) if n == me => return next.run(req).await,
@@ -51,7 +58,20 @@ pub(crate) async fn to_owner(
         }
         (1, Some(n)) => n,
         (_, None) => return next.run(req).await,
-        _ => return several(&name, &owners, me).into_response(),
+        _ => {
+            let fanned = fanout::Route::of(req.method(), &route.rest);
+            if fanned == fanout::Route::Other {
+                // Per-partition routes: the handler refuses the
+                // partitioned topic itself.
+                return next.run(req).await;
+            }
+            let leaders = match magnetar_pulsar::lookup::topic_leaders(broker, name) {
+                Ok(Some((true, l))) => l,
+                _ => return next.run(req).await,
+            };
+            let targets = fanout::targets(&route.segment, true, &leaders);
+            return fanout::serve(state.clone(), req, fanned, &route.segment, targets).await;
+        }
     };
     let https = req.extensions().get::<Https>().is_some();
     let (listener, scheme) = if https {
@@ -73,47 +93,94 @@ pub(crate) async fn to_owner(
     }
 }
 
-fn several(name: &str, owners: &BTreeSet<i32>, me: i32) -> ApiError {
-    let nodes: Vec<String> = owners
-        .iter()
-        .map(|n| match *n {
-            -1 => "none (offline)".to_string(),
-            n if n == me => format!("{n} (this one)"),
-            n => n.to_string(),
-        })
+/// A topic delete without `force`: refused (412, as the handler refuses
+/// a topic in use here) while producers or consumers are attached to a
+/// partition another broker leads; the handler decides the rest.
+async fn unless_in_use(
+    state: Arc<AppState>,
+    req: Request,
+    next: Next,
+    route: &TopicRoute,
+) -> Response {
+    let forced = req
+        .uri()
+        .query()
+        .is_some_and(|q| q.split('&').any(|kv| kv == "force=true"));
+    let me = state.broker.node_id();
+    let (partitioned, leaders) =
+        match magnetar_pulsar::lookup::topic_leaders(&state.broker, &route.name) {
+            Ok(Some(found)) => found,
+            _ => return next.run(req).await,
+        };
+    if forced || leaders.iter().all(|l| *l == me) {
+        return next.run(req).await;
+    }
+    // This broker's own partitions are the handler's to check.
+    let targets: Vec<(String, i32)> = fanout::targets(&route.segment, partitioned, &leaders)
+        .into_iter()
+        .filter(|(_, l)| *l != me)
         .collect();
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        format!(
-            "the partitions of {name} are led by several brokers ({}); ask about each partition ({name}-partition-N)",
-            nodes.join(", ")
-        ),
-    )
+    match fanout::in_use(state, req, &route.segment, targets).await {
+        Ok((true, _)) => ApiError::new(
+            StatusCode::PRECONDITION_FAILED,
+            "Topic has active producers/subscriptions",
+        )
+        .into_response(),
+        Ok((false, req)) => next.run(req).await,
+        Err(r) => r,
+    }
 }
 
-/// The topic a route about its partitions names
-/// (`/admin/v2/persistent/{tenant}/{namespace}/{topic}/` followed by
-/// `stats`, `partitioned-stats`, `subscriptions` or `subscription/...`), as
-/// `persistent://tenant/namespace/topic`.
-fn partition_route(path: &str) -> Option<String> {
+/// A route under `/admin/v2/persistent/{tenant}/{namespace}/{topic}`.
+#[derive(Debug, PartialEq, Eq)]
+struct TopicRoute {
+    /// `persistent://tenant/namespace/topic`.
+    name: String,
+    /// The topic's path segment as sent.
+    segment: String,
+    /// The segments after the topic's, as sent.
+    rest: Vec<String>,
+}
+
+impl TopicRoute {
+    /// Whether the route is about the topic's partitions: `stats`,
+    /// `partitioned-stats`, `subscriptions` or `subscription/...`.
+    fn about_partitions(&self) -> bool {
+        matches!(
+            self.rest.first().map(String::as_str),
+            Some("stats" | "partitioned-stats" | "subscriptions" | "subscription")
+        )
+    }
+
+    /// Whether `method` on the route deletes the topic.
+    fn deletes_topic(&self, method: &Method) -> bool {
+        method == Method::DELETE && (self.rest.is_empty() || self.rest == ["partitions"])
+    }
+}
+
+/// The route a path under `/admin/v2/persistent/` is, with its topic
+/// percent-decoded (Pulsar's admin client percent-encodes names) as the
+/// handlers' path extractors see it.
+fn topic_route(path: &str) -> Option<TopicRoute> {
     let rest = path.strip_prefix("/admin/v2/persistent/")?;
     let mut parts = rest.split('/');
-    let (tenant, namespace, topic, what) =
-        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    // Segments as the handlers' path extractors see them (Pulsar's admin
-    // client percent-encodes names).
+    let (tenant, namespace, topic) = (parts.next()?, parts.next()?, parts.next()?);
     let decode = |s: &str| {
         percent_encoding::percent_decode_str(s)
             .decode_utf8()
             .map(|c| c.into_owned())
             .ok()
     };
+    let segment = topic.to_string();
     let (tenant, namespace, topic) = (decode(tenant)?, decode(namespace)?, decode(topic)?);
-    matches!(
-        what,
-        "stats" | "partitioned-stats" | "subscriptions" | "subscription"
-    )
-    .then(|| format!("persistent://{tenant}/{namespace}/{topic}"))
+    if topic.is_empty() {
+        return None;
+    }
+    Some(TopicRoute {
+        name: format!("persistent://{tenant}/{namespace}/{topic}"),
+        segment,
+        rest: parts.map(str::to_string).collect(),
+    })
 }
 
 fn authoritative(uri: &Uri) -> bool {
@@ -124,6 +191,12 @@ fn authoritative(uri: &Uri) -> bool {
 /// `uri` on `scheme://addr`, with `authoritative=true` (and any earlier
 /// `authoritative` parameter dropped).
 fn location(scheme: &str, addr: &str, uri: &Uri) -> String {
+    format!("{scheme}://{addr}{}", authoritative_target(uri))
+}
+
+/// `uri`'s path and query with `authoritative=true` (and any earlier
+/// `authoritative` parameter dropped).
+pub(crate) fn authoritative_target(uri: &Uri) -> String {
     let mut query: Vec<&str> = uri
         .query()
         .unwrap_or("")
@@ -131,7 +204,7 @@ fn location(scheme: &str, addr: &str, uri: &Uri) -> String {
         .filter(|kv| !kv.is_empty() && kv.split('=').next() != Some("authoritative"))
         .collect();
     query.push("authoritative=true");
-    format!("{scheme}://{addr}{}?{}", uri.path(), query.join("&"))
+    format!("{}?{}", uri.path(), query.join("&"))
 }
 
 #[cfg(test)]
@@ -159,8 +232,12 @@ mod tests {
     }
 
     #[test]
-    fn partition_routes_name_their_topic() {
-        let t = |p: &str| partition_route(p);
+    fn topic_routes_name_their_topic() {
+        let t = |p: &str| {
+            topic_route(p)
+                .filter(TopicRoute::about_partitions)
+                .map(|r| r.name)
+        };
         assert_eq!(
             t("/admin/v2/persistent/public/default/t-partition-1/subscription/s/skip_all"),
             Some("persistent://public/default/t-partition-1".into())
@@ -176,5 +253,12 @@ mod tests {
             t("/admin/v2/persistent/a/b/t%3Ax/stats"),
             Some("persistent://a/b/t:x".into())
         );
+        let r = topic_route("/admin/v2/persistent/a/b/t%3Ax/subscription/s").unwrap();
+        assert_eq!(r.segment, "t%3Ax");
+        assert_eq!(r.rest, ["subscription", "s"]);
+        let deletes = |p: &str| topic_route(p).unwrap().deletes_topic(&Method::DELETE);
+        assert!(deletes("/admin/v2/persistent/a/b/t"));
+        assert!(deletes("/admin/v2/persistent/a/b/t/partitions"));
+        assert!(!deletes("/admin/v2/persistent/a/b/t/subscription/s"));
     }
 }

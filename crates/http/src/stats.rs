@@ -31,7 +31,7 @@ use crate::topic::{Addressed, TopicParts};
 use crate::{blocking, AppState};
 
 /// One topic's (or partition's) stats (upstream `TopicStats`).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TopicStats {
     msg_rate_in: f64,
@@ -55,7 +55,7 @@ pub struct TopicStats {
 }
 
 /// A producer (upstream `PublisherStats`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PublisherStats {
     access_mode: String,
@@ -73,7 +73,7 @@ pub struct PublisherStats {
 }
 
 /// A subscription (upstream `SubscriptionStats`).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscriptionStats {
     msg_rate_out: f64,
@@ -104,7 +104,7 @@ pub struct SubscriptionStats {
 }
 
 /// A consumer (upstream `ConsumerStats`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConsumerStats {
     msg_rate_out: f64,
@@ -394,7 +394,7 @@ fn kafka_members(
 #[serde(rename_all = "camelCase")]
 pub struct PartitionedQuery {
     #[serde(default = "yes")]
-    per_partition: bool,
+    pub(crate) per_partition: bool,
 }
 
 fn yes() -> bool {
@@ -447,23 +447,54 @@ pub async fn partitioned_stats(
             )));
         }
         let now = Instant::now();
-        let mut total = TopicStats::default();
-        let mut partitions = BTreeMap::new();
+        let mut each = Vec::new();
         for n in a.partitions() {
-            let p = partition_stats(&state, &a, n, now)?;
-            total.add(&p);
-            if query.per_partition {
-                partitions.insert(a.partition_name(n), p);
-            }
+            each.push((a.partition_name(n), partition_stats(&state, &a, n, now)?));
         }
-        Ok(PartitionedStats {
-            total,
-            metadata: serde_json::json!({ "partitions": a.topic.partition_count() }),
-            partitions,
-        })
+        Ok(PartitionedStats::of(each, &query))
     })
     .await??;
     Ok(Json(stats))
+}
+
+impl PartitionedStats {
+    /// The partitioned topic's stats from each partition's (by name, in
+    /// partition order), as the query asks.
+    pub(crate) fn of(
+        each: Vec<(String, TopicStats)>,
+        query: &PartitionedQuery,
+    ) -> PartitionedStats {
+        let mut total = TopicStats::default();
+        let mut partitions = BTreeMap::new();
+        let count = each.len();
+        for (name, p) in each {
+            total.add(&p);
+            if query.per_partition {
+                partitions.insert(name, p);
+            }
+        }
+        PartitionedStats {
+            total,
+            metadata: serde_json::json!({ "partitions": count }),
+            partitions,
+        }
+    }
+}
+
+impl TopicStats {
+    /// Whether producers are attached or a subscription has consumers (a
+    /// delete without `force` is refused then).
+    pub(crate) fn in_use(&self) -> bool {
+        !self.publishers.is_empty() || self.subscriptions.values().any(|s| !s.consumers.is_empty())
+    }
+
+    /// Whether subscription `name` is here, and if so whether consumers
+    /// are connected to it.
+    pub(crate) fn subscription_connected(&self, name: &str) -> Option<bool> {
+        self.subscriptions
+            .get(name)
+            .map(|s| !s.consumers.is_empty())
+    }
 }
 
 #[cfg(test)]

@@ -172,6 +172,24 @@ pub fn partition_owners(
     Ok(states.into_iter().map(|s| broker.live_leader(s)).collect())
 }
 
+/// For a topic `name` names without a partition: whether it is
+/// partitioned, and the node leading each of its partitions in partition
+/// order (-1: offline); `None` for a single node, a topic that does not
+/// exist or a name with a partition.
+pub fn topic_leaders(broker: &Broker, name: &str) -> Result<Option<(bool, Vec<i32>)>, PulsarError> {
+    Ok(match addressed(broker, name)? {
+        Some((topic, None)) => Some((
+            topic.kind == broker::config::TopicKind::Partitioned,
+            topic
+                .placements
+                .iter()
+                .map(|s| broker.live_leader(s))
+                .collect(),
+        )),
+        _ => None,
+    })
+}
+
 /// An existing topic and the partition its name picks, if one.
 type Addressed = (std::sync::Arc<broker::Topic>, Option<u32>);
 

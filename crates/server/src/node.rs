@@ -210,7 +210,13 @@ impl Node {
             let http = if http_listeners.is_empty() {
                 Vec::new()
             } else {
+                let peer_tls = match broker.config().tls_settings() {
+                    Some(s) => broker::security::tls::trusting(&s)
+                        .map_err(|e| anyhow::anyhow!("TLS to other brokers: {e}"))?,
+                    None => None,
+                };
                 let config = magnetar_http::HttpConfig {
+                    peer_tls,
                     pulsar_url: urls.plain,
                     pulsar_url_tls: urls.tls,
                     pulsar: pulsar_front_end,

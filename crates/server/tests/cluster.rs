@@ -841,18 +841,122 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
     .await
     .unwrap();
     assert_eq!(subs, ["interop"]);
-    // The whole topic is led by three brokers: a clear refusal, not this
-    // broker's share.
-    let r = no_follow
-        .get(format!(
-            "{}/admin/v2/persistent/public/default/spread/partitioned-stats",
-            c.node(other).http_url()
-        ))
+    // The whole topic is led by three brokers: asked of one, it asks each
+    // partition's broker and adds their answers up, as upstream does.
+    let base = format!(
+        "{}/admin/v2/persistent/public/default/spread",
+        c.node(other).http_url()
+    );
+    let http = reqwest::Client::new();
+    let json = |r: reqwest::Response| async move {
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        assert!(status.is_success(), "{status}: {text}");
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    };
+    let stats = json(
+        http.get(format!("{base}/partitioned-stats"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(stats["msgInCounter"], 30, "{stats}");
+    assert_eq!(stats["metadata"]["partitions"], 3, "{stats}");
+    let names: BTreeSet<String> = stats["partitions"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(
+        names,
+        (0..3)
+            .map(|n| format!("persistent://public/default/spread-partition-{n}"))
+            .collect()
+    );
+    assert!(stats["subscriptions"]["interop"].is_object(), "{stats}");
+    let lean = json(
+        http.get(format!("{base}/partitioned-stats?perPartition=false"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(lean["partitions"], serde_json::json!({}), "{lean}");
+    let subs = json(
+        http.get(format!("{base}/subscriptions"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(subs, serde_json::json!(["interop"]));
+    // A subscription made on the partitioned topic is made on every
+    // partition, wherever it is led; cursor moves and deletes reach them all.
+    let status = |r: reqwest::Response| r.status().as_u16();
+    let sub = format!("{base}/subscription/fan");
+    assert_eq!(status(http.put(&sub).send().await.unwrap()), 204);
+    assert_eq!(status(http.put(&sub).send().await.unwrap()), 409);
+    for n in 0..3 {
+        let listed = json(
+            reqwest::get(format!(
+                "{}/admin/v2/persistent/public/default/spread-partition-{n}/subscriptions",
+                c.node(other).http_url()
+            ))
+            .await
+            .unwrap(),
+        )
+        .await;
+        assert_eq!(
+            listed,
+            serde_json::json!(["fan", "interop"]),
+            "partition {n}"
+        );
+    }
+    let backlog = || async {
+        let s = json(
+            http.get(format!("{base}/partitioned-stats"))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        s["subscriptions"]["fan"]["msgBacklog"].as_u64().unwrap()
+    };
+    assert_eq!(backlog().await, 0);
+    let reset = http
+        .post(format!("{sub}/resetcursor/0"))
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
-    assert!(r.text().await.unwrap().contains("several brokers"));
+    assert_eq!(status(reset), 204);
+    assert_eq!(backlog().await, 30);
+    assert_eq!(
+        status(http.post(format!("{sub}/skip_all")).send().await.unwrap()),
+        204
+    );
+    assert_eq!(backlog().await, 0);
+    assert_eq!(
+        status(
+            http.post(format!("{base}/subscription/nope/skip_all"))
+                .send()
+                .await
+                .unwrap()
+        ),
+        404
+    );
+    assert_eq!(status(http.delete(&sub).send().await.unwrap()), 204);
+    assert_eq!(status(http.delete(&sub).send().await.unwrap()), 404);
+    let subs = json(
+        http.get(format!("{base}/subscriptions"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(subs, serde_json::json!(["interop"]));
+
     // Asked authoritatively, a broker that does not lead it says so.
     let r = no_follow
         .get(format!(
@@ -863,6 +967,48 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
         .await
         .unwrap();
     assert_eq!(r.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+
+    // A consumer attached through another broker keeps the topic from a
+    // delete without force, whichever broker is asked; force deletes it.
+    let pulsar: pulsar::Pulsar<pulsar::TokioExecutor> =
+        pulsar::Pulsar::builder(c.node(owner).pulsar_url(), pulsar::TokioExecutor)
+            .build()
+            .await
+            .unwrap();
+    let consumer: pulsar::Consumer<Vec<u8>, pulsar::TokioExecutor> = pulsar
+        .consumer()
+        .with_topic("persistent://public/default/spread-partition-0")
+        .with_subscription("held")
+        .build()
+        .await
+        .unwrap();
+    let held = json(
+        http.get(format!("{base}-partition-0/stats"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        held["subscriptions"]["held"]["consumers"]
+            .as_array()
+            .map(Vec::len),
+        Some(1),
+        "{held}"
+    );
+    let r = http
+        .delete(format!("{base}/partitions"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 412, "{}", r.text().await.unwrap());
+    let r = http
+        .delete(format!("{base}/partitions?force=true"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 204, "{}", r.text().await.unwrap());
+    drop(consumer);
 }
 
 /// `controller.security.protocol=SSL`: the nodes' Raft and broker RPCs go
@@ -877,10 +1023,12 @@ async fn the_controller_port_speaks_mutual_tls() {
     let mut settings = SETTINGS.to_vec();
     settings.extend([
         "controller.security.protocol=SSL",
+        "http.tls.listen.address=127.0.0.1:0",
         keystore.as_str(),
         truststore.as_str(),
     ]);
-    let c = Cluster::start(3, &settings);
+    let mut c = Cluster::start(3, &settings);
+    wait_brokers(&c, &[1, 2, 3], 3).await;
     create(
         &c.addr(1),
         NewTopic::new("over-tls", 3, TopicReplication::Fixed(1)),
@@ -896,6 +1044,48 @@ async fn the_controller_port_speaks_mutual_tls() {
             .then_some(())
     })
     .await;
+    // Asked over HTTPS about the topic its three brokers lead, node 1 asks
+    // the others over HTTPS too, verifying them against the truststore.
+    let l = leaders(&c.addr(1), "over-tls", 3).await;
+    assert_eq!(
+        l.values().copied().collect::<BTreeSet<_>>().len(),
+        3,
+        "{l:?}"
+    );
+    let port = c
+        .node(1)
+        .logged_listener("https")
+        .rsplit_once(':')
+        .unwrap()
+        .1
+        .to_string();
+    let script = r#"
+import json, ssl, sys, urllib.request
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+with urllib.request.urlopen(sys.argv[1], context=ctx, timeout=30) as r:
+    s = json.load(r)
+print(json.dumps({"count": s["metadata"]["partitions"], "each": sorted(s["partitions"])}))
+"#;
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            script,
+            &format!(
+                "https://localhost:{port}/admin/v2/persistent/public/default/over-tls/partitioned-stats"
+            ),
+            &pki.path().join("ca.pem").display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(got["count"], 3, "{got}");
+    assert_eq!(got["each"].as_array().map(Vec::len), Some(3), "{got}");
     // Plaintext on node 1's controller port: no answer, the connection closed.
     let port = c
         .voters

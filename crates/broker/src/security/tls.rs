@@ -292,6 +292,23 @@ pub fn mutual(s: &TlsSettings) -> Result<(Arc<ServerConfig>, Arc<rustls::ClientC
     Ok((server, Arc::new(client)))
 }
 
+/// A client configuration trusting the truststore's CAs, presenting no
+/// certificate (a broker asking another broker's HTTPS service on a
+/// caller's behalf, with the caller's credentials, not its own); `None`
+/// without `ssl.truststore.location`.
+pub fn trusting(s: &TlsSettings) -> Result<Option<Arc<rustls::ClientConfig>>, String> {
+    let Some(path) = s.truststore.as_ref() else {
+        return Ok(None);
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions(s))
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(roots(path)?)
+        .with_no_client_auth();
+    Ok(Some(Arc::new(client)))
+}
+
 /// The principal of a verified client certificate: `User:` and its
 /// subject as an RFC 2253 string (`CN=client,O=Example`), Kafka's default
 /// `ssl.principal.mapping.rules`.
