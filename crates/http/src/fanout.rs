@@ -22,7 +22,11 @@ use crate::stats::{PartitionedQuery, PartitionedStats, TopicStats};
 use crate::AppState;
 
 /// Most a broker may take to answer about one partition.
-const PEER_TIMEOUT: Duration = Duration::from_secs(15);
+const PEER_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// Most one fanned-out request may take, well within the service's
+/// request timeout, so an answer (not a cut-off) always comes back.
+const BUDGET: Duration = Duration::from_secs(20);
 
 /// Most requests in flight to other brokers for one request (a topic
 /// may have thousands of partitions).
@@ -42,24 +46,45 @@ pub(crate) enum Route {
     CreateSubscription(String),
     /// `DELETE .../subscription/{sub}`.
     DeleteSubscription(String),
-    /// `POST .../subscription/{sub}/...`: a cursor reset or skip.
+    /// `POST .../subscription/{sub}/...`: a reset to a time, or a skip.
     MoveCursor(String),
-    /// Anything else (the handler answers: stats and peeks are per
-    /// partition).
+    /// Anything else (the handler answers: stats, peeks and resets to a
+    /// message id are per partition, as upstream's are).
     Other,
 }
 
 impl Route {
-    /// The route of `method` on the path segments after the topic's.
+    /// The route of `method` on the path segments after the topic's (as
+    /// sent: the subscription's is percent-decoded here).
     pub(crate) fn of(method: &Method, rest: &[String]) -> Route {
-        let sub = || rest.get(1).cloned().unwrap_or_default();
-        match (method, rest.first().map(String::as_str), rest.len()) {
-            (&Method::GET, Some("partitioned-stats"), 1) => Route::PartitionedStats,
-            (&Method::GET, Some("subscriptions"), 1) => Route::Subscriptions,
-            (&Method::PUT, Some("subscription"), 2) => Route::CreateSubscription(sub()),
-            (&Method::DELETE, Some("subscription"), 2) => Route::DeleteSubscription(sub()),
-            (&Method::POST, Some("subscription"), n) if n > 2 => Route::MoveCursor(sub()),
+        let sub = || {
+            let raw = rest.get(1).map(String::as_str).unwrap_or_default();
+            percent_encoding::percent_decode_str(raw)
+                .decode_utf8()
+                .map(|s| s.into_owned())
+                .ok()
+        };
+        let what: Vec<&str> = rest.iter().map(String::as_str).collect();
+        let route = match (method, what.as_slice()) {
+            (&Method::GET, ["partitioned-stats"]) => Route::PartitionedStats,
+            (&Method::GET, ["subscriptions"]) => Route::Subscriptions,
+            (&Method::PUT, ["subscription", _]) => Route::CreateSubscription(String::new()),
+            (&Method::DELETE, ["subscription", _]) => Route::DeleteSubscription(String::new()),
+            // A message id means one partition's position: the handler
+            // refuses it on a partitioned topic (405).
+            (&Method::POST, ["subscription", _, "resetcursor"]) => Route::Other,
+            (&Method::POST, ["subscription", _, "resetcursor" | "skip", _])
+            | (&Method::POST, ["subscription", _, "skip_all"]) => Route::MoveCursor(String::new()),
             _ => Route::Other,
+        };
+        let Some(name) = sub() else {
+            return Route::Other;
+        };
+        match route {
+            Route::CreateSubscription(_) => Route::CreateSubscription(name),
+            Route::DeleteSubscription(_) => Route::DeleteSubscription(name),
+            Route::MoveCursor(_) => Route::MoveCursor(name),
+            other => other,
         }
     }
 }
@@ -78,6 +103,8 @@ struct Asking {
     /// Each partition's path segment (`topic-partition-N`, or the
     /// topic's own for a non-partitioned one) and leader, in order.
     targets: Vec<(String, i32)>,
+    /// When the whole request must be answered.
+    deadline: tokio::time::Instant,
 }
 
 /// What one broker answered.
@@ -210,6 +237,7 @@ impl Asking {
             content_type: parts.headers.get(header::CONTENT_TYPE).cloned(),
             body,
             targets,
+            deadline: tokio::time::Instant::now() + BUDGET,
         })
     }
 
@@ -314,6 +342,17 @@ impl Asking {
     /// The request itself made on each listed partition: 204 once every
     /// one succeeded, else the first failure.
     async fn change(&self, which: &[usize]) -> Result<Response, ApiError> {
+        // Started only with time for a whole round of answers, so a change
+        // is not cut off half made by the deadline.
+        if self
+            .deadline
+            .saturating_duration_since(tokio::time::Instant::now())
+            < PEER_TIMEOUT
+        {
+            return Err(unavailable(
+                "the partitions' brokers answered too slowly; nothing was changed".into(),
+            ));
+        }
         let after = self.template.1.clone();
         for a in self
             .ask_each(which, self.method.clone(), &after, None)
@@ -353,7 +392,10 @@ impl Asking {
                     .parse()
                     .map_err(|e| ApiError::bad_request(format!("bad partition path: {e}")))?;
                     let target = authoritative_target(&uri);
-                    tokio::time::timeout(PEER_TIMEOUT, self.ask(&addr, method, &target))
+                    let until = self
+                        .deadline
+                        .min(tokio::time::Instant::now() + PEER_TIMEOUT);
+                    tokio::time::timeout_at(until, self.ask(&addr, method, &target))
                         .await
                         .map_err(|_| {
                             unavailable(format!(
@@ -524,6 +566,22 @@ mod tests {
         assert_eq!(
             r(Method::POST, &["subscription", "s", "skip_all"]),
             Route::MoveCursor("s".into())
+        );
+        assert_eq!(
+            r(Method::POST, &["subscription", "a%3Ab", "resetcursor", "0"]),
+            Route::MoveCursor("a:b".into())
+        );
+        assert_eq!(
+            r(Method::DELETE, &["subscription", "a%3Ab"]),
+            Route::DeleteSubscription("a:b".into())
+        );
+        assert_eq!(
+            r(Method::POST, &["subscription", "s", "resetcursor"]),
+            Route::Other
+        );
+        assert_eq!(
+            r(Method::POST, &["subscription", "s", "nonsense"]),
+            Route::Other
         );
         assert_eq!(r(Method::GET, &["stats"]), Route::Other);
         assert_eq!(

@@ -112,7 +112,9 @@ async fn unless_in_use(
             Ok(Some(found)) => found,
             _ => return next.run(req).await,
         };
-    if forced || leaders.iter().all(|l| *l == me) {
+    // The handler refuses the endpoint of the other kind (409) itself.
+    let kind_matches = partitioned == (route.rest == ["partitions"]);
+    if forced || !kind_matches || leaders.iter().all(|l| *l == me) {
         return next.run(req).await;
     }
     // This broker's own partitions are the handler's to check.

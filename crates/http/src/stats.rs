@@ -30,6 +30,9 @@ use crate::error::ApiError;
 use crate::topic::{Addressed, TopicParts};
 use crate::{blocking, AppState};
 
+/// The subscription type of a Kafka group's entry.
+const KAFKA_TYPE: &str = "Kafka";
+
 /// One topic's (or partition's) stats (upstream `TopicStats`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -308,7 +311,7 @@ fn partition_stats(
                 msg_backlog: backlog,
                 backlog_size: if backlog == 0 { 0 } else { size_from(at) },
                 msg_backlog_no_delayed: backlog,
-                sub_type: "Kafka".into(),
+                sub_type: KAFKA_TYPE.into(),
                 consumers: kafka_members(state, &group, &a.topic, n),
                 is_durable: true,
                 ..Default::default()
@@ -482,18 +485,30 @@ impl PartitionedStats {
 }
 
 impl TopicStats {
-    /// Whether producers are attached or a subscription has consumers (a
-    /// delete without `force` is refused then).
+    /// Whether producers are attached or a Pulsar subscription (a Reader's
+    /// included) has consumers, as [`broker::Broker::topic_in_use`] judges
+    /// a partition of this broker: a delete without `force` is refused
+    /// then. Kafka groups listed among the subscriptions do not count.
     pub(crate) fn in_use(&self) -> bool {
-        !self.publishers.is_empty() || self.subscriptions.values().any(|s| !s.consumers.is_empty())
+        !self.publishers.is_empty()
+            || self
+                .pulsar_subscriptions()
+                .any(|(_, s)| !s.consumers.is_empty())
     }
 
-    /// Whether subscription `name` is here, and if so whether consumers
-    /// are connected to it.
+    /// Whether Pulsar subscription `name` is here, and if so whether
+    /// consumers are connected to it.
     pub(crate) fn subscription_connected(&self, name: &str) -> Option<bool> {
+        self.pulsar_subscriptions()
+            .find(|(n, _)| n.as_str() == name)
+            .map(|(_, s)| !s.consumers.is_empty())
+    }
+
+    /// The subscriptions that are Pulsar's (not a Kafka group's entry).
+    fn pulsar_subscriptions(&self) -> impl Iterator<Item = (&String, &SubscriptionStats)> {
         self.subscriptions
-            .get(name)
-            .map(|s| !s.consumers.is_empty())
+            .iter()
+            .filter(|(_, s)| s.sub_type != KAFKA_TYPE)
     }
 }
 

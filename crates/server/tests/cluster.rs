@@ -895,7 +895,8 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
     // A subscription made on the partitioned topic is made on every
     // partition, wherever it is led; cursor moves and deletes reach them all.
     let status = |r: reqwest::Response| r.status().as_u16();
-    let sub = format!("{base}/subscription/fan");
+    // A name the admin clients percent-encode.
+    let sub = format!("{base}/subscription/fan%3Aout");
     assert_eq!(status(http.put(&sub).send().await.unwrap()), 204);
     assert_eq!(status(http.put(&sub).send().await.unwrap()), 409);
     for n in 0..3 {
@@ -910,7 +911,7 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
         .await;
         assert_eq!(
             listed,
-            serde_json::json!(["fan", "interop"]),
+            serde_json::json!(["fan:out", "interop"]),
             "partition {n}"
         );
     }
@@ -922,7 +923,9 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
                 .unwrap(),
         )
         .await;
-        s["subscriptions"]["fan"]["msgBacklog"].as_u64().unwrap()
+        s["subscriptions"]["fan:out"]["msgBacklog"]
+            .as_u64()
+            .unwrap()
     };
     assert_eq!(backlog().await, 0);
     let reset = http
@@ -931,6 +934,16 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
         .await
         .unwrap();
     assert_eq!(status(reset), 204);
+    assert_eq!(backlog().await, 30);
+    // A message id is one partition's position: refused on the
+    // partitioned topic (as on one broker and upstream), nothing moved.
+    let by_id = http
+        .post(format!("{sub}/resetcursor"))
+        .json(&serde_json::json!({"ledgerId": 0, "entryId": 0}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(by_id), 405);
     assert_eq!(backlog().await, 30);
     assert_eq!(
         status(http.post(format!("{sub}/skip_all")).send().await.unwrap()),
@@ -968,6 +981,9 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
         .unwrap();
     assert_eq!(r.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
 
+    // Only Pulsar producers and consumers hold a topic (not the Kafka
+    // group above, which has committed offsets).
+    drop(consumer);
     // A consumer attached through another broker keeps the topic from a
     // delete without force, whichever broker is asked; force deletes it.
     let pulsar: pulsar::Pulsar<pulsar::TokioExecutor> =
@@ -975,7 +991,7 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
             .build()
             .await
             .unwrap();
-    let consumer: pulsar::Consumer<Vec<u8>, pulsar::TokioExecutor> = pulsar
+    let held_consumer: pulsar::Consumer<Vec<u8>, pulsar::TokioExecutor> = pulsar
         .consumer()
         .with_topic("persistent://public/default/spread-partition-0")
         .with_subscription("held")
@@ -1008,7 +1024,7 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 204, "{}", r.text().await.unwrap());
-    drop(consumer);
+    drop(held_consumer);
 }
 
 /// `controller.security.protocol=SSL`: the nodes' Raft and broker RPCs go
@@ -1047,6 +1063,9 @@ async fn the_controller_port_speaks_mutual_tls() {
     // Asked over HTTPS about the topic its three brokers lead, node 1 asks
     // the others over HTTPS too, verifying them against the truststore.
     let l = leaders(&c.addr(1), "over-tls", 3).await;
+    for id in 2..=3 {
+        leaders(&c.addr(id), "over-tls", 3).await;
+    }
     assert_eq!(
         l.values().copied().collect::<BTreeSet<_>>().len(),
         3,

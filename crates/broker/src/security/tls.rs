@@ -292,21 +292,17 @@ pub fn mutual(s: &TlsSettings) -> Result<(Arc<ServerConfig>, Arc<rustls::ClientC
     Ok((server, Arc::new(client)))
 }
 
-/// A client configuration trusting the truststore's CAs, presenting no
-/// certificate (a broker asking another broker's HTTPS service on a
-/// caller's behalf, with the caller's credentials, not its own); `None`
-/// without `ssl.truststore.location`.
+/// A client configuration for a broker asking another broker's HTTPS
+/// service on a caller's behalf: it trusts the truststore's CAs and
+/// presents the keystore's certificate (so a listener requiring client
+/// certificates admits it; the HTTP service identifies callers by their
+/// `Authorization` header, never by a certificate, so this one grants
+/// nothing); `None` without `ssl.truststore.location`.
 pub fn trusting(s: &TlsSettings) -> Result<Option<Arc<rustls::ClientConfig>>, String> {
-    let Some(path) = s.truststore.as_ref() else {
+    if s.truststore.is_none() {
         return Ok(None);
-    };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let client = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(versions(s))
-        .map_err(|e| format!("TLS: {e}"))?
-        .with_root_certificates(roots(path)?)
-        .with_no_client_auth();
-    Ok(Some(Arc::new(client)))
+    }
+    mutual(s).map(|(_, client)| Some(client))
 }
 
 /// The principal of a verified client certificate: `User:` and its
