@@ -154,9 +154,13 @@ impl Broker {
             return Err(e);
         }
         let topic = Arc::new(topic);
-        let mut t = self.topics.write();
-        t.by_id.insert(rec.id, rec.name.clone());
-        t.by_name.insert(rec.name.clone(), topic.clone());
+        {
+            let mut t = self.topics.write();
+            t.by_id.insert(rec.id, rec.name.clone());
+            t.by_name.insert(rec.name.clone(), topic.clone());
+        }
+        drop(store);
+        self.note_topic_created(&rec.name, rec.id);
         Ok(topic)
     }
 
@@ -245,21 +249,51 @@ impl Broker {
     }
 
     /// Removes the committed offsets, subscriptions, producer sequences
-    /// and schemas of topics that no longer exist. Deleting a topic removes
+    /// and schemas of topics that no longer exist, or exist with another
+    /// id than the one they were recorded for. Deleting a topic removes
     /// them after the metadata commit; a crash (or a failed group-log
     /// write) in between would leave them for a later topic of the same
-    /// name, which cannot be created before this runs at start-up.
+    /// name, which cannot be created before this runs at start-up. A
+    /// cluster broker that was down while a topic was deleted (and perhaps
+    /// created again) learns it here, from the metadata it starts with
+    /// (KIP-516: nothing of the old topic is served for the new one). The
+    /// topics' ids are then recorded as they are now.
     pub(crate) fn forget_state_of_deleted_topics(&self) {
         let groups = self.groups();
+        let recorded = groups.topic_ids();
         let mut named = groups.offset_topics();
         named.extend(groups.front_end().topics());
-        for topic in named.iter().filter(|t| self.topic(t).is_none()) {
-            warn!(%topic, "removing the offsets and subscriptions left by a deleted topic");
+        named.extend(recorded.keys().cloned());
+        let stale = |t: &String| match (self.topic(t), recorded.get(t)) {
+            (None, _) => true,
+            (Some(now), Some(was)) => now.id != *was,
+            (Some(_), None) => false,
+        };
+        for topic in named.iter().filter(|t| stale(t)) {
+            warn!(%topic, "removing the offsets, subscriptions and producer sequences left by a deleted topic");
             if let Err(e) = groups.forget_topic(topic) {
                 warn!(%topic, "could not remove committed offsets of a deleted topic: {e}");
             }
             if let Err(e) = groups.front_end().forget_topic(topic) {
                 warn!(%topic, "could not remove subscriptions, producer sequences or schemas of a deleted topic: {e}");
+            }
+        }
+        let current: Vec<(String, TopicId)> = self
+            .topics()
+            .iter()
+            .map(|t| (t.name.to_string(), t.id))
+            .collect();
+        if let Err(e) = groups.note_topic_ids(&current) {
+            warn!("could not record the topics' ids in the group log: {e}");
+        }
+    }
+
+    /// Records a topic created (or found created) here with its id, so
+    /// what is kept about it is known to be about this topic of the name.
+    pub(crate) fn note_topic_created(&self, name: &TopicName, id: TopicId) {
+        if let Some(groups) = self.groups.get() {
+            if let Err(e) = groups.note_topic_ids(&[(name.to_string(), id)]) {
+                warn!(topic = %name, "could not record the topic's id in the group log: {e}");
             }
         }
     }

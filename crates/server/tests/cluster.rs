@@ -454,6 +454,38 @@ async fn a_broker_down_while_its_topic_is_recreated_cleans_up_on_return() {
     produce(&c.addr(1), "A", old.clone()).await;
     produce(&c.addr(1), "B", old.clone()).await;
     assert_eq!(fetch_by_id(&c.addr(1), id0).await.1, old);
+    // A group coordinated by node 1 has committed offset 15 on A-p0: it is
+    // about id0, and must not become the new A's.
+    let group = coordinated_by(&c, 1).await;
+    let committed = |bootstrap: String, group: String| {
+        tokio::task::spawn_blocking(move || {
+            let mut cfg = client_config(&bootstrap);
+            cfg.set("group.id", &group);
+            let consumer: BaseConsumer = cfg.create().unwrap();
+            let mut tpl = rdkafka::TopicPartitionList::new();
+            tpl.add_partition("A", 0);
+            let got = consumer.committed_offsets(tpl, DEADLINE).unwrap();
+            got.find_partition("A", 0).unwrap().offset()
+        })
+    };
+    {
+        let (bootstrap, group) = (c.addr(2), group.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut cfg = client_config(&bootstrap);
+            cfg.set("group.id", &group);
+            let consumer: BaseConsumer = cfg.create().unwrap();
+            let mut tpl = rdkafka::TopicPartitionList::new();
+            tpl.add_partition_offset("A", 0, rdkafka::Offset::Offset(15))
+                .unwrap();
+            consumer.commit(&tpl, CommitMode::Sync).unwrap();
+        })
+        .await
+        .unwrap();
+    }
+    assert_eq!(
+        committed(c.addr(3), group.clone()).await.unwrap(),
+        rdkafka::Offset::Offset(15)
+    );
 
     assert_eq!(c.node(1).terminate(), Some(0));
     // Node 1 may have led the quorum: the deletes wait for a new leader.
@@ -518,6 +550,11 @@ async fn a_broker_down_while_its_topic_is_recreated_cleans_up_on_return() {
         (0, vec!["new".to_string()])
     );
     assert!(!node1.join("B-0").exists(), "B is gone from node 1");
+    // Node 1, the group's coordinator, dropped id0's committed offset.
+    assert_eq!(
+        committed(c.addr(2), group.clone()).await.unwrap(),
+        rdkafka::Offset::Invalid
+    );
 
     // Removed once log.dir.delete.delay.ms has passed.
     c.wait_for_log(1, "removed a staged partition", DEADLINE);
@@ -528,6 +565,27 @@ async fn a_broker_down_while_its_topic_is_recreated_cleans_up_on_return() {
     .await;
     let (code, values) = fetch_by_id(&c.addr(1), id1).await;
     assert_eq!((code, values), (0, vec!["new".to_string()]));
+}
+
+/// A group id whose coordinator (FindCoordinator) is node `node`.
+async fn coordinated_by(c: &Cluster, node: i32) -> String {
+    let mut conn = RawConn::connect(c.addr(2).parse().unwrap()).await;
+    for i in 0..1000 {
+        let key = format!("owner-{i}");
+        let req = FindCoordinatorRequest::default()
+            .with_key_type(0)
+            .with_coordinator_keys(vec![StrBytes::from_string(key.clone())]);
+        let ResponseKind::FindCoordinator(resp) = conn.call(ApiKey::FindCoordinator, 4, req).await
+        else {
+            panic!()
+        };
+        let x = &resp.coordinators[0];
+        assert_eq!(x.error_code, 0, "{resp:?}");
+        if x.node_id.0 == node {
+            return key;
+        }
+    }
+    panic!("no group coordinated by node {node}")
 }
 
 /// A broker-only node (not a voter) joins, reads the metadata from the

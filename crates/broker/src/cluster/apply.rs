@@ -191,6 +191,9 @@ impl Broker {
             }
             if let Some(a) = after {
                 self.republish_or_retry(a, new, &config);
+                if before.is_none_or(|b| b.id != a.id) {
+                    self.note_topic_created(&a.name, a.id);
+                }
             }
         }
         if configs_changed || tenants_changed {

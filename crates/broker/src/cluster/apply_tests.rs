@@ -266,3 +266,87 @@ fn a_data_directory_keeps_its_id_and_is_locked_before_registration() {
     super::dir::check_membership(old.path(), "c1", 4).unwrap();
     assert!(super::dir::check_membership(old.path(), "c2", 4).is_err());
 }
+
+/// KIP-516 Scenario 2 for what the group log keeps: a broker that was down
+/// while a topic was deleted and created again (so its first state has the
+/// name with another id, and no delete record) drops the old topic's
+/// committed offsets and subscription cursors, while another topic's stay;
+/// the new topic's, kept after that, survive a restart.
+#[test]
+fn state_kept_about_a_topic_recreated_while_away_is_dropped() {
+    use crate::group::store::CommittedOffset;
+    use crate::subscription::{LogBounds, StartPosition, SubscriptionKey};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (old, other) = (TopicId::random(), TopicId::random());
+    let commit = |b: &Broker, topic: &str, offset: i64| {
+        let o = CommittedOffset {
+            offset,
+            leader_epoch: -1,
+            metadata: None,
+            commit_timestamp: 1,
+        };
+        b.groups()
+            .commit_offsets("g", "", None, -1, vec![(topic.into(), 0, o)])
+            .unwrap();
+    };
+    let committed = |b: &Broker, topic: &str| {
+        b.groups()
+            .fetch_offsets("g", Some(&[(topic.to_string(), 0)]))
+            .into_iter()
+            .next()
+            .and_then(|(_, _, o)| o)
+            .map(|o| o.offset)
+    };
+    let cursor = |b: &Broker, topic: &str| {
+        b.subscriptions()
+            .cursor(&SubscriptionKey::new(topic, 0, "s"))
+            .is_some()
+    };
+    // Topic `a` is led by another broker: only the group state is here.
+    let b = open(
+        &rt,
+        dir.path(),
+        state(&[topic("a", old, &[2]), topic("b", other, &[2])]),
+    );
+    for t in ["a", "b"] {
+        commit(&b, t, 500);
+        b.subscriptions()
+            .create(
+                &SubscriptionKey::new(t, 0, "s"),
+                StartPosition::Offset(model::Offset(3)),
+                LogBounds {
+                    start: model::Offset(0),
+                    end: model::Offset(10),
+                },
+                model::Timestamp(1),
+            )
+            .unwrap();
+    }
+    b.subscriptions().flush_cursors().unwrap();
+    b.shutdown().unwrap();
+    drop(b);
+
+    let new = TopicId::random();
+    let b = open(
+        &rt,
+        dir.path(),
+        state(&[topic("a", new, &[2]), topic("b", other, &[2])]),
+    );
+    assert_eq!(committed(&b, "a"), None, "the old topic's offset is gone");
+    assert!(!cursor(&b, "a"), "the old topic's cursor is gone");
+    assert_eq!(committed(&b, "b"), Some(500));
+    assert!(cursor(&b, "b"));
+    commit(&b, "a", 7);
+    b.shutdown().unwrap();
+    drop(b);
+
+    let b = open(
+        &rt,
+        dir.path(),
+        state(&[topic("a", new, &[2]), topic("b", other, &[2])]),
+    );
+    assert_eq!(committed(&b, "a"), Some(7), "the new topic's offset stays");
+    assert_eq!(committed(&b, "b"), Some(500));
+    b.shutdown().unwrap();
+}

@@ -99,6 +99,8 @@ struct Inner {
     next_request: RequestId,
     // Last persisted record of each group, to skip writing unchanged state.
     persisted: HashMap<String, Vec<u8>>,
+    // The topic id the records about each topic name are about.
+    topic_ids: HashMap<String, model::TopicId>,
 }
 
 /// The coordinator of every group on this broker.
@@ -218,6 +220,14 @@ impl GroupCoordinator {
                 }
                 (RecordKey::Group { group }, Some(v)) => {
                     group_records.insert(group, v);
+                }
+                (RecordKey::TopicId { topic }, Some(v)) => {
+                    if let Ok(id) = serde_json::from_slice(&v) {
+                        inner.topic_ids.insert(topic, id);
+                    }
+                }
+                (RecordKey::TopicId { topic }, None) => {
+                    inner.topic_ids.remove(&topic);
                 }
                 (RecordKey::Group { group }, None) => {
                     group_records.remove(&group);
@@ -643,11 +653,51 @@ impl GroupCoordinator {
                     })
             })
             .collect();
+        let mut tombstones = tombstones;
+        if inner.topic_ids.contains_key(topic) {
+            tombstones.push((
+                RecordKey::TopicId {
+                    topic: topic.to_string(),
+                },
+                None,
+            ));
+        }
         self.log.append(&tombstones)?;
         for offsets in inner.offsets.values_mut() {
             offsets.retain(|(t, _), _| t != topic);
         }
         inner.offsets.retain(|_, o| !o.is_empty());
+        inner.topic_ids.remove(topic);
+        Ok(())
+    }
+
+    /// The topic id the records about each topic name are about, as
+    /// recorded.
+    pub fn topic_ids(&self) -> HashMap<String, model::TopicId> {
+        self.inner.lock().topic_ids.clone()
+    }
+
+    /// Records that the records about these topics are about these ids
+    /// (the topics as they are now: created, or found at start-up); only
+    /// what changed is written.
+    pub fn note_topic_ids(&self, ids: &[(String, model::TopicId)]) -> Result<(), Error> {
+        let mut inner = self.inner.lock();
+        let changed: Vec<(RecordKey, Option<Vec<u8>>)> = ids
+            .iter()
+            .filter(|(t, id)| inner.topic_ids.get(t) != Some(id))
+            .map(|(t, id)| {
+                (
+                    RecordKey::TopicId { topic: t.clone() },
+                    serde_json::to_vec(id).ok(),
+                )
+            })
+            .collect();
+        for chunk in changed.chunks(1000) {
+            self.log.append(chunk)?;
+        }
+        for (t, id) in ids {
+            inner.topic_ids.insert(t.clone(), *id);
+        }
         Ok(())
     }
 
@@ -927,6 +977,14 @@ impl GroupCoordinator {
                     serde_json::to_vec(o).ok(),
                 ));
             }
+        }
+        for (topic, id) in &inner.topic_ids {
+            out.push((
+                RecordKey::TopicId {
+                    topic: topic.clone(),
+                },
+                serde_json::to_vec(id).ok(),
+            ));
         }
         out
     }

@@ -74,6 +74,14 @@ pub enum RecordKey {
         /// The transactional id.
         transactional_id: String,
     },
+    /// The id of the topic of this name that the records about it are
+    /// about (value: the [`model::TopicId`] as JSON): a topic deleted and
+    /// created again while this broker was away has another id, and the
+    /// old one's offsets, cursors, sequences and schemas are dropped.
+    TopicId {
+        /// Topic name.
+        topic: String,
+    },
 }
 
 impl RecordKey {
@@ -83,7 +91,8 @@ impl RecordKey {
             RecordKey::Offset { topic, .. }
             | RecordKey::Subscription { topic, .. }
             | RecordKey::ProducerSequences { topic, .. }
-            | RecordKey::Schema { topic, .. } => Some(topic),
+            | RecordKey::Schema { topic, .. }
+            | RecordKey::TopicId { topic } => Some(topic),
             RecordKey::Group { .. } | RecordKey::Transaction { .. } => None,
         }
     }
