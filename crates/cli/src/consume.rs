@@ -187,6 +187,8 @@ pub async fn consume(args: ConsumeArgs) -> Result<(), CliError> {
         consumer: Box::new(consumer),
         follow: args.follow,
         assignment_deadline: tokio::time::Instant::now() + Duration::from_secs(g.timeout.max(1)),
+        timeout: Duration::from_secs(g.timeout.max(1)),
+        end_unknown_since: None,
     };
     let result = pump(&args.print, &mut source).await;
     let Source::Consumer { mut consumer, .. } = source else {
@@ -271,6 +273,12 @@ enum Source {
         /// A consumer that does not follow and has no partitions assigned
         /// by then stops.
         assignment_deadline: tokio::time::Instant,
+        /// `--timeout`: how long the end of an assigned partition may stay
+        /// unknown (no leader) before a consumer that does not follow
+        /// fails.
+        timeout: Duration,
+        /// Since when some assigned partition's end has been unknown.
+        end_unknown_since: Option<tokio::time::Instant>,
     },
     Reader {
         reader: Box<Reader>,
@@ -294,6 +302,8 @@ impl Source {
                 admin,
                 follow,
                 assignment_deadline,
+                timeout,
+                end_unknown_since,
             } => {
                 if let Some(m) = consumer.poll(wait).await? {
                     return Ok(Polled::Message(m));
@@ -316,6 +326,18 @@ impl Source {
                 let ends = admin
                     .list_offsets(&parts, client::OffsetSpec::Latest)
                     .await?;
+                // A partition whose end cannot be read (no leader) for
+                // longer than --timeout ends the wait with its error.
+                match ends.iter().find_map(|(_, r)| r.as_ref().err()) {
+                    Some(e) => {
+                        let since =
+                            *end_unknown_since.get_or_insert_with(tokio::time::Instant::now);
+                        if since.elapsed() >= *timeout {
+                            return Err(e.clone());
+                        }
+                    }
+                    None => *end_unknown_since = None,
+                }
                 let caught_up = assigned.iter().all(|tp| {
                     let end = ends
                         .iter()

@@ -28,6 +28,9 @@ pub(crate) struct FakeSpec {
     pub topics: HashMap<String, i32>,
     /// Whether a Metadata request that allows it creates a missing topic.
     pub auto_create: bool,
+    /// Whether every partition is without a leader (LEADER_NOT_AVAILABLE,
+    /// leader -1), as while its broker is down in a cluster.
+    pub leaderless: bool,
 }
 
 impl FakeSpec {
@@ -42,6 +45,7 @@ impl FakeSpec {
             ],
             topics: HashMap::new(),
             auto_create: true,
+            leaderless: false,
         }
     }
 
@@ -251,7 +255,8 @@ fn metadata(
                         .map(|p| {
                             MetadataResponsePartition::default()
                                 .with_partition_index(p)
-                                .with_leader_id(BrokerId(1))
+                                .with_error_code(if st.leaderless { 5 } else { 0 })
+                                .with_leader_id(BrokerId(if st.leaderless { -1 } else { 1 }))
                                 .with_replica_nodes(vec![BrokerId(1)])
                                 .with_isr_nodes(vec![BrokerId(1)])
                         })

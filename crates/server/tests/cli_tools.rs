@@ -592,7 +592,9 @@ fn output_into_a_closed_pipe_ends_quietly() {
     let b = broker.bootstrap();
     ok(&magnetar(
         &b,
-        &["topic", "create", "wide", "-p", "5000"],
+        // Creating 5,000 partitions' files can take longer than the
+        // default 10 s on a busy machine's file system.
+        &["topic", "create", "wide", "-p", "5000", "--timeout", "120"],
         None,
     ));
     let mut child = Command::new(env!("CARGO_BIN_EXE_magnetar"))

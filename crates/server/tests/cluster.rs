@@ -490,6 +490,45 @@ async fn a_broker_down_while_its_topic_is_recreated_cleans_up_on_return() {
     assert_eq!(c.node(1).terminate(), Some(0));
     // Node 1 may have led the quorum: the deletes wait for a new leader.
     let via = c.addr(2);
+    // With A's only broker down, the CLI's produce and consume give up
+    // after their --timeout with exit code 4 instead of waiting for ever.
+    common::eventually(DEADLINE, "A without a leader", || async {
+        (leaders(&via, "A", 1).await[&0] == -1).then_some(())
+    })
+    .await;
+    // The group's coordinator is up: what is missing is A's leader.
+    let live_group = coordinated_by(&c, 2).await;
+    let consume = vec![
+        "consume".to_string(),
+        "A".into(),
+        "--group".into(),
+        live_group,
+        "--from".into(),
+        "earliest".into(),
+        "--timeout".into(),
+        "2".into(),
+    ];
+    let produce_args: Vec<String> = ["produce", "A", "--timeout", "2"]
+        .map(String::from)
+        .to_vec();
+    for (args, stdin) in [(produce_args, Some("late\n")), (consume, None)] {
+        let bootstrap = via.clone();
+        let started = std::time::Instant::now();
+        let shown = args.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            common::cli::magnetar(&bootstrap, &args, stdin)
+        })
+        .await
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{shown:?}: {stderr}");
+        assert!(
+            started.elapsed() < DEADLINE,
+            "{shown:?} took {:?}",
+            started.elapsed()
+        );
+    }
     for name in ["A", "B"] {
         let via = via.clone();
         common::eventually(DEADLINE, &format!("{name} deleted"), || {

@@ -90,10 +90,22 @@ impl Admin {
                     .or_default()
                     .push((t.to_string(), *p)),
                 None => {
-                    results.insert(
-                        (t.to_string(), *p),
-                        Err(Error::NotFound(format!("partition {t}-{p}"))),
-                    );
+                    let known = metadata
+                        .topics
+                        .get(*t)
+                        .and_then(|m| m.partition(*p))
+                        .is_some();
+                    let e = match known {
+                        // Listed without a leader: its broker is down or an
+                        // election is under way (retriable).
+                        true => Error::from_code(
+                            5,
+                            Some(&format!("partition {t}-{p} has no leader at the moment")),
+                        )
+                        .expect("a non-zero code"),
+                        false => Error::NotFound(format!("partition {t}-{p}")),
+                    };
+                    results.insert((t.to_string(), *p), Err(e));
                 }
             }
         }

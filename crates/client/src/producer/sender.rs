@@ -261,7 +261,14 @@ impl Sender {
                             continue;
                         }
                         let Some(leader) = md.leader(topic, p as i32) else {
+                            // No leader (an election, a broker down): look
+                            // again after the backoff. Waking for it also
+                            // expires these records on time, not never.
                             tq.stale = true;
+                            lower(
+                                deadline,
+                                self.next_metadata.max(now + self.config.retry_backoff),
+                            );
                             continue;
                         };
                         let busy = self.in_flight.get(&leader).copied().unwrap_or(0)

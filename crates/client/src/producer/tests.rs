@@ -319,3 +319,33 @@ async fn records_for_a_topic_that_never_appears_time_out() {
     assert!(start.elapsed() < Duration::from_secs(5));
     p.flush().await.unwrap();
 }
+
+/// A partition without a leader (its broker down, in a cluster): the
+/// records wait, and fail once the delivery timeout has passed instead of
+/// waiting for ever.
+#[tokio::test]
+async fn records_for_a_partition_without_a_leader_time_out() {
+    use crate::testing::{FakeBroker, FakeSpec};
+    let mut spec = FakeSpec::new(3, 12, 6).topic("t", 1);
+    spec.leaderless = true;
+    let fake = FakeBroker::start(spec).await;
+    let p = super::Producer::builder()
+        .bootstrap(&fake.addr)
+        .idempotence(false)
+        .delivery_timeout(Duration::from_millis(300))
+        .retry_backoff(Duration::from_millis(20))
+        .build()
+        .await
+        .unwrap();
+    let start = Instant::now();
+    let err = tokio::time::timeout(
+        Duration::from_secs(10),
+        p.send(ProducerRecord::new("t").value("v")),
+    )
+    .await
+    .expect("the send ends")
+    .unwrap_err();
+    assert!(matches!(err, Error::Timeout(_)), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+    p.flush().await.unwrap();
+}
