@@ -314,6 +314,12 @@ impl Source {
                 let assigned = consumer.assignment().to_vec();
                 if assigned.is_empty() {
                     if tokio::time::Instant::now() >= *assignment_deadline {
+                        // Nothing assigned because the group cannot be
+                        // joined (its coordinator is down) is a failure,
+                        // not an empty result.
+                        if let Some(group) = consumer.group_id() {
+                            admin.find_coordinator(group).await?;
+                        }
                         eprintln!("no partitions were assigned to this consumer");
                         return Ok(Polled::End);
                     }

@@ -108,8 +108,11 @@ pub fn client_code(e: &client::Error) -> u8 {
         E::Timeout(_) | E::Disconnected { .. } | E::Io { .. } | E::NotKafka { .. } => {
             EXIT_UNREACHABLE
         }
-        // Still without a leader after the wait: its broker is down.
-        E::Broker(b) if b.kind() == R::LeaderNotAvailable => EXIT_UNREACHABLE,
+        // Still without a leader or coordinator after the wait: its broker
+        // is down.
+        E::Broker(b) if matches!(b.kind(), R::LeaderNotAvailable | R::CoordinatorNotAvailable) => {
+            EXIT_UNREACHABLE
+        }
         E::Authentication { .. } | E::Tls { .. } => EXIT_AUTH,
         E::InvalidArgument(_) => EXIT_USAGE,
         _ => EXIT_FAILED,

@@ -508,10 +508,23 @@ async fn a_broker_down_while_its_topic_is_recreated_cleans_up_on_return() {
         "--timeout".into(),
         "2".into(),
     ];
+    // A group whose coordinator is down cannot be joined: a failure too.
+    let orphaned = vec![
+        "consume".to_string(),
+        "B".into(),
+        "--group".into(),
+        group.clone(),
+        "--timeout".into(),
+        "2".into(),
+    ];
     let produce_args: Vec<String> = ["produce", "A", "--timeout", "2"]
         .map(String::from)
         .to_vec();
-    for (args, stdin) in [(produce_args, Some("late\n")), (consume, None)] {
+    for (args, stdin) in [
+        (produce_args, Some("late\n")),
+        (consume, None),
+        (orphaned, None),
+    ] {
         let bootstrap = via.clone();
         let started = std::time::Instant::now();
         let shown = args.clone();
