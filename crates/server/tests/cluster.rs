@@ -836,6 +836,15 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
     drop(twin);
 }
 
+/// GET `url` and its JSON answer, which must be a success.
+async fn get_json(http: &reqwest::Client, url: &str) -> serde_json::Value {
+    let r = http.get(url).send().await.unwrap();
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    assert!(status.is_success(), "{url}: {status}: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
 /// Runs a check of the Python Pulsar client suite against `service_url`.
 fn pulsar_check(check: &str, service_url: &str, extra: &[&str]) -> String {
     let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -958,19 +967,7 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
         c.node(other).http_url()
     );
     let http = reqwest::Client::new();
-    let json = |r: reqwest::Response| async move {
-        let status = r.status();
-        let text = r.text().await.unwrap();
-        assert!(status.is_success(), "{status}: {text}");
-        serde_json::from_str::<serde_json::Value>(&text).unwrap()
-    };
-    let stats = json(
-        http.get(format!("{base}/partitioned-stats"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let stats = get_json(&http, &format!("{base}/partitioned-stats")).await;
     assert_eq!(stats["msgInCounter"], 30, "{stats}");
     assert_eq!(stats["metadata"]["partitions"], 3, "{stats}");
     let names: BTreeSet<String> = stats["partitions"]
@@ -986,21 +983,13 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
             .collect()
     );
     assert!(stats["subscriptions"]["interop"].is_object(), "{stats}");
-    let lean = json(
-        http.get(format!("{base}/partitioned-stats?perPartition=false"))
-            .send()
-            .await
-            .unwrap(),
+    let lean = get_json(
+        &http,
+        &format!("{base}/partitioned-stats?perPartition=false"),
     )
     .await;
     assert_eq!(lean["partitions"], serde_json::json!({}), "{lean}");
-    let subs = json(
-        http.get(format!("{base}/subscriptions"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let subs = get_json(&http, &format!("{base}/subscriptions")).await;
     assert_eq!(subs, serde_json::json!(["interop"]));
     // A subscription made on the partitioned topic is made on every
     // partition, wherever it is led; cursor moves and deletes reach them all.
@@ -1010,13 +999,12 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
     assert_eq!(status(http.put(&sub).send().await.unwrap()), 204);
     assert_eq!(status(http.put(&sub).send().await.unwrap()), 409);
     for n in 0..3 {
-        let listed = json(
-            reqwest::get(format!(
+        let listed = get_json(
+            &http,
+            &format!(
                 "{}/admin/v2/persistent/public/default/spread-partition-{n}/subscriptions",
                 c.node(other).http_url()
-            ))
-            .await
-            .unwrap(),
+            ),
         )
         .await;
         assert_eq!(
@@ -1026,13 +1014,7 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
         );
     }
     let backlog = || async {
-        let s = json(
-            http.get(format!("{base}/partitioned-stats"))
-                .send()
-                .await
-                .unwrap(),
-        )
-        .await;
+        let s = get_json(&http, &format!("{base}/partitioned-stats")).await;
         s["subscriptions"]["fan:out"]["msgBacklog"]
             .as_u64()
             .unwrap()
@@ -1071,13 +1053,7 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
     );
     assert_eq!(status(http.delete(&sub).send().await.unwrap()), 204);
     assert_eq!(status(http.delete(&sub).send().await.unwrap()), 404);
-    let subs = json(
-        http.get(format!("{base}/subscriptions"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let subs = get_json(&http, &format!("{base}/subscriptions")).await;
     assert_eq!(subs, serde_json::json!(["interop"]));
 
     // Asked authoritatively, a broker that does not lead it says so.
@@ -1108,13 +1084,7 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
         .build()
         .await
         .unwrap();
-    let held = json(
-        http.get(format!("{base}-partition-0/stats"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let held = get_json(&http, &format!("{base}-partition-0/stats")).await;
     assert_eq!(
         held["subscriptions"]["held"]["consumers"]
             .as_array()
