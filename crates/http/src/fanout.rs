@@ -57,8 +57,8 @@ impl Route {
     /// The route of `method` on the path segments after the topic's (as
     /// sent: the subscription's is percent-decoded here).
     pub(crate) fn of(method: &Method, rest: &[String]) -> Route {
-        let sub = || {
-            let raw = rest.get(1).map(String::as_str).unwrap_or_default();
+        // An undecodable name is the handler's to refuse.
+        let decoded = |raw: &str| {
             percent_encoding::percent_decode_str(raw)
                 .decode_utf8()
                 .map(|s| s.into_owned())
@@ -66,26 +66,18 @@ impl Route {
         };
         let what: Vec<&str> = rest.iter().map(String::as_str).collect();
         let route = match (method, what.as_slice()) {
-            (&Method::GET, ["partitioned-stats"]) => Route::PartitionedStats,
-            (&Method::GET, ["subscriptions"]) => Route::Subscriptions,
-            (&Method::PUT, ["subscription", _]) => Route::CreateSubscription(String::new()),
-            (&Method::DELETE, ["subscription", _]) => Route::DeleteSubscription(String::new()),
+            (&Method::GET, ["partitioned-stats"]) => Some(Route::PartitionedStats),
+            (&Method::GET, ["subscriptions"]) => Some(Route::Subscriptions),
+            (&Method::PUT, ["subscription", s]) => decoded(s).map(Route::CreateSubscription),
+            (&Method::DELETE, ["subscription", s]) => decoded(s).map(Route::DeleteSubscription),
             // A message id means one partition's position: the handler
             // refuses it on a partitioned topic (405).
-            (&Method::POST, ["subscription", _, "resetcursor"]) => Route::Other,
-            (&Method::POST, ["subscription", _, "resetcursor" | "skip", _])
-            | (&Method::POST, ["subscription", _, "skip_all"]) => Route::MoveCursor(String::new()),
-            _ => Route::Other,
+            (&Method::POST, ["subscription", _, "resetcursor"]) => None,
+            (&Method::POST, ["subscription", s, "resetcursor" | "skip", _])
+            | (&Method::POST, ["subscription", s, "skip_all"]) => decoded(s).map(Route::MoveCursor),
+            _ => None,
         };
-        let Some(name) = sub() else {
-            return Route::Other;
-        };
-        match route {
-            Route::CreateSubscription(_) => Route::CreateSubscription(name),
-            Route::DeleteSubscription(_) => Route::DeleteSubscription(name),
-            Route::MoveCursor(_) => Route::MoveCursor(name),
-            other => other,
-        }
+        route.unwrap_or(Route::Other)
     }
 }
 
