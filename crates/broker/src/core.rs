@@ -95,6 +95,8 @@ pub struct Broker {
     // Set with `authorizer.class.name`.
     pub(crate) authorizer: Option<crate::security::acl::Authorizer>,
     pub(crate) quotas: crate::quota::QuotaManager,
+    // How a cluster member's transactions reach other brokers.
+    pub(crate) txn_peers: OnceLock<Arc<dyn crate::txn::TxnPeers>>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -192,6 +194,7 @@ impl Broker {
             cluster,
             authorizer,
             quotas,
+            txn_peers: OnceLock::new(),
         }
     }
 

@@ -41,6 +41,8 @@ mod topic;
 pub mod topic_control;
 pub mod traffic;
 pub mod txn;
+#[cfg(test)]
+mod txn_guard_tests;
 
 pub use crate::core::{Broker, Endpoint, NewTopic, MAX_PARTITIONS_PER_TOPIC};
 pub use error::Error;

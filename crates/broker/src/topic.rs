@@ -3,8 +3,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use model::{LeaderEpoch, Offset, PartitionId, Timestamp, TopicId, TopicName, TopicPartition};
-use parking_lot::RwLock;
+use model::{
+    LeaderEpoch, Offset, PartitionId, ProducerEpoch, ProducerId, Timestamp, TopicId, TopicName,
+    TopicPartition,
+};
+use parking_lot::{Mutex, RwLock};
 use storage::{AppendOutcome, Log, ReadResult, SyncWork};
 use tokio::sync::Notify;
 
@@ -91,6 +94,21 @@ pub struct Partition {
     traffic: Traffic,
     producers: AtomicUsize,
     state: RwLock<PartitionState>,
+    /// Transactional producers being checked with (or cleared by) their
+    /// coordinator on another broker before their first append here;
+    /// held across such an append and across a marker's write, which
+    /// clears its producer's guard (see
+    /// [`crate::Broker::verify_transactional_appends`]).
+    txn_guards: Mutex<std::collections::HashMap<ProducerId, TxnGuard>>,
+}
+
+/// A transactional producer's check with its coordinator (KIP-890's
+/// verification guard).
+#[derive(Debug, Clone, Copy)]
+struct TxnGuard {
+    epoch: ProducerEpoch,
+    token: u64,
+    verified: bool,
 }
 
 /// A producer counted as attached to a partition until this is dropped
@@ -119,7 +137,87 @@ impl Partition {
             traffic: Traffic::default(),
             producers: AtomicUsize::new(0),
             state: RwLock::new(state),
+            txn_guards: Mutex::new(std::collections::HashMap::new()),
         }
+    }
+
+    /// Whether `producer` has a transaction open here at `epoch`.
+    pub fn txn_open(&self, producer: ProducerId, epoch: ProducerEpoch) -> bool {
+        self.log
+            .producer_state(producer)
+            .is_some_and(|e| e.epoch == epoch && e.txn_first_offset.is_some())
+    }
+
+    /// Starts checking `producer`'s transaction with its coordinator.
+    pub(crate) fn begin_txn_verification(
+        &self,
+        producer: ProducerId,
+        epoch: ProducerEpoch,
+        token: u64,
+    ) {
+        let guard = TxnGuard {
+            epoch,
+            token,
+            verified: false,
+        };
+        self.txn_guards.lock().insert(producer, guard);
+    }
+
+    /// The coordinator said yes: true if no marker (or later check) came
+    /// in between, so the producer's next append here is let in.
+    pub(crate) fn finish_txn_verification(&self, producer: ProducerId, token: u64) -> bool {
+        match self.txn_guards.lock().get_mut(&producer) {
+            Some(g) if g.token == token => {
+                g.verified = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The check failed (or was never answered): forgets it, unless a later
+    /// one replaced it.
+    pub(crate) fn abandon_txn_verification(&self, producer: ProducerId, token: u64) {
+        let mut guards = self.txn_guards.lock();
+        if guards.get(&producer).is_some_and(|g| g.token == token) {
+            guards.remove(&producer);
+        }
+    }
+
+    /// How many checks with a coordinator are outstanding or unused.
+    #[cfg(test)]
+    pub(crate) fn txn_guards(&self) -> usize {
+        self.txn_guards.lock().len()
+    }
+
+    /// Appends transactional batches of `producer` at `epoch` whose
+    /// coordinator is on another broker, if it has a transaction open here
+    /// at that epoch or was just verified for one; otherwise refuses them
+    /// as not in a transaction (INVALID_TXN_STATE).
+    pub(crate) fn append_verified_elsewhere(
+        &self,
+        producer: ProducerId,
+        epoch: ProducerEpoch,
+        batches: &[u8],
+        now: Timestamp,
+    ) -> Result<(AppendOutcome, SyncWork), Error> {
+        let mut guards = self.txn_guards.lock();
+        let verified = guards
+            .get(&producer)
+            .is_some_and(|g| g.verified && g.epoch == epoch);
+        if !verified && !self.txn_open(producer, epoch) {
+            return Err(crate::txn::TxnError::InvalidTxnState(format!(
+                "{} is not in an open transaction of producer {} at epoch {}",
+                self.tp, producer.0, epoch.0
+            ))
+            .into());
+        }
+        let out = self.append_transactional_deferred(batches, now);
+        if out.is_ok() {
+            // The transaction is open here now: its marker closes it.
+            guards.remove(&producer);
+        }
+        out
     }
 
     /// Its replicas, in-sync replicas, leader and epochs.
@@ -244,10 +342,14 @@ impl Partition {
         marker: &storage::txn::TxnMarker,
         now: Timestamp,
     ) -> Result<storage::SyncWork, Error> {
+        let mut guards = self.txn_guards.lock();
         let (_, work) = self
             .log
             .write_marker(marker, self.leader_epoch(), now)
             .map_err(|e| self.storage_error(e))?;
+        // A check in flight was about the transaction this ends.
+        guards.remove(&marker.producer_id);
+        drop(guards);
         self.appended.notify_waiters();
         Ok(work)
     }

@@ -44,6 +44,10 @@ pub(crate) fn handle(
             }
             match &found {
                 Err(e) => s.with_error_code(response_error(e).code()),
+                // In a cluster each id is its coordinator's to describe.
+                Ok(_) if !broker.coordinates(id.as_str()) => {
+                    s.with_error_code(ResponseError::NotCoordinator.code())
+                }
                 Ok(list) => match &list[i] {
                     None => s.with_error_code(ResponseError::TransactionalIdNotFound.code()),
                     Some(m) => {

@@ -108,6 +108,8 @@ pub fn txn_error(e: &broker::txn::TxnError) -> ResponseError {
         T::InvalidTxnState(_) => R::InvalidTxnState,
         T::ConcurrentTransactions(_) => R::ConcurrentTransactions,
         T::InvalidTimeout(..) => R::InvalidTransactionTimeout,
+        T::NotCoordinator(_) => R::NotCoordinator,
+        T::CoordinatorNotAvailable(_) => R::CoordinatorNotAvailable,
     }
 }
 

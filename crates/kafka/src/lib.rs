@@ -66,6 +66,7 @@ mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
+pub mod peers;
 mod produce;
 mod quota_wire;
 mod replica_assignment;

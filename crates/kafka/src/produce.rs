@@ -60,6 +60,13 @@ pub(crate) async fn handle(
     } else {
         None
     };
+    // Partitions whose transaction's coordinator (another broker) said no.
+    let mut refused = match (&request_error, &transactional_id) {
+        (None, Some(id)) if broker.is_clustered() && !broker.coordinates(id) => {
+            verify_elsewhere(broker, id, version, &req).await
+        }
+        _ => std::collections::HashMap::new(),
+    };
     for topic_data in req.topic_data {
         let topic = if version >= 13 {
             broker.resolve_topic_id(TopicId(topic_data.topic_id))
@@ -82,8 +89,16 @@ pub(crate) async fn handle(
             .into_iter()
             .map(|pd| {
                 let index = pd.index;
+                let refusal = topic
+                    .as_ref()
+                    .ok()
+                    .and_then(|t| refused.remove(&(t.name.to_string(), index)));
                 let result = match (request_error, &topic) {
                     (Some(e), _) => Err((e, None, Vec::new())),
+                    (None, Ok(_)) if refusal.is_some() => {
+                        let e = refusal.unwrap_or_else(|| Error::InvalidRequest(String::new()));
+                        Err((verification_error(&e), Some(e.to_string()), Vec::new()))
+                    }
                     (None, Err(e)) => Err((response_error(e), Some(e.to_string()), Vec::new())),
                     (None, Ok(t)) => {
                         append(
@@ -190,4 +205,68 @@ fn append(
         .with_base_offset(info.base_offset.0)
         .with_log_append_time_ms(info.log_append_time.map_or(-1, |t| t.0))
         .with_log_start_offset(info.log_start_offset.0))
+}
+
+/// A transactional Produce whose transaction another broker coordinates:
+/// each partition the producer has no transaction open on yet is checked
+/// with that coordinator first (KIP-890), all in one request. The
+/// partitions refused, by (topic, partition).
+async fn verify_elsewhere(
+    broker: &Arc<Broker>,
+    id: &str,
+    version: i16,
+    req: &ProduceRequest,
+) -> std::collections::HashMap<(String, i32), Error> {
+    let mut pending = Vec::new();
+    for topic_data in &req.topic_data {
+        let topic = if version >= 13 {
+            broker.resolve_topic_id(TopicId(topic_data.topic_id))
+        } else {
+            broker.resolve_topic_name(topic_data.name.as_str())
+        };
+        let Ok(topic) = topic else { continue };
+        for pd in &topic_data.partition_data {
+            let (Ok(partition), Some(records)) =
+                (topic.partition(PartitionId(pd.index)), pd.records.as_ref())
+            else {
+                continue;
+            };
+            // A batch that does not parse is refused by the append.
+            let Ok((producer_id, producer_epoch)) =
+                broker::txn::transactional_producer(partition, records)
+            else {
+                continue;
+            };
+            if broker.needs_txn_verification(id, partition, producer_id, producer_epoch) {
+                pending.push(broker::txn::PendingAppend {
+                    partition: partition.clone(),
+                    producer_id,
+                    producer_epoch,
+                });
+            }
+        }
+    }
+    let verdicts = broker.verify_transactional_appends(id, &pending).await;
+    pending
+        .into_iter()
+        .zip(verdicts)
+        .filter_map(|(p, r)| {
+            let tp = (p.partition.tp.topic.to_string(), p.partition.tp.partition.0);
+            r.err().map(|e| (tp, e))
+        })
+        .collect()
+}
+
+/// A verification refusal as Produce answers it, as Kafka does: the
+/// coordinator being away or busy is NOT_ENOUGH_REPLICAS, which every
+/// producer retries; a fenced producer hears INVALID_PRODUCER_EPOCH.
+fn verification_error(e: &Error) -> ResponseError {
+    match response_error(e) {
+        ResponseError::CoordinatorNotAvailable
+        | ResponseError::NotCoordinator
+        | ResponseError::ConcurrentTransactions
+        | ResponseError::CoordinatorLoadInProgress => ResponseError::NotEnoughReplicas,
+        ResponseError::ProducerFenced => ResponseError::InvalidProducerEpoch,
+        other => other,
+    }
 }

@@ -70,6 +70,7 @@ pub(crate) fn handle(
         0
     } else if let Err(e) = broker.check_txn_producer(
         req.transactional_id.as_str(),
+        req.group_id.as_str(),
         req.producer_id.0,
         req.producer_epoch,
     ) {

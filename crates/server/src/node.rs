@@ -151,6 +151,14 @@ impl Node {
             (b, None)
         };
         broker.set_listener_endpoints(kafka_endpoints);
+        if broker.is_clustered() {
+            match magnetar_kafka::peers::KafkaPeers::new(&broker.config()) {
+                Ok(p) => broker.set_txn_peers(p),
+                Err(why) => tracing::warn!(
+                    "transactions spanning brokers are unavailable on this node: {why}"
+                ),
+            }
+        }
         let served = (|| -> anyhow::Result<_> {
             let mut kafka = Vec::new();
             for ((spec, l), security) in kafka_listeners.into_iter().zip(securities) {

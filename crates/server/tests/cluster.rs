@@ -10,7 +10,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use common::cluster::Cluster;
+use common::cluster::{coordinated_by, metadata, Cluster};
 use common::{client_config, polled, RawConn};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::incremental_alter_configs_request::{
@@ -19,7 +19,7 @@ use kafka_protocol::messages::incremental_alter_configs_request::{
 use kafka_protocol::messages::IncrementalAlterConfigsRequest;
 use kafka_protocol::messages::{
     ApiKey, DescribeQuorumRequest, DescribeQuorumResponse, FetchRequest, FindCoordinatorRequest,
-    GroupId, HeartbeatRequest, MetadataRequest, MetadataResponse, ResponseKind, TopicName,
+    GroupId, HeartbeatRequest, ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{
@@ -42,21 +42,6 @@ const SETTINGS: &[&str] = &[
     "offsets.topic.num.partitions=12",
     "auto.create.topics.enable=false",
 ];
-
-async fn metadata(addr: &str) -> MetadataResponse {
-    let mut conn = RawConn::connect(addr.parse().unwrap()).await;
-    let ResponseKind::Metadata(resp) = conn
-        .call(
-            ApiKey::Metadata,
-            12,
-            MetadataRequest::default().with_topics(None),
-        )
-        .await
-    else {
-        panic!("no metadata answer from {addr}")
-    };
-    resp
-}
 
 /// Partition → leader of `topic` as `addr` reports it, once it reports
 /// `partitions` of them.
@@ -456,7 +441,7 @@ async fn a_broker_down_while_its_topic_is_recreated_cleans_up_on_return() {
     assert_eq!(fetch_by_id(&c.addr(1), id0).await.1, old);
     // A group coordinated by node 1 has committed offset 15 on A-p0: it is
     // about id0, and must not become the new A's.
-    let group = coordinated_by(&c, 1).await;
+    let group = coordinated_by(&c.addr(2), 0, "owner", 1).await;
     let committed = |bootstrap: String, group: String| {
         tokio::task::spawn_blocking(move || {
             let mut cfg = client_config(&bootstrap);
@@ -497,7 +482,7 @@ async fn a_broker_down_while_its_topic_is_recreated_cleans_up_on_return() {
     })
     .await;
     // The group's coordinator is up: what is missing is A's leader.
-    let live_group = coordinated_by(&c, 2).await;
+    let live_group = coordinated_by(&c.addr(2), 0, "owner", 2).await;
     let consume = vec![
         "consume".to_string(),
         "A".into(),
@@ -617,27 +602,6 @@ async fn a_broker_down_while_its_topic_is_recreated_cleans_up_on_return() {
     .await;
     let (code, values) = fetch_by_id(&c.addr(1), id1).await;
     assert_eq!((code, values), (0, vec!["new".to_string()]));
-}
-
-/// A group id whose coordinator (FindCoordinator) is node `node`.
-async fn coordinated_by(c: &Cluster, node: i32) -> String {
-    let mut conn = RawConn::connect(c.addr(2).parse().unwrap()).await;
-    for i in 0..1000 {
-        let key = format!("owner-{i}");
-        let req = FindCoordinatorRequest::default()
-            .with_key_type(0)
-            .with_coordinator_keys(vec![StrBytes::from_string(key.clone())]);
-        let ResponseKind::FindCoordinator(resp) = conn.call(ApiKey::FindCoordinator, 4, req).await
-        else {
-            panic!()
-        };
-        let x = &resp.coordinators[0];
-        assert_eq!(x.error_code, 0, "{resp:?}");
-        if x.node_id.0 == node {
-            return key;
-        }
-    }
-    panic!("no group coordinated by node {node}")
 }
 
 /// A broker-only node (not a voter) joins, reads the metadata from the

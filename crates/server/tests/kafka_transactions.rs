@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{client_config, polled, BrokerProcess, RawConn};
+use common::{client_config, isolated_consumer as consumer, polled, BrokerProcess, RawConn};
 use kafka_protocol::messages::{
     ApiKey, DescribeTransactionsRequest, DescribeTransactionsResponse, ListTransactionsRequest,
     ResponseKind, TransactionalId,
@@ -59,16 +59,6 @@ fn send(p: &BaseProducer, topic: &str, partition: i32, values: &[&str]) {
     p.flush(TIMEOUT).unwrap();
 }
 
-fn consumer(bootstrap: &str, group: &str, isolation: &str) -> BaseConsumer {
-    client_config(bootstrap)
-        .set("group.id", group)
-        .set("isolation.level", isolation)
-        .set("enable.auto.commit", "false")
-        .set("auto.offset.reset", "earliest")
-        .create()
-        .unwrap()
-}
-
 /// The values of `topic`'s partition 0 a consumer reads until `n` arrive,
 /// or until nothing more comes for a while once `n` are there.
 fn read_values(c: &BaseConsumer, topic: &str, n: usize) -> Vec<String> {
@@ -76,22 +66,7 @@ fn read_values(c: &BaseConsumer, topic: &str, n: usize) -> Vec<String> {
     tpl.add_partition_offset(topic, 0, Offset::Beginning)
         .unwrap();
     c.assign(&tpl).unwrap();
-    let mut out = Vec::new();
-    let deadline = std::time::Instant::now() + DEADLINE;
-    while out.len() < n {
-        assert!(std::time::Instant::now() < deadline, "read only {out:?}");
-        if let Some(m) = polled(c.poll(Duration::from_millis(200))) {
-            out.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
-        }
-    }
-    // Nothing beyond what was expected.
-    let quiet = std::time::Instant::now() + Duration::from_millis(1500);
-    while std::time::Instant::now() < quiet {
-        if let Some(m) = polled(c.poll(Duration::from_millis(100))) {
-            out.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
-        }
-    }
-    out
+    common::read_then_quiet(c, n)
 }
 
 async fn describe(addr: &str, id: &str) -> DescribeTransactionsResponse {

@@ -56,6 +56,8 @@ pub const BROKER_KEYS: &[ConfigKey] = &[
         "The Kafka listeners, NAME://host:port,... (an empty host binds every interface); each name's security protocol comes from listener.security.protocol.map. Empty = one PLAINTEXT listener on --kafka-addr."),
     b("advertised.listeners", "", ValueKind::Listeners, false,
         "What clients are told to connect to, per listener (NAME://host:port,...; a bare host:port is the first listener's); defaults to each listener's bound address."),
+    b("inter.broker.listener.name", "", ValueKind::Text, false,
+        "The Kafka listener (its name in listeners) brokers of a cluster send each other's inter-broker requests to (transaction markers and checks); empty = the first listener. A PLAINTEXT or SSL listener: over SSL a broker presents its ssl.keystore.location certificate and checks the other's against ssl.truststore.location; with an authorizer that certificate's principal needs ClusterAction (or to be a super user). The same on every node."),
     b("listener.security.protocol.map", crate::security::listeners::DEFAULT_PROTOCOL_MAP, ValueKind::ProtocolMap, false,
         "Each listener name's security protocol: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL (SASL over TLS)."),
     b("ssl.keystore.location", "", ValueKind::Text, false,

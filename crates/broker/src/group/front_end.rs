@@ -9,6 +9,7 @@ use super::store::{GroupLog, RecordKey};
 use crate::schema::Schemas;
 use crate::sequences::ProducerSequences;
 use crate::subscription::{SubscriptionKey, Subscriptions};
+use crate::txn::staged::StagedOffsets;
 use crate::txn::Transactions;
 
 /// The front ends' durable state.
@@ -22,6 +23,8 @@ pub struct FrontEndState {
     pub schemas: Schemas,
     /// Transactional ids (the transaction coordinator's state).
     pub transactions: Transactions,
+    /// Offsets staged for transactions other brokers coordinate.
+    pub staged_offsets: StagedOffsets,
 }
 
 /// Front-end records collected while the group log is replayed.
@@ -31,6 +34,7 @@ pub(crate) struct FrontEndRecords {
     sequences: Vec<(String, i32, Option<Bytes>)>,
     schemas: Vec<(String, u64, Option<Bytes>)>,
     transactions: Vec<(String, Option<Bytes>)>,
+    staged_offsets: Vec<((String, i64), Option<Bytes>)>,
 }
 
 impl FrontEndRecords {
@@ -55,6 +59,9 @@ impl FrontEndRecords {
             RecordKey::Transaction { transactional_id } => {
                 self.transactions.push((transactional_id, value))
             }
+            RecordKey::StagedTxnOffsets { group, producer_id } => {
+                self.staged_offsets.push(((group, producer_id), value))
+            }
             other => return Some((other, value)),
         }
         None
@@ -67,6 +74,7 @@ impl FrontEndRecords {
             sequences: ProducerSequences::restore(log.clone(), self.sequences),
             schemas: Schemas::restore(log.clone(), self.schemas),
             transactions: Transactions::restore(log.clone(), self.transactions),
+            staged_offsets: StagedOffsets::restore(log.clone(), self.staged_offsets),
         }
     }
 }
@@ -82,10 +90,13 @@ impl FrontEndState {
             self.sequences.with_persisted(|sequences| {
                 self.schemas.with_persisted(|schemas| {
                     self.transactions.with_persisted(|transactions| {
-                        live.extend(sequences);
-                        live.extend(schemas);
-                        live.extend(transactions);
-                        f(live)
+                        self.staged_offsets.with_persisted(|staged| {
+                            live.extend(sequences);
+                            live.extend(schemas);
+                            live.extend(transactions);
+                            live.extend(staged);
+                            f(live)
+                        })
                     })
                 })
             })

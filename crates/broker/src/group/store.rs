@@ -82,6 +82,14 @@ pub enum RecordKey {
         /// Topic name.
         topic: String,
     },
+    /// Offsets a producer staged for a group in a transaction another
+    /// broker coordinates (value: [`crate::txn::staged::Staged`] as JSON).
+    StagedTxnOffsets {
+        /// Group id.
+        group: String,
+        /// The transaction's producer id.
+        producer_id: i64,
+    },
 }
 
 impl RecordKey {
@@ -93,7 +101,9 @@ impl RecordKey {
             | RecordKey::ProducerSequences { topic, .. }
             | RecordKey::Schema { topic, .. }
             | RecordKey::TopicId { topic } => Some(topic),
-            RecordKey::Group { .. } | RecordKey::Transaction { .. } => None,
+            RecordKey::Group { .. }
+            | RecordKey::Transaction { .. }
+            | RecordKey::StagedTxnOffsets { .. } => None,
         }
     }
 }

@@ -11,6 +11,8 @@
 //! ends as it was asked to, never half committed.
 
 mod ops;
+pub mod peers;
+pub mod staged;
 pub mod state;
 
 use std::collections::HashMap;
@@ -18,7 +20,8 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
-pub use ops::{TransactionListing, TxnPartitionResult};
+pub use ops::{transactional_producer, TransactionListing, TxnPartitionResult};
+pub use peers::{MarkerRequest, PeerFuture, PendingAppend, TxnPeers, VerifyRequest};
 pub use state::{EndPlan, TxnError, TxnMetadata, TxnState};
 
 use crate::group::store::{GroupLog, RecordKey};

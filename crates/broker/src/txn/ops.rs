@@ -3,16 +3,21 @@
 //! transaction, followed by the markers written to its partitions and the
 //! group offsets it committed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use model::{PartitionId, ProducerEpoch, ProducerId, Timestamp};
 use storage::txn::{ControlType, TxnMarker};
 
+use super::peers::{MarkerRequest, GROUP_OFFSETS_TOPIC};
 use super::state::{EndPlan, TxnError, TxnMetadata, TxnState};
 use super::Transactions;
 use crate::group::store::CommittedOffset;
+use crate::metadata_records::NodeId;
 use crate::{now_ms, Broker, Error, Partition};
+
+/// Partitions (topic, index) grouped by the broker leading them.
+type ByLeader = BTreeMap<NodeId, Vec<(String, i32)>>;
 
 /// One partition's answer to AddPartitionsToTxn.
 pub type TxnPartitionResult = ((String, i32), Result<(), Error>);
@@ -30,13 +35,16 @@ pub struct TransactionListing {
 
 impl Broker {
     fn transactions(&self) -> Result<&Transactions, Error> {
-        if self.is_clustered() {
-            // Markers would have to reach partitions on other brokers.
-            return Err(Error::TransactionsUnavailable(
-                "transactions are not coordinated across the brokers of a cluster yet".into(),
-            ));
-        }
         Ok(&self.groups().front_end().transactions)
+    }
+
+    /// The transactions of `id`, which this broker must coordinate (in a
+    /// cluster, the broker of its slot; NOT_COORDINATOR elsewhere).
+    fn coordinator_for(&self, id: &str) -> Result<&Transactions, Error> {
+        if !self.coordinates(id) {
+            return Err(TxnError::NotCoordinator(id.to_string()).into());
+        }
+        self.transactions()
     }
 
     /// InitProducerId with a transactional id: a new id gets a producer id
@@ -51,7 +59,7 @@ impl Broker {
         timeout_ms: i32,
         current: Option<(i64, i16)>,
     ) -> Result<(ProducerId, ProducerEpoch), Error> {
-        let txns = self.transactions()?;
+        let txns = self.coordinator_for(id)?;
         let max = self.config().transaction_max_timeout_ms();
         if timeout_ms <= 0 || i64::from(timeout_ms) > max {
             return Err(TxnError::InvalidTimeout(timeout_ms, max).into());
@@ -139,14 +147,14 @@ impl Broker {
         epoch: i16,
         partitions: &[(String, i32)],
     ) -> Result<Vec<TxnPartitionResult>, Error> {
-        let txns = self.transactions()?;
+        let txns = self.coordinator_for(id)?;
         let results: Vec<TxnPartitionResult> = partitions
             .iter()
             .map(|(t, p)| {
                 let r = self.resolve_topic_name(t).and_then(|topic| {
                     // The internal topics are the broker's own.
                     topic.ensure_client_writable()?;
-                    topic.partition(PartitionId(*p)).map(|_| ())
+                    exists(&topic, *p)
                 });
                 ((t.clone(), *p), r)
             })
@@ -183,23 +191,30 @@ impl Broker {
         epoch: i16,
         partitions: &[(String, i32)],
     ) -> Result<Vec<TxnPartitionResult>, Error> {
-        let txns = self.transactions()?;
         if id.is_empty() {
             return Err(Error::InvalidRequest("an empty transactional id".into()));
         }
+        let txns = self.coordinator_for(id)?;
         let m = txns.known(id)?;
-        Ok(m.verify_partitions(id, producer_id, epoch, partitions)?
-            .into_iter()
-            .map(|((t, p), r)| {
-                // A partition that does not exist is unknown, as Kafka
-                // checks the metadata first.
-                let exists = self
-                    .resolve_topic_name(&t)
-                    .and_then(|topic| topic.partition(PartitionId(p)).map(|_| ()));
-                let r = exists.and_then(|()| r.map_err(Error::from));
-                ((t, p), r)
-            })
-            .collect())
+        let slots = self.cluster_view().map_or(0, |v| v.coordinators.len());
+        let slot = |g: &str| (slots > 0).then(|| crate::cluster::coordinator_slot(g, slots) as i32);
+        Ok(
+            m.verify_partitions(id, producer_id, epoch, partitions, slot)?
+                .into_iter()
+                .map(|((t, p), r)| {
+                    // A partition that does not exist is unknown, as Kafka
+                    // checks the metadata first; a group slot is no topic's.
+                    let exists = if t == GROUP_OFFSETS_TOPIC && slots > 0 {
+                        Ok(())
+                    } else {
+                        self.resolve_topic_name(&t)
+                            .and_then(|topic| exists(&topic, p))
+                    };
+                    let r = exists.and_then(|()| r.map_err(Error::from));
+                    ((t, p), r)
+                })
+                .collect(),
+        )
     }
 
     /// Appends a transactional Produce's batches to `partition` of `topic`
@@ -215,35 +230,28 @@ impl Broker {
         batches: &[u8],
         now: Timestamp,
     ) -> Result<(storage::AppendOutcome, storage::SyncWork), Error> {
+        if !self.coordinates(id) {
+            return append_verified_elsewhere(partition, batches, now);
+        }
         let txns = self.transactions()?;
         let state = txns.read();
         let m = state
             .get(id)
             .ok_or_else(|| TxnError::InvalidProducerIdMapping(id.to_string()))?;
-        let mut at = 0;
-        while at < batches.len() {
-            let h = storage::BatchHeader::parse(&batches[at..])
-                .map_err(|e| partition.storage_error(storage::Error::Batch(e)))?;
-            if !h.is_transactional() {
-                return Err(Error::InvalidRequest(
-                    "a transactional Produce with a batch that is not transactional".into(),
-                ));
-            }
-            // Produce answers an old epoch INVALID_PRODUCER_EPOCH (abortable
-            // for the client), never PRODUCER_FENCED.
-            m.check_producer(id, h.producer_id.0, h.producer_epoch.0)
-                .map_err(|e| match e {
-                    TxnError::ProducerFenced { sent, current } => {
-                        partition.storage_error(storage::Error::InvalidProducerEpoch {
-                            producer_id: h.producer_id,
-                            epoch: ProducerEpoch(sent),
-                            current_epoch: ProducerEpoch(current),
-                        })
-                    }
-                    other => other.into(),
-                })?;
-            at += h.total_size();
-        }
+        let (producer, epoch) = transactional_producer(partition, batches)?;
+        // Produce answers an old epoch INVALID_PRODUCER_EPOCH (abortable
+        // for the client), never PRODUCER_FENCED.
+        m.check_producer(id, producer.0, epoch.0)
+            .map_err(|e| match e {
+                TxnError::ProducerFenced { sent, current } => {
+                    partition.storage_error(storage::Error::InvalidProducerEpoch {
+                        producer_id: producer,
+                        epoch: ProducerEpoch(sent),
+                        current_epoch: ProducerEpoch(current),
+                    })
+                }
+                other => other.into(),
+            })?;
         let p = partition.tp.partition.0;
         if m.state != TxnState::Ongoing || !m.partitions.contains(&(topic.to_string(), p)) {
             return Err(TxnError::InvalidTxnState(format!(
@@ -265,7 +273,7 @@ impl Broker {
         epoch: i16,
         group: &str,
     ) -> Result<(), Error> {
-        let txns = self.transactions()?;
+        let txns = self.coordinator_for(id)?;
         let mut d = txns.decide();
         let m = d.known(id)?;
         let next = m.add_group(id, producer_id, epoch, group, now_ms().0)?;
@@ -278,7 +286,18 @@ impl Broker {
     /// Whether `producer_id` at `epoch` is `id`'s current producer (what
     /// TxnOffsetCommit checks before the group, so a fenced zombie hears
     /// PRODUCER_FENCED rather than a group error).
-    pub fn check_txn_producer(&self, id: &str, producer_id: i64, epoch: i16) -> Result<(), Error> {
+    /// With the coordinator on another broker, it is asked whether the
+    /// group's slot is in that producer's open transaction.
+    pub fn check_txn_producer(
+        &self,
+        id: &str,
+        group: &str,
+        producer_id: i64,
+        epoch: i16,
+    ) -> Result<(), Error> {
+        if !self.coordinates(id) {
+            return self.verify_remote_group(id, group, producer_id, epoch);
+        }
         let m = self.transactions()?.known(id)?;
         Ok(m.check_producer(id, producer_id, epoch)?)
     }
@@ -293,6 +312,11 @@ impl Broker {
         epoch: i16,
         offsets: Vec<(String, i32, CommittedOffset)>,
     ) -> Result<(), Error> {
+        if !self.coordinates(id) {
+            // Kept here until the coordinator's marker for the group's
+            // slot commits or drops them.
+            return self.stage_txn_offsets(id, group, producer_id, epoch, offsets);
+        }
         let txns = self.transactions()?;
         let mut d = txns.decide();
         let m = d.known(id)?;
@@ -310,7 +334,7 @@ impl Broker {
         epoch: i16,
         commit: bool,
     ) -> Result<(), Error> {
-        let txns = self.transactions()?;
+        let txns = self.coordinator_for(id)?;
         let now = now_ms().0;
         let _ending = txns.ending(id);
         let prepared = {
@@ -343,7 +367,8 @@ impl Broker {
             coordinator_epoch: 0,
         };
         let mut work = Vec::new();
-        for partition in self.hosted(&prepared.partitions) {
+        let (hosted, mut remote) = self.split_by_leader(&prepared.partitions);
+        for partition in hosted {
             // Nothing of the transaction here (never written, or a marker
             // already written by an earlier attempt): no marker, so a
             // retried ending does not pile up control batches.
@@ -367,8 +392,37 @@ impl Broker {
         // coordinator never remembers an ending whose marker is gone, which
         // would leave the partition's transaction open forever.
         self.flush_partitions(prepared)?;
+        // Groups another broker coordinates staged their offsets there:
+        // the marker for each group's slot ends them.
+        let mut local_groups = Vec::new();
+        for group in prepared.groups.keys() {
+            if self.coordinates(group) {
+                local_groups.push(group);
+                continue;
+            }
+            let slot = self.group_slot(group)?;
+            let (node, _) = self.coordinator_of(group, &self.inter_broker_listener())?;
+            let entry = remote.entry(node).or_default();
+            let key = (GROUP_OFFSETS_TOPIC.to_string(), slot);
+            if !entry.contains(&key) {
+                entry.push(key);
+            }
+        }
+        // The other brokers flush their markers before they answer.
+        let remote_marker = MarkerRequest {
+            producer_id: prepared.producer_id,
+            producer_epoch: prepared.remote_marker_epoch(),
+            commit: control == ControlType::Commit,
+            coordinator_epoch: 0,
+            partitions: Vec::new(),
+        };
+        self.write_remote_markers(remote, &remote_marker)?;
         if control == ControlType::Commit {
-            for (group, offsets) in &prepared.groups {
+            for (group, offsets) in prepared
+                .groups
+                .iter()
+                .filter(|(g, _)| local_groups.contains(g))
+            {
                 let offsets: Vec<(String, i32, CommittedOffset)> = offsets
                     .iter()
                     .map(|((t, p), o)| (t.clone(), *p, o.clone()))
@@ -418,6 +472,12 @@ impl Broker {
         partitions
             .iter()
             .map(|(t, p)| {
+                if t == GROUP_OFFSETS_TOPIC && self.is_clustered() {
+                    // A transaction coordinator on another broker ends the
+                    // offsets staged here for the groups of slot `p`.
+                    let r = self.end_staged_offsets(producer_id, producer_epoch, commit, *p);
+                    return ((t.clone(), *p), r);
+                }
                 let r = self.resolve_topic_name(t).and_then(|topic| {
                     let partition = topic.partition(PartitionId(*p))?;
                     let state = partition.log().producer_state(marker.producer_id);
@@ -430,6 +490,12 @@ impl Broker {
                     partition
                         .log()
                         .complete(w)
+                        .map_err(|e| partition.storage_error(e))?;
+                    // On disk before it is answered: a coordinator then
+                    // records the transaction complete.
+                    partition
+                        .log()
+                        .flush()
                         .map_err(|e| partition.storage_error(e))
                 });
                 if let Err(e) = &r {
@@ -438,6 +504,27 @@ impl Broker {
                 ((t.clone(), *p), r)
             })
             .collect()
+    }
+
+    /// The partitions of `partitions` hosted here, and the others by the
+    /// broker leading them (a partition deleted meanwhile is in neither).
+    fn split_by_leader(
+        &self,
+        partitions: &BTreeSet<(String, i32)>,
+    ) -> (Vec<Arc<Partition>>, ByLeader) {
+        let mut hosted = Vec::new();
+        let mut remote = ByLeader::new();
+        for (t, p) in partitions {
+            let Some(topic) = self.topic(t) else { continue };
+            match topic.partition(PartitionId(*p)) {
+                Ok(partition) => hosted.push(partition.clone()),
+                Err(Error::PartitionNotHosted { leader, .. }) => {
+                    remote.entry(leader).or_default().push((t.clone(), *p))
+                }
+                Err(_) => {}
+            }
+        }
+        (hosted, remote)
     }
 
     /// The partitions of `partitions` hosted here (one deleted meanwhile,
@@ -513,13 +600,16 @@ impl Broker {
         let Ok(txns) = self.transactions() else {
             return BTreeSet::new();
         };
+        let mut staged = self.staged_offsets_of(group);
         let state = txns.read();
-        state
-            .values()
-            .filter(|m| m.state == TxnState::Ongoing || m.state.is_prepared())
-            .filter_map(|m| m.groups.get(group))
-            .flat_map(|offsets| offsets.keys().cloned())
-            .collect()
+        staged.extend(
+            state
+                .values()
+                .filter(|m| m.state == TxnState::Ongoing || m.state.is_prepared())
+                .filter_map(|m| m.groups.get(group))
+                .flat_map(|offsets| offsets.keys().cloned()),
+        );
+        staged
     }
 
     /// DescribeTransactions: the state of each id (`None`: unknown).
@@ -591,4 +681,52 @@ fn check_foreign_marker(
         )));
     }
     Ok(())
+}
+
+/// Whether `topic` has partition `p`, here or on another broker.
+fn exists(topic: &crate::Topic, p: i32) -> Result<(), Error> {
+    match topic.partition(PartitionId(p)) {
+        Ok(_) | Err(Error::PartitionNotHosted { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// A transactional append whose coordinator is another broker: every
+/// batch of one producer and epoch, let in once that coordinator said the
+/// partition is in the producer's open transaction.
+fn append_verified_elsewhere(
+    partition: &Partition,
+    batches: &[u8],
+    now: Timestamp,
+) -> Result<(storage::AppendOutcome, storage::SyncWork), Error> {
+    let (producer, epoch) = transactional_producer(partition, batches)?;
+    partition.append_verified_elsewhere(producer, epoch, batches, now)
+}
+
+/// The producer and epoch of a transactional Produce's batches (all the
+/// same, each transactional).
+pub fn transactional_producer(
+    partition: &Partition,
+    batches: &[u8],
+) -> Result<(ProducerId, ProducerEpoch), Error> {
+    let mut at = 0;
+    let mut producer = None;
+    while at < batches.len() {
+        let h = storage::BatchHeader::parse(&batches[at..])
+            .map_err(|e| partition.storage_error(storage::Error::Batch(e)))?;
+        if !h.is_transactional() {
+            return Err(Error::InvalidRequest(
+                "a transactional Produce with a batch that is not transactional".into(),
+            ));
+        }
+        let this = (h.producer_id, h.producer_epoch);
+        if producer.is_some_and(|p| p != this) {
+            return Err(Error::InvalidRequest(
+                "a transactional Produce with batches of several producers".into(),
+            ));
+        }
+        producer = Some(this);
+        at += h.total_size();
+    }
+    producer.ok_or_else(|| Error::InvalidRequest("a Produce without batches".into()))
 }

@@ -71,6 +71,15 @@ pub enum TxnError {
     /// INVALID_TRANSACTION_TIMEOUT.
     #[error("transaction timeout {0} ms is not within 1..={1} ms")]
     InvalidTimeout(i32, i64),
+    /// NOT_COORDINATOR: another broker of the cluster coordinates this
+    /// transactional id (the client looks its coordinator up again).
+    #[error("this broker does not coordinate transactional id {0:?}")]
+    NotCoordinator(String),
+    /// COORDINATOR_NOT_AVAILABLE: a broker the transaction needs (its
+    /// coordinator, a partition's leader, a group's coordinator) cannot be
+    /// reached now; retried.
+    #[error("{0}")]
+    CoordinatorNotAvailable(String),
 }
 
 /// Each partition asked about and whether it is in the open transaction.
@@ -98,6 +107,14 @@ pub struct TxnMetadata {
     pub start_ms: i64,
     /// When the state last changed (ms).
     pub last_update_ms: i64,
+    /// The epoch the open transaction's records were written with, when
+    /// a fencing abort bumped [`TxnMetadata::producer_epoch`] past it:
+    /// the abort markers sent to other brokers carry it, since those
+    /// brokers never saw the bumped epoch (the fenced producer cannot
+    /// write there again: its next append is verified with the
+    /// coordinator, which refuses it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records_epoch: Option<i16>,
 }
 
 /// What EndTxn has to do.
@@ -121,7 +138,14 @@ impl TxnMetadata {
             groups: BTreeMap::new(),
             start_ms: -1,
             last_update_ms: now,
+            records_epoch: None,
         }
+    }
+
+    /// The producer epoch of the markers written on other brokers: the
+    /// one the transaction's records carry.
+    pub fn remote_marker_epoch(&self) -> i16 {
+        self.records_epoch.unwrap_or(self.producer_epoch)
     }
 
     /// The producer (id, epoch) must be this id's current one.
@@ -180,15 +204,25 @@ impl TxnMetadata {
         producer_id: i64,
         epoch: i16,
         partitions: &[(String, i32)],
+        group_slot: impl Fn(&str) -> Option<i32>,
     ) -> Result<Verdicts, TxnError> {
         self.check_producer(id, producer_id, epoch)?;
         if self.state.is_prepared() {
             return Err(TxnError::ConcurrentTransactions(id.to_string()));
         }
+        // `__consumer_offsets` partition N stands for the groups of slot N
+        // (a group coordinator checking before it stages offsets).
+        let added = |tp: &(String, i32)| {
+            if tp.0 == super::peers::GROUP_OFFSETS_TOPIC {
+                self.groups.keys().any(|g| group_slot(g) == Some(tp.1))
+            } else {
+                self.partitions.contains(tp)
+            }
+        };
         Ok(partitions
             .iter()
             .map(|tp| {
-                let r = if self.state == TxnState::Ongoing && self.partitions.contains(tp) {
+                let r = if self.state == TxnState::Ongoing && added(tp) {
                     Ok(())
                 } else {
                     Err(TxnError::InvalidTxnState(format!(
@@ -291,6 +325,7 @@ impl TxnMetadata {
         next.groups.clear();
         next.start_ms = -1;
         next.last_update_ms = now;
+        next.records_epoch = None;
         next
     }
 
@@ -299,6 +334,7 @@ impl TxnMetadata {
     /// producer's requests and markers are refused from here on.
     pub fn fence_and_abort(&self, now: i64) -> TxnMetadata {
         let mut next = self.clone();
+        next.records_epoch = Some(self.remote_marker_epoch());
         next.producer_epoch = self.producer_epoch.saturating_add(1);
         next.state = TxnState::PrepareAbort;
         next.last_update_ms = now;
@@ -368,18 +404,20 @@ mod tests {
         let p = vec![("t".to_string(), 0)];
         let asked = vec![("t".to_string(), 0), ("t".to_string(), 1)];
         let empty = TxnMetadata::new(5, 60_000, 0);
-        let r = empty.verify_partitions("x", 5, 0, &asked).unwrap();
+        let r = empty
+            .verify_partitions("x", 5, 0, &asked, |_| None)
+            .unwrap();
         assert!(r.iter().all(|(_, r)| r.is_err()), "no transaction open");
         let open = empty.add_partitions("x", 5, 0, &p, 10).unwrap();
-        let r = open.verify_partitions("x", 5, 0, &asked).unwrap();
+        let r = open.verify_partitions("x", 5, 0, &asked, |_| None).unwrap();
         assert_eq!(r[0], (asked[0].clone(), Ok(())));
         assert!(matches!(r[1].1, Err(TxnError::InvalidTxnState(_))));
         assert!(matches!(
-            open.verify_partitions("x", 6, 0, &asked),
+            open.verify_partitions("x", 6, 0, &asked, |_| None),
             Err(TxnError::InvalidProducerIdMapping(_))
         ));
         assert!(matches!(
-            open.verify_partitions("x", 5, 1, &asked),
+            open.verify_partitions("x", 5, 1, &asked, |_| None),
             Err(TxnError::ProducerFenced {
                 sent: 1,
                 current: 0
@@ -389,7 +427,7 @@ mod tests {
             panic!()
         };
         assert!(matches!(
-            prepared.verify_partitions("x", 5, 0, &asked),
+            prepared.verify_partitions("x", 5, 0, &asked, |_| None),
             Err(TxnError::ConcurrentTransactions(_))
         ));
     }

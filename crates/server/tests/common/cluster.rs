@@ -5,7 +5,50 @@
 use std::net::TcpListener;
 use std::time::Duration;
 
-use super::BrokerProcess;
+use kafka_protocol::messages::{
+    ApiKey, FindCoordinatorRequest, MetadataRequest, MetadataResponse, ResponseKind,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{BrokerProcess, RawConn};
+
+/// A key of `key_type` (0 group, 1 transactional id), `prefix`-N, whose
+/// coordinator is node `node`, as FindCoordinator at `addr` answers.
+pub async fn coordinated_by(addr: &str, key_type: i8, prefix: &str, node: i32) -> String {
+    let mut conn = RawConn::connect(addr.parse().unwrap()).await;
+    for i in 0..1000 {
+        let key = format!("{prefix}-{i}");
+        let req = FindCoordinatorRequest::default()
+            .with_key_type(key_type)
+            .with_coordinator_keys(vec![StrBytes::from_string(key.clone())]);
+        let ResponseKind::FindCoordinator(resp) = conn.call(ApiKey::FindCoordinator, 4, req).await
+        else {
+            panic!("no FindCoordinator answer from {addr}")
+        };
+        let x = &resp.coordinators[0];
+        assert_eq!(x.error_code, 0, "{resp:?}");
+        if x.node_id.0 == node {
+            return key;
+        }
+    }
+    panic!("no key coordinated by node {node}")
+}
+
+/// Metadata v12 for every topic, as the broker at `addr` answers it.
+pub async fn metadata(addr: &str) -> MetadataResponse {
+    let mut conn = RawConn::connect(addr.parse().unwrap()).await;
+    let ResponseKind::Metadata(resp) = conn
+        .call(
+            ApiKey::Metadata,
+            12,
+            MetadataRequest::default().with_topics(None),
+        )
+        .await
+    else {
+        panic!("no metadata answer from {addr}")
+    };
+    resp
+}
 
 /// Nodes 1..=n of one cluster.
 pub struct Cluster {

@@ -561,6 +561,45 @@ pub fn client_config(bootstrap: &str) -> ClientConfig {
     c
 }
 
+/// A consumer of `group` at `isolation` (read_committed or
+/// read_uncommitted) that commits nothing by itself and starts at the
+/// beginning.
+pub fn isolated_consumer(
+    bootstrap: &str,
+    group: &str,
+    isolation: &str,
+) -> rdkafka::consumer::BaseConsumer {
+    client_config(bootstrap)
+        .set("group.id", group)
+        .set("isolation.level", isolation)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap()
+}
+
+/// The values an assigned consumer reads until `n` have come (within 30
+/// s) and then nothing more for 1.5 s: all it read, in order.
+pub fn read_then_quiet(c: &rdkafka::consumer::BaseConsumer, n: usize) -> Vec<String> {
+    use rdkafka::Message;
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while out.len() < n {
+        assert!(Instant::now() < deadline, "read only {out:?}");
+        if let Some(m) = polled(c.poll(Duration::from_millis(200))) {
+            out.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
+        }
+    }
+    // Nothing beyond what was expected.
+    let quiet = Instant::now() + Duration::from_millis(1500);
+    while Instant::now() < quiet {
+        if let Some(m) = polled(c.poll(Duration::from_millis(100))) {
+            out.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
+        }
+    }
+    out
+}
+
 /// A consumer config for `assign()`-style reading: librdkafka requires a
 /// group id for assign even when no group membership is used.
 pub fn assign_config(bootstrap: &str) -> ClientConfig {
