@@ -1,8 +1,10 @@
-//! AlterPartitionReassignments (key 45), answered as a single-node Kafka
-//! cluster's controller does (`ReplicationControlManager
-//! .alterPartitionReassignments`): the only valid target is this broker,
-//! where every replica already is, so a reassignment completes at once; a
-//! cancellation finds none in progress.
+//! AlterPartitionReassignments (key 45), answered as Kafka's controller
+//! does (`ReplicationControlManager.alterPartitionReassignments`) for a
+//! target that is the partition's current replica set: the reassignment
+//! completes at once; a cancellation finds none in progress. Moving a
+//! partition to other brokers needs its data copied there (replication,
+//! not there yet), so such a target is refused with
+//! INVALID_REPLICA_ASSIGNMENT and says so rather than reported done.
 
 use std::sync::Arc;
 
@@ -109,11 +111,25 @@ fn reassign(
         let code = response_error(&e);
         (code, e.to_string())
     })?;
-    // Valid replicas here are exactly [this broker]: the current ones.
-    if !allow_rf_change && replicas.len() != 1 {
+    let current = topic
+        .placements
+        .get(p.partition_index as usize)
+        .map(|s| s.replicas.clone())
+        .unwrap_or_default();
+    if !allow_rf_change && replicas.len() != current.len() {
         let e = Error::InvalidReplicationFactor(format!(
-            "The replication factor is changed from 1 to {}",
+            "The replication factor is changed from {} to {}",
+            current.len(),
             replicas.len()
+        ));
+        return Err((response_error(&e), e.to_string()));
+    }
+    // In order: the first replica is the preferred leader.
+    let target: Vec<i32> = replicas.iter().map(|b| b.0).collect();
+    if target != current {
+        let e = Error::InvalidReplicaAssignment(format!(
+            "{name}-{} cannot move from broker(s) {current:?} to {target:?}: moving a partition's data between brokers needs replication, which is not implemented yet.",
+            p.partition_index
         ));
         return Err((response_error(&e), e.to_string()));
     }

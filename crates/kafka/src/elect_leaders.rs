@@ -1,7 +1,8 @@
 //! ElectLeaders (key 43): preferred or unclean leader election, answered as
-//! a single-node Kafka cluster does: every partition's leader is this
-//! broker, its only and preferred replica, so no election is needed
-//! (Kafka's `ReplicationControlManager.electLeaders`).
+//! Kafka's controller does for partitions of one replica
+//! (`ReplicationControlManager.electLeaders`): that replica is the preferred
+//! leader and already leads, so no election is needed, unless its broker is
+//! fenced, when no replica is eligible.
 
 use std::sync::Arc;
 
@@ -20,8 +21,9 @@ pub const VERSIONS: Versions = Versions::new(0, 2);
 /// Kafka's election types: preferred (0) and unclean (1).
 const ELECTION_TYPES: std::ops::RangeInclusive<i8> = 0..=1;
 
-/// Answers ElectLeaders. Named partitions get ELECTION_NOT_NEEDED (or
-/// UNKNOWN_TOPIC_OR_PARTITION); with `topic_partitions` null every topic is
+/// Answers ElectLeaders. Named partitions get ELECTION_NOT_NEEDED,
+/// ELIGIBLE_LEADERS_NOT_AVAILABLE while their broker is fenced, or
+/// UNKNOWN_TOPIC_OR_PARTITION; with `topic_partitions` null every topic is
 /// listed without its partitions, as Kafka leaves out those already led by
 /// the desired leader. An unknown election type is INVALID_REQUEST.
 ///
@@ -82,16 +84,28 @@ pub(crate) fn handle(
                     .partitions
                     .iter()
                     .map(|&p| {
-                        let found = topic
+                        let state = topic
                             .as_ref()
-                            .is_some_and(|t| t.has_partition(PartitionId(p)));
-                        let (code, message) = match (&topic, found) {
-                            (_, true) => (ResponseError::ElectionNotNeeded, None),
+                            .filter(|t| t.has_partition(PartitionId(p)))
+                            .and_then(|t| t.placements.get(p as usize));
+                        let (code, message) = match (&topic, state) {
+                            // Its one replica is its leader: elected already
+                            // if that broker is live; with it fenced no
+                            // replica is left to elect, clean or not.
+                            (_, Some(state)) if broker.live_leader(state) < 0 => (
+                                ResponseError::EligibleLeadersNotAvailable,
+                                Some(format!(
+                                    "The only replica of {}-{p}, broker {}, is not available.",
+                                    t.topic.as_str(),
+                                    state.leader
+                                )),
+                            ),
+                            (_, Some(_)) => (ResponseError::ElectionNotNeeded, None),
                             (None, _) => (
                                 ResponseError::UnknownTopicOrPartition,
                                 Some(format!("No such topic as {}", t.topic.as_str())),
                             ),
-                            (Some(_), false) => (
+                            (Some(_), None) => (
                                 ResponseError::UnknownTopicOrPartition,
                                 Some(format!("No such partition as {}-{p}", t.topic.as_str())),
                             ),

@@ -9,13 +9,16 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::cluster::{coordinated_by, metadata, Cluster};
-use common::{client_config, isolated_consumer as consumer, polled};
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
+use common::cluster::{coordinated_by, create_spread, Cluster};
+use common::{client_config, isolated_consumer as consumer, polled, RawConn};
+use kafka_protocol::messages::describe_transactions_response::TransactionState;
+use kafka_protocol::messages::{
+    ApiKey, DescribeTransactionsRequest, ResponseKind, TransactionalId,
+};
+use kafka_protocol::protocol::StrBytes;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Message, Offset, TopicPartitionList};
@@ -30,38 +33,15 @@ const SETTINGS: &[&str] = &[
     "auto.create.topics.enable=false",
 ];
 
-/// Creates `topic` with one partition per broker (placement is round
-/// robin) and returns partition → leader once `addr` reports them all.
-async fn create_spread(addr: &str, topic: &str) -> BTreeMap<i32, i32> {
-    let admin: AdminClient<DefaultClientContext> = client_config(addr).create().unwrap();
-    let r = admin
-        .create_topics(
-            &[NewTopic::new(topic, 3, TopicReplication::Fixed(1))],
-            &AdminOptions::new(),
-        )
-        .await
-        .unwrap();
-    assert!(r.iter().all(|r| r.is_ok()), "{r:?}");
-    let leaders = common::eventually(DEADLINE, &format!("{topic} placed"), || async {
-        let md = metadata(addr).await;
-        let t = md
-            .topics
-            .iter()
-            .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))?;
-        (t.error_code == 0 && t.partitions.len() == 3).then(|| {
-            t.partitions
-                .iter()
-                .map(|p| (p.partition_index, p.leader_id.0))
-                .collect::<BTreeMap<_, _>>()
-        })
-    })
-    .await;
-    assert_eq!(
-        leaders.values().copied().collect::<BTreeSet<_>>(),
-        BTreeSet::from([1, 2, 3]),
-        "{topic}'s partitions on every broker"
-    );
-    leaders
+/// DescribeTransactions of `id` as the broker at `addr` answers it.
+async fn describe(addr: &str, id: &str) -> TransactionState {
+    let mut conn = RawConn::connect(addr.parse().unwrap()).await;
+    let req = DescribeTransactionsRequest::default()
+        .with_transactional_ids(vec![TransactionalId(StrBytes::from_string(id.into()))]);
+    match conn.call(ApiKey::DescribeTransactions, 0, req).await {
+        ResponseKind::DescribeTransactions(mut r) => r.transaction_states.remove(0),
+        other => panic!("{other:?}"),
+    }
 }
 
 fn transactional(bootstrap: &str, id: &str) -> BaseProducer {
@@ -134,8 +114,8 @@ fn committed(bootstrap: &str, group: &str, topic: &str) -> Vec<Offset> {
 async fn transactions_span_brokers_with_their_markers_and_offsets() {
     let mut c = Cluster::start(3, SETTINGS);
     let b = c.bootstrap();
-    create_spread(&c.addr(1), "ctx-out").await;
-    create_spread(&c.addr(1), "ctx-in").await;
+    create_spread(&c.addr(1), "ctx-out", 3).await;
+    create_spread(&c.addr(1), "ctx-in", 3).await;
     // The transaction is coordinated by node 1, the group by node 2; the
     // partitions are led by all three.
     let txn_id = coordinated_by(&c.addr(3), 1, "ctx", 1).await;
@@ -159,6 +139,13 @@ async fn transactions_span_brokers_with_their_markers_and_offsets() {
     // partition it wrote to, whichever broker leads it.
     p.begin_transaction().unwrap();
     send_each(&p, "ctx-out", "open");
+    // Its coordinator describes it, with partitions of all three brokers;
+    // another broker sends the client to the coordinator.
+    let d = describe(&c.addr(1), &txn_id).await;
+    assert_eq!(d.error_code, 0);
+    assert_eq!(d.transaction_state.as_str(), "Ongoing");
+    assert_eq!(d.topics[0].partitions.len(), 3, "{d:?}");
+    assert_eq!(describe(&c.addr(2), &txn_id).await.error_code, 16);
     let rc = consumer(&b, "ctx-rc", "read_committed");
     assert_eq!(read_all(&rc, "ctx-out", 6), values(&["c1", "c2"]));
     let ru = consumer(&b, "ctx-ru", "read_uncommitted");
@@ -296,8 +283,8 @@ async fn transactions_span_brokers_with_their_markers_and_offsets() {
 async fn a_commit_completes_when_a_killed_partition_leader_returns() {
     let mut c = Cluster::start(3, SETTINGS);
     let b = c.addr(1);
-    create_spread(&b, "ctx-crash").await;
-    let leaders = create_spread(&b, "ctx-crash-2").await;
+    create_spread(&b, "ctx-crash", 3).await;
+    let leaders = create_spread(&b, "ctx-crash-2", 3).await;
     let txn_id = coordinated_by(&b, 1, "ctx-crash", 1).await;
     let p = transactional(&b, &txn_id);
     p.begin_transaction().unwrap();

@@ -34,6 +34,49 @@ pub async fn coordinated_by(addr: &str, key_type: i8, prefix: &str, node: i32) -
     panic!("no key coordinated by node {node}")
 }
 
+/// Creates `topic` with one partition per broker of a cluster of `nodes`
+/// (placement is round robin) and returns partition → leader once `addr`
+/// reports every one, led by all the brokers.
+pub async fn create_spread(
+    addr: &str,
+    topic: &str,
+    nodes: i32,
+) -> std::collections::BTreeMap<i32, i32> {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> =
+        super::client_config(addr).create().unwrap();
+    let r = admin
+        .create_topics(
+            &[NewTopic::new(topic, nodes, TopicReplication::Fixed(1))],
+            &AdminOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert!(r.iter().all(|r| r.is_ok()), "{r:?}");
+    let placed = format!("{topic} placed");
+    let leaders = super::eventually(Duration::from_secs(30), &placed, || async {
+        let md = metadata(addr).await;
+        let t = md
+            .topics
+            .iter()
+            .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))?;
+        (t.error_code == 0 && t.partitions.len() == nodes as usize).then(|| {
+            t.partitions
+                .iter()
+                .map(|p| (p.partition_index, p.leader_id.0))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        })
+    })
+    .await;
+    let owners: std::collections::BTreeSet<i32> = leaders.values().copied().collect();
+    assert_eq!(
+        owners,
+        (1..=nodes).collect(),
+        "{topic}'s partitions on every broker"
+    );
+    leaders
+}
+
 /// Metadata v12 for every topic, as the broker at `addr` answers it.
 pub async fn metadata(addr: &str) -> MetadataResponse {
     let mut conn = RawConn::connect(addr.parse().unwrap()).await;
