@@ -209,6 +209,10 @@ pub enum Error {
     /// retry.
     #[error("the controller quorum is unavailable: {0}")]
     ControllerUnavailable(String),
+    /// The broker coordinating a group or transactional id is fenced or
+    /// unknown (or none is live to place coordinators on); retry.
+    #[error("{0}")]
+    CoordinatorUnavailable(String),
     /// The metadata file is unreadable.
     #[error("metadata file {path} is corrupt: {reason}")]
     MetadataCorrupt {

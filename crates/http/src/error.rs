@@ -130,7 +130,9 @@ impl From<broker::Error> for ApiError {
             | E::MetadataCorrupt { .. } => {
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
             }
-            E::NotEnoughReplicas { .. } | E::ControllerUnavailable(_) => {
+            E::NotEnoughReplicas { .. }
+            | E::ControllerUnavailable(_)
+            | E::CoordinatorUnavailable(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
             }
         }

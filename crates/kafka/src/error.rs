@@ -40,6 +40,7 @@ pub fn response_error(e: &Error) -> ResponseError {
         | Error::Undeletable(_)
         | Error::TopicBusy(_) => R::InvalidRequest,
         Error::ControllerUnavailable(_) => R::RequestTimedOut,
+        Error::CoordinatorUnavailable(_) => R::CoordinatorNotAvailable,
         Error::UnacceptableCredential(_) => R::UnacceptableCredential,
         Error::UnsupportedSaslMechanism(_) => R::UnsupportedSaslMechanism,
         Error::DuplicateResource(_) => R::DuplicateResource,

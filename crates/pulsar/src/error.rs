@@ -50,7 +50,9 @@ impl From<broker::Error> for PulsarError {
             | E::NamespaceNotFound(_) => ServerError::TopicNotFound,
             E::InvalidTopic(_) => ServerError::InvalidTopicName,
             // The client looks the topic up again and is sent to its owner.
-            E::PartitionNotHosted { .. } | E::ControllerUnavailable(_) => {
+            E::PartitionNotHosted { .. }
+            | E::ControllerUnavailable(_)
+            | E::CoordinatorUnavailable(_) => {
                 ServerError::ServiceNotReady
             }
             E::InternalTopic(_) => ServerError::NotAllowedError,

@@ -249,12 +249,26 @@ pub fn urls_of(
         tls: endpoint(broker::cluster::PULSAR_TLS_LISTENER).map(|a| format!("pulsar+ssl://{a}")),
     };
     if urls.plain.is_none() && urls.tls.is_none() {
+        // -1 is what clients are told; the message names the broker that
+        // holds the partition (fenced or down).
+        let node = match leader {
+            -1 => placed_leader(broker, name).unwrap_or(leader),
+            n => n,
+        };
         return Err(PulsarError::new(
             ServerError::ServiceNotReady,
-            format!("the broker leading {name} (node {leader}) is not available"),
+            format!("the broker leading {name} (node {node}) is not available"),
         ));
     }
     Ok(urls)
+}
+
+/// The broker the metadata places the partition `name` names on, live or
+/// not.
+fn placed_leader(broker: &Broker, name: &str) -> Option<i32> {
+    let (topic, partition) = addressed(broker, name).ok()??;
+    let state = topic.placements.get(partition.unwrap_or(0) as usize)?;
+    Some(state.leader)
 }
 
 /// Whether a lookup of `name` finds a broker: the topic exists, or a

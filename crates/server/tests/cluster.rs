@@ -481,6 +481,16 @@ async fn a_broker_down_while_its_topic_is_recreated_cleans_up_on_return() {
         (leaders(&via, "A", 1).await[&0] == -1).then_some(())
     })
     .await;
+    // A Pulsar lookup of A is told its broker (node 1) is not available.
+    let r = reqwest::get(format!(
+        "{}/lookup/v2/topic/persistent/public/default/A",
+        c.node(2).http_url()
+    ))
+    .await
+    .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    let why = r.text().await.unwrap();
+    assert!(why.contains("(node 1) is not available"), "{why}");
     // The group's coordinator is up: what is missing is A's leader.
     let live_group = coordinated_by(&c.addr(2), 0, "owner", 2).await;
     let consume = vec![
@@ -505,10 +515,11 @@ async fn a_broker_down_while_its_topic_is_recreated_cleans_up_on_return() {
     let produce_args: Vec<String> = ["produce", "A", "--timeout", "2"]
         .map(String::from)
         .to_vec();
-    for (args, stdin) in [
-        (produce_args, Some("late\n")),
-        (consume, None),
-        (orphaned, None),
+    for (args, stdin, says) in [
+        (produce_args, Some("late\n"), ""),
+        (consume, None, ""),
+        // The coordinator's broker is named, not the controller quorum.
+        (orphaned, None, "broker 1, is not available"),
     ] {
         let bootstrap = via.clone();
         let started = std::time::Instant::now();
@@ -521,6 +532,10 @@ async fn a_broker_down_while_its_topic_is_recreated_cleans_up_on_return() {
         .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(4), "{shown:?}: {stderr}");
+        assert!(
+            stderr.contains(says) && !stderr.contains("controller quorum"),
+            "{shown:?}: {stderr}"
+        );
         assert!(
             started.elapsed() < DEADLINE,
             "{shown:?} took {:?}",

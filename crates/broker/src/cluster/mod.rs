@@ -219,7 +219,7 @@ impl crate::Broker {
 
     /// The coordinator of a group or transactional id and its endpoint on
     /// `listener`: the broker of the id's slot (placed on first use), or
-    /// this broker on a single node. [`crate::Error::ControllerUnavailable`]
+    /// this broker on a single node. [`crate::Error::CoordinatorUnavailable`]
     /// while that broker is fenced or unknown.
     pub fn coordinator_of(
         &self,
@@ -234,11 +234,11 @@ impl crate::Broker {
         let view = self.cluster_view().unwrap_or_default();
         match view.brokers.get(&node) {
             Some(b) if !b.fenced => b.endpoint(listener).map(|e| (node, e)).ok_or_else(|| {
-                crate::Error::ControllerUnavailable(format!(
-                    "broker {node} has no {listener} listener"
+                crate::Error::CoordinatorUnavailable(format!(
+                    "the coordinator of {key:?}, broker {node}, has no {listener} listener"
                 ))
             }),
-            _ => Err(crate::Error::ControllerUnavailable(format!(
+            _ => Err(crate::Error::CoordinatorUnavailable(format!(
                 "the coordinator of {key:?}, broker {node}, is not available"
             ))),
         }

@@ -355,7 +355,7 @@ impl Broker {
             .max(1) as usize;
         let brokers = self.usable_brokers();
         if brokers.is_empty() {
-            return Err(Error::ControllerUnavailable(
+            return Err(Error::CoordinatorUnavailable(
                 "no unfenced broker to coordinate groups".into(),
             ));
         }
