@@ -20,10 +20,12 @@ pub fn spawn(broker: Arc<Broker>) -> Maintenance {
     let (stop, mut stopped) = watch::channel(false);
     let timers = crate::group::coordinator::spawn_timers(broker.clone());
     let cleaner = spawn_cleaner(broker.clone(), stop.subscribe());
+    let recovery = spawn_transaction_recovery(broker.clone(), stop.subscribe());
     let task = tokio::spawn(async move {
         // Dropping a JoinHandle does not stop its task; this guard does.
         let _timers = AbortOnDrop(timers);
         let mut cleaner = AbortOnDrop(cleaner);
+        let mut recovery = AbortOnDrop(recovery);
         let mut last_retention = tokio::time::Instant::now();
         let mut last_offsets_expiry = tokio::time::Instant::now();
         loop {
@@ -42,6 +44,7 @@ pub fn spawn(broker: Arc<Broker>) -> Maintenance {
                 // (The guard `wait_for` answers is not Send: drop it here.)
                 _ = async { stopped.wait_for(|s| *s).await.map(|_| ()) } => {
                     let _ = (&mut cleaner.0).await;
+                    let _ = (&mut recovery.0).await;
                     return;
                 }
             }
@@ -67,16 +70,31 @@ pub fn spawn(broker: Arc<Broker>) -> Maintenance {
             let b = broker.clone();
             // Retention deletes files and flushing fsyncs: keep them off the
             // request-serving threads.
-            let _ = tokio::task::spawn_blocking(move || {
-                // Transactions past their timeout are aborted (and those a
-                // crash left half-ended are finished) within a tick.
-                b.complete_prepared_transactions();
-                b.run_maintenance(now_ms(), run_retention)
-            })
-            .await;
+            let _ = tokio::task::spawn_blocking(move || b.run_maintenance(now_ms(), run_retention))
+                .await;
         }
     });
     Maintenance { stop, task }
+}
+
+/// Every second, aborts transactions past their timeout and finishes those
+/// left prepared (by a crash, or a broker that could not be reached), on
+/// its own blocking thread: waiting for another broker never holds up
+/// flushes and retention.
+fn spawn_transaction_recovery(
+    broker: Arc<Broker>,
+    mut stopped: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = async { stopped.wait_for(|s| *s).await.map(|_| ()) } => return,
+            }
+            let b = broker.clone();
+            let _ = tokio::task::spawn_blocking(move || b.complete_prepared_transactions()).await;
+        }
+    })
 }
 
 /// The running maintenance tasks.

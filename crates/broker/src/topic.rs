@@ -213,8 +213,9 @@ impl Partition {
             .into());
         }
         let out = self.append_transactional_deferred(batches, now);
-        if out.is_ok() {
-            // The transaction is open here now: its marker closes it.
+        if verified {
+            // Used once: the transaction is open here now (its marker
+            // closes it), or the append failed and a retry is checked again.
             guards.remove(&producer);
         }
         out
@@ -335,23 +336,36 @@ impl Partition {
         Ok(out)
     }
 
-    /// Writes a transaction marker (see [`storage::Log::write_marker`]) and
-    /// wakes fetchers: the last stable offset may have moved.
-    pub fn write_marker(
+    /// Ends the marker's producer's transaction here: writes the marker
+    /// (see [`storage::Log::write_marker`]) if that producer has one open
+    /// and `check` (given its epoch in the log) allows it, and wakes
+    /// fetchers, as the last stable offset may have moved; `None` when none
+    /// is open. Either way a check with the coordinator in flight for that
+    /// producer is cancelled: its answer was about the transaction this
+    /// ends, even when no batch of it got here yet.
+    pub fn write_marker_if_open(
         &self,
         marker: &storage::txn::TxnMarker,
         now: Timestamp,
-    ) -> Result<storage::SyncWork, Error> {
+        check: impl FnOnce(ProducerEpoch) -> Result<(), Error>,
+    ) -> Result<Option<storage::SyncWork>, Error> {
         let mut guards = self.txn_guards.lock();
+        guards.remove(&marker.producer_id);
+        let open = self
+            .log
+            .producer_state(marker.producer_id)
+            .filter(|e| e.txn_first_offset.is_some());
+        let Some(open) = open else {
+            return Ok(None);
+        };
+        check(open.epoch)?;
         let (_, work) = self
             .log
             .write_marker(marker, self.leader_epoch(), now)
             .map_err(|e| self.storage_error(e))?;
-        // A check in flight was about the transaction this ends.
-        guards.remove(&marker.producer_id);
         drop(guards);
         self.appended.notify_waiters();
-        Ok(work)
+        Ok(Some(work))
     }
 
     /// Reads whole batches from `offset`.

@@ -55,23 +55,54 @@ fn an_unchecked_batch_is_refused_and_a_checked_one_opens_the_transaction() {
     // Open here now: later batches need no check.
     append(&p, 1).unwrap();
     // The marker closes it; the next transaction is checked again.
-    let w = p.write_marker(&abort_marker(), now_ms()).unwrap();
+    let w = p
+        .write_marker_if_open(&abort_marker(), now_ms(), |_| Ok(()))
+        .unwrap()
+        .expect("a transaction open here");
     p.log().complete(w).unwrap();
     assert!(!p.txn_open(PID, EPOCH));
     assert!(append(&p, 2).is_err());
 }
 
+/// The producer's first batch here is being checked, so nothing of its
+/// transaction is here yet and the marker (the transaction was aborted
+/// meanwhile, say by a new instance fencing it) has nothing to end: it still
+/// cancels the check, so the coordinator's earlier yes lets nothing in.
 #[test]
-fn a_marker_during_the_check_cancels_it() {
+fn a_marker_during_the_check_cancels_it_with_nothing_open_here() {
     let dir = tempfile::tempdir().unwrap();
     let b = broker_with_topics(dir.path(), &["g"]);
     let p = b.partition("g", PartitionId(0)).unwrap();
     p.begin_txn_verification(PID, EPOCH, 1);
-    let w = p.write_marker(&abort_marker(), now_ms()).unwrap();
-    p.log().complete(w).unwrap();
-    // The coordinator's yes was about the transaction the marker ended.
+    let w = p
+        .write_marker_if_open(&abort_marker(), now_ms(), |_| Ok(()))
+        .unwrap();
+    assert!(
+        w.is_none(),
+        "no transaction of the producer here: no marker"
+    );
     assert!(!p.finish_txn_verification(PID, 1));
     assert!(append(&p, 0).is_err());
+    assert_eq!(p.txn_guards(), 0);
+}
+
+/// A verified batch that fails to append (here: a CRC mismatch) uses the
+/// check up: a retry is checked again.
+#[test]
+fn a_failed_append_uses_the_check_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = broker_with_topics(dir.path(), &["g"]);
+    let p = b.partition("g", PartitionId(0)).unwrap();
+    p.begin_txn_verification(PID, EPOCH, 1);
+    assert!(p.finish_txn_verification(PID, 1));
+    let mut corrupt = txn_batch(0);
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 0xff;
+    assert!(p
+        .append_verified_elsewhere(PID, EPOCH, &corrupt, now_ms())
+        .is_err());
+    assert_eq!(p.txn_guards(), 0);
+    assert!(append(&p, 0).is_err(), "not checked again");
 }
 
 #[test]

@@ -30,11 +30,16 @@ const MARKERS_VERSION: i16 = 1;
 /// AddPartitionsToTxn's first brokers' version.
 const VERIFY_VERSION: i16 = 4;
 
+/// One peer's client, made on first use.
+type PeerSlot = Arc<tokio::sync::Mutex<Option<client::Client>>>;
+
 /// Reaches other brokers with the native client.
 #[derive(Clone)]
 pub struct KafkaPeers {
     security: client::SecurityConfig,
-    clients: Arc<tokio::sync::Mutex<HashMap<String, client::Client>>>,
+    /// By address; each connects on its own, so one unreachable broker
+    /// never holds up the requests to the others.
+    clients: Arc<std::sync::Mutex<HashMap<String, PeerSlot>>>,
 }
 
 impl KafkaPeers {
@@ -78,7 +83,7 @@ impl KafkaPeers {
         };
         Ok(Arc::new(KafkaPeers {
             security,
-            clients: Arc::new(tokio::sync::Mutex::new(HashMap::new())),
+            clients: Arc::new(std::sync::Mutex::new(HashMap::new())),
         }))
     }
 
@@ -87,8 +92,15 @@ impl KafkaPeers {
     }
 
     async fn connection(&self, addr: &str) -> Result<client::Connection, Error> {
-        let mut clients = self.clients.lock().await;
-        let c = match clients.get(addr) {
+        let slot = self
+            .clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(addr.to_string())
+            .or_default()
+            .clone();
+        let mut slot = slot.lock().await;
+        let c = match &*slot {
             Some(c) => c.clone(),
             None => {
                 let config = client::ClientConfig::new([addr])
@@ -97,11 +109,11 @@ impl KafkaPeers {
                 let c = client::Client::connect(config)
                     .await
                     .map_err(|e| unreachable(addr, &e))?;
-                clients.insert(addr.to_string(), c.clone());
+                *slot = Some(c.clone());
                 c
             }
         };
-        drop(clients);
+        drop(slot);
         c.connection_to(addr)
             .await
             .map_err(|e| unreachable(addr, &e))

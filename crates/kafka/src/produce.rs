@@ -63,7 +63,7 @@ pub(crate) async fn handle(
     // Partitions whose transaction's coordinator (another broker) said no.
     let mut refused = match (&request_error, &transactional_id) {
         (None, Some(id)) if broker.is_clustered() && !broker.coordinates(id) => {
-            verify_elsewhere(broker, id, version, &req).await
+            verify_elsewhere(broker, access, id, version, &req).await
         }
         _ => std::collections::HashMap::new(),
     };
@@ -213,6 +213,7 @@ fn append(
 /// partitions refused, by (topic, partition).
 async fn verify_elsewhere(
     broker: &Arc<Broker>,
+    access: &Access<'_>,
     id: &str,
     version: i16,
     req: &ProduceRequest,
@@ -224,7 +225,11 @@ async fn verify_elsewhere(
         } else {
             broker.resolve_topic_name(topic_data.name.as_str())
         };
+        // A topic the client may not write to is refused without a check.
         let Ok(topic) = topic else { continue };
+        if !access.topic(Operation::Write, topic.name.as_str()) {
+            continue;
+        }
         for pd in &topic_data.partition_data {
             let (Ok(partition), Some(records)) =
                 (topic.partition(PartitionId(pd.index)), pd.records.as_ref())

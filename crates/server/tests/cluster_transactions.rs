@@ -262,6 +262,18 @@ async fn transactions_span_brokers_with_their_markers_and_offsets() {
     p.begin_transaction().unwrap();
     send_each(&p, "ctx-out", "zombie");
     let fresh = transactional(&b, &txn_id);
+    // The zombie's later batches are refused everywhere: the leaders of the
+    // other brokers check them with the coordinator, which fenced it.
+    for partition in 0..3 {
+        let v = format!("late-{partition}");
+        let _ = p.send(
+            BaseRecord::to("ctx-out")
+                .partition(partition)
+                .key(v.as_bytes())
+                .payload(v.as_bytes()),
+        );
+    }
+    let _ = p.flush(TIMEOUT);
     fresh.begin_transaction().unwrap();
     send_each(&fresh, "ctx-out", "fresh");
     fresh.commit_transaction(TIMEOUT).unwrap();
@@ -273,6 +285,11 @@ async fn transactions_span_brokers_with_their_markers_and_offsets() {
     let rc = consumer(&b, "ctx-rc4", "read_committed");
     expect.extend(values(&["fresh"]));
     assert_eq!(read_all(&rc, "ctx-out", 15), expect);
+    // Everything written, aborted or not: none of the zombie's late ones.
+    let ru = consumer(&b, "ctx-ru2", "read_uncommitted");
+    let mut all = values(&["c1", "a1", "c2", "open", "zombie", "fresh"]);
+    all.extend((0..2).flat_map(|r| (0..3).map(move |p| format!("out-in{r}-{p}"))));
+    assert_eq!(read_all(&ru, "ctx-out", 24), all);
 }
 
 /// A partition's leader is SIGKILLed after the transaction wrote to it and

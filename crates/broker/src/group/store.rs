@@ -163,6 +163,14 @@ impl GroupLog {
         }
     }
 
+    /// Makes what was appended durable (fsync).
+    pub fn flush(&self) -> Result<(), Error> {
+        self.partition
+            .log()
+            .flush()
+            .map_err(|e| self.partition.storage_error(e))
+    }
+
     /// Every record from the log start, in order.
     pub fn replay(&self) -> Result<Vec<StoredRecord>, Error> {
         let log = self.partition.log();

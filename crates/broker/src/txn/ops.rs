@@ -296,7 +296,7 @@ impl Broker {
         epoch: i16,
     ) -> Result<(), Error> {
         if !self.coordinates(id) {
-            return self.verify_remote_group(id, group, producer_id, epoch);
+            return self.check_remote_group(id, group, producer_id, epoch);
         }
         let m = self.transactions()?.known(id)?;
         Ok(m.check_producer(id, producer_id, epoch)?)
@@ -372,15 +372,9 @@ impl Broker {
             // Nothing of the transaction here (never written, or a marker
             // already written by an earlier attempt): no marker, so a
             // retried ending does not pile up control batches.
-            let open = partition
-                .log()
-                .producer_state(marker.producer_id)
-                .is_some_and(|e| e.txn_first_offset.is_some());
-            if !open {
-                continue;
+            if let Some(w) = partition.write_marker_if_open(&marker, Timestamp(now), |_| Ok(()))? {
+                work.push((partition, w));
             }
-            let w = partition.write_marker(&marker, Timestamp(now))?;
-            work.push((partition, w));
         }
         for (partition, w) in work {
             partition
@@ -401,7 +395,9 @@ impl Broker {
                 continue;
             }
             let slot = self.group_slot(group)?;
-            let (node, _) = self.coordinator_of(group, &self.inter_broker_listener())?;
+            // Placed, live or not: one whose broker is down fails on its
+            // own below, and the others still get their markers.
+            let node = self.placed_coordinator(group)?;
             let entry = remote.entry(node).or_default();
             let key = (GROUP_OFFSETS_TOPIC.to_string(), slot);
             if !entry.contains(&key) {
@@ -480,13 +476,12 @@ impl Broker {
                 }
                 let r = self.resolve_topic_name(t).and_then(|topic| {
                     let partition = topic.partition(PartitionId(*p))?;
-                    let state = partition.log().producer_state(marker.producer_id);
-                    let open = state.as_ref().is_some_and(|e| e.txn_first_offset.is_some());
-                    if !open {
+                    let check = |epoch| {
+                        check_foreign_marker(&marker, Some(epoch), known.as_ref(), t, *p)
+                    };
+                    let Some(w) = partition.write_marker_if_open(&marker, now, check)? else {
                         return Ok(());
-                    }
-                    check_foreign_marker(&marker, state.map(|e| e.epoch), known.as_ref(), t, *p)?;
-                    let w = partition.write_marker(&marker, now)?;
+                    };
                     partition
                         .log()
                         .complete(w)

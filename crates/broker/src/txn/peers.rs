@@ -98,6 +98,11 @@ pub struct PendingAppend {
 /// Verification guards' tokens: unique per process.
 static NEXT_GUARD: AtomicU64 = AtomicU64::new(1);
 
+/// A fresh verification guard token.
+pub(crate) fn next_guard_token() -> u64 {
+    NEXT_GUARD.fetch_add(1, Ordering::Relaxed)
+}
+
 impl Broker {
     /// Sets how requests reach other brokers (once, at start-up).
     pub fn set_txn_peers(&self, peers: Arc<dyn TxnPeers>) {
@@ -228,7 +233,7 @@ impl Broker {
 
     /// The broker coordinating the group or transactional id `key`, from
     /// the placed slots only (nothing is placed here).
-    fn placed_coordinator(&self, key: &str) -> Result<NodeId, Error> {
+    pub(crate) fn placed_coordinator(&self, key: &str) -> Result<NodeId, Error> {
         let view = self.cluster_view().unwrap_or_default();
         if view.coordinators.is_empty() {
             return Err(unavailable(format!("no coordinator is placed for {key:?}")));
@@ -305,7 +310,7 @@ impl Broker {
         let guards: Vec<u64> = pending
             .iter()
             .map(|p| {
-                let token = NEXT_GUARD.fetch_add(1, Ordering::Relaxed);
+                let token = next_guard_token();
                 p.partition
                     .begin_txn_verification(p.producer_id, p.producer_epoch, token);
                 token

@@ -32,6 +32,19 @@ pub struct StagedOffsets {
     /// One change at a time, and none while the group log is compacted.
     writing: Mutex<()>,
     state: RwLock<HashMap<(String, i64), Staged>>,
+    /// Checks with the transaction's coordinator that a group is in a
+    /// producer's transaction, by (group, producer): a marker for the
+    /// group's slot cancels them, so a yes the marker overtook stages
+    /// nothing (the guard Partition keeps for batches, for offsets).
+    checks: Mutex<HashMap<(String, i64), Check>>,
+}
+
+/// One check of [`StagedOffsets::checks`].
+#[derive(Debug, Clone, Copy)]
+struct Check {
+    token: u64,
+    epoch: i16,
+    verified: bool,
 }
 
 fn key(group: &str, producer_id: i64) -> RecordKey {
@@ -65,6 +78,46 @@ impl StagedOffsets {
             log,
             writing: Mutex::new(()),
             state: RwLock::new(state),
+            checks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A check of `group` in `producer_id`'s transaction starts.
+    fn begin_check(&self, group: &str, producer_id: i64, epoch: i16, token: u64) {
+        let check = Check {
+            token,
+            epoch,
+            verified: false,
+        };
+        self.checks
+            .lock()
+            .insert((group.to_string(), producer_id), check);
+    }
+
+    /// A marker for `producer_id` ends its transaction in the groups
+    /// `ended` picks: their checks in flight no longer count. The caller
+    /// holds `writing`, so no staging is between its check and its write.
+    fn cancel_checks(&self, producer_id: i64, ended: impl Fn(&str) -> bool) {
+        self.checks
+            .lock()
+            .retain(|(g, p), _| *p != producer_id || !ended(g));
+    }
+
+    /// The coordinator answered: a yes counts if no marker (or later check)
+    /// came in between; a no forgets the check.
+    fn finish_check(&self, group: &str, producer_id: i64, token: u64, yes: bool) -> bool {
+        let mut checks = self.checks.lock();
+        let k = (group.to_string(), producer_id);
+        match checks.get_mut(&k) {
+            Some(c) if c.token == token && yes => {
+                c.verified = true;
+                true
+            }
+            Some(c) if c.token == token => {
+                checks.remove(&k);
+                false
+            }
+            _ => false,
         }
     }
 
@@ -96,6 +149,16 @@ impl StagedOffsets {
     ) -> Result<(), Error> {
         let _writing = self.writing.lock();
         let k = (group.to_string(), producer_id);
+        // Only with a check the coordinator said yes to and no marker
+        // cancelled: else the transaction may have ended meanwhile, and
+        // offsets staged now would wait for a marker that never comes.
+        let checked = self.checks.lock().remove(&k);
+        if !checked.is_some_and(|c| c.verified && c.epoch == epoch) {
+            return Err(TxnError::CoordinatorNotAvailable(format!(
+                "the transaction of {id:?} ended while its offsets for {group:?} were checked; retry"
+            ))
+            .into());
+        }
         let mut next = match self.state.read().get(&k) {
             Some(s) if s.producer_epoch > epoch => {
                 return Err(TxnError::ProducerFenced {
@@ -146,7 +209,8 @@ impl Broker {
     }
 
     /// TxnOffsetCommit with the transaction coordinated by another
-    /// broker, the producer and group already checked with it.
+    /// broker, the producer and group already checked with it
+    /// ([`Broker::check_remote_group`]).
     pub(crate) fn stage_txn_offsets(
         &self,
         id: &str,
@@ -156,6 +220,32 @@ impl Broker {
         offsets: Vec<(String, i32, CommittedOffset)>,
     ) -> Result<(), Error> {
         self.staged().stage(id, group, producer_id, epoch, offsets)
+    }
+
+    /// Before offsets of `group` are staged here for `id`'s transaction,
+    /// whose coordinator is another broker: the group's slot must be in
+    /// that producer's open transaction (AddOffsetsToTxn put it there).
+    /// A marker for the slot meanwhile cancels the check. Blocking: it
+    /// waits for the coordinator.
+    pub(crate) fn check_remote_group(
+        &self,
+        id: &str,
+        group: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+    ) -> Result<(), Error> {
+        let staged = self.staged();
+        let token = super::peers::next_guard_token();
+        staged.begin_check(group, producer_id, producer_epoch, token);
+        let answer = self.verify_remote_group(id, group, producer_id, producer_epoch);
+        if !staged.finish_check(group, producer_id, token, answer.is_ok()) {
+            answer?;
+            return Err(TxnError::CoordinatorNotAvailable(format!(
+                "the transaction of {id:?} ended while {group:?} was checked; retry"
+            ))
+            .into());
+        }
+        Ok(())
     }
 
     /// The partitions of `group` with offsets staged here by a transaction
@@ -176,21 +266,25 @@ impl Broker {
         slot: i32,
     ) -> Result<(), Error> {
         let staged = self.staged();
-        let ending: Vec<((String, i64), Staged)> = staged
-            .state
-            .read()
-            .iter()
-            .filter(|((g, p), s)| {
-                *p == producer_id
-                    && s.producer_epoch <= epoch
-                    && self.group_slot(g).is_ok_and(|s| s == slot)
-            })
-            .map(|(k, s)| (k.clone(), s.clone()))
-            .collect();
+        let of_slot = |g: &str| self.group_slot(g).is_ok_and(|s| s == slot);
+        let ending: Vec<((String, i64), Staged)> = {
+            let _writing = staged.writing.lock();
+            // Checks in flight were about the transaction this ends.
+            staged.cancel_checks(producer_id, of_slot);
+            staged
+                .state
+                .read()
+                .iter()
+                .filter(|((g, p), s)| *p == producer_id && s.producer_epoch <= epoch && of_slot(g))
+                .map(|(k, s)| (k.clone(), s.clone()))
+                .collect()
+        };
         for (k, s) in ending {
             // Not under `writing`: the group coordinator's lock is taken
             // to commit, and its compaction takes `writing` under it.
-            if commit && !s.offsets.is_empty() {
+            // Offsets of an older epoch are a transaction whose marker
+            // never came here: never committed by a later one's.
+            if commit && s.producer_epoch == epoch && !s.offsets.is_empty() {
                 self.groups()
                     .commit_transactional_offsets(&k.0, s.offsets.clone())?;
             }
@@ -201,6 +295,55 @@ impl Broker {
             staged.log.append(&[(key(&k.0, k.1), None)])?;
             staged.state.write().remove(&k);
         }
-        Ok(())
+        // On disk before it is answered, as a partition's marker: the
+        // coordinator then records the transaction complete.
+        staged.log.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::group::store::CommittedOffset;
+    use crate::testing::broker_with_topics;
+
+    fn offsets() -> Vec<(String, i32, CommittedOffset)> {
+        let o = CommittedOffset {
+            offset: 4,
+            leader_epoch: -1,
+            metadata: None,
+            commit_timestamp: 0,
+        };
+        vec![("t".to_string(), 0, o)]
+    }
+
+    #[test]
+    fn offsets_stage_only_after_a_yes_no_marker_overtook() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = broker_with_topics(dir.path(), &["t"]);
+        let s = b.staged();
+        // Never checked: refused.
+        assert!(s.stage("tx", "g", 7, 3, offsets()).is_err());
+        // Checked, yes: staged once; the check is used up.
+        s.begin_check("g", 7, 3, 1);
+        assert!(s.finish_check("g", 7, 1, true));
+        s.stage("tx", "g", 7, 3, offsets()).unwrap();
+        assert_eq!(s.partitions_of("g").len(), 1);
+        assert!(s.stage("tx", "g", 7, 3, offsets()).is_err());
+        // A marker during the check: its yes stages nothing.
+        s.begin_check("g", 7, 3, 2);
+        s.cancel_checks(7, |g| g == "g");
+        assert!(!s.finish_check("g", 7, 2, true));
+        assert!(s.stage("tx", "g", 7, 3, offsets()).is_err());
+        // A marker for another group's slot or producer leaves it be.
+        s.begin_check("g", 7, 3, 3);
+        s.cancel_checks(7, |g| g == "other");
+        s.cancel_checks(8, |_| true);
+        assert!(s.finish_check("g", 7, 3, true));
+        // A yes for another epoch than the stage's does not count.
+        assert!(s.stage("tx", "g", 7, 4, offsets()).is_err());
+        // A no forgets the check.
+        s.begin_check("g", 7, 3, 4);
+        assert!(!s.finish_check("g", 7, 4, false));
+        assert!(s.checks.lock().is_empty());
     }
 }
