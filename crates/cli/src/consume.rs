@@ -220,6 +220,9 @@ pub async fn read(args: ReadArgs) -> Result<(), CliError> {
         // expect from a command line.
         .start_inclusive(!args.exclusive && start != StartPosition::Latest)
         .partition(partition)
+        // A partition whose leader is down is waited for this long once
+        // the others are read, then its error ends the command.
+        .request_timeout(Duration::from_secs(g.timeout.max(1)))
         .build()
         .await
         .context(format!("cannot read {}", args.topic), b)?;

@@ -344,7 +344,10 @@ impl Reader {
     }
 
     /// Whether a message after the current position exists now (asks the
-    /// broker unless one is buffered already).
+    /// broker unless one is buffered already). A partition that cannot be
+    /// asked (its leader is down) does not hide the others' messages: only
+    /// when none has one and such a partition still cannot be asked after
+    /// the request timeout is its error returned.
     pub async fn has_message_available(&mut self) -> Result<bool> {
         if self.fetcher.has_buffered() {
             return Ok(true);
@@ -355,24 +358,30 @@ impl Reader {
             if let Some(e) = self.fetcher.take_error() {
                 return Err(e);
             }
-            if !self.fetcher.any_pending() {
-                break;
+            let bounds = self.fetcher.bounds().await;
+            let tps: Vec<TopicPartition> = self.fetcher.partitions().cloned().collect();
+            let mut unknown = None;
+            for (tp, b) in tps.iter().zip(bounds) {
+                match (self.fetcher.position(tp), b) {
+                    (Some(Pos::At(pos)), Ok((earliest, end))) if pos.max(earliest) < end => {
+                        return Ok(true)
+                    }
+                    (Some(Pos::At(_)), Ok(_)) => {}
+                    (_, Err(e)) if !e.is_retriable() => return Err(e),
+                    (_, Err(e)) => unknown = Some(e),
+                    (_, Ok(_)) => {
+                        unknown.get_or_insert(Error::Timeout(self.request_timeout));
+                    }
+                }
             }
+            let Some(e) = unknown else {
+                return Ok(false);
+            };
             if Instant::now() >= deadline {
-                return Err(Error::Timeout(self.request_timeout));
+                return Err(e);
             }
             tokio::time::sleep(self.retry_backoff).await;
         }
-        let bounds = self.fetcher.bounds().await;
-        let tps: Vec<TopicPartition> = self.fetcher.partitions().cloned().collect();
-        for (tp, b) in tps.iter().zip(bounds) {
-            let (earliest, end) = b?;
-            match self.fetcher.position(tp) {
-                Some(Pos::At(pos)) if pos.max(earliest) < end => return Ok(true),
-                _ => {}
-            }
-        }
-        Ok(false)
     }
 
     /// Moves every partition read to `position` (honouring

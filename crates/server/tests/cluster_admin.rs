@@ -3,7 +3,8 @@
 //! Kafka's controller answers them for partitions of one replica: nothing
 //! to elect while the replica's broker is live, no eligible leader while it
 //! is fenced, and a move to other brokers refused (it needs replication)
-//! instead of reported done.
+//! instead of reported done. And `magnetar read` of a topic with one
+//! partition offline prints the others before it gives up.
 
 mod common;
 
@@ -116,8 +117,24 @@ async fn elections_and_reassignments_answer_for_the_partitions_brokers() {
     assert_eq!(part.leader_id.0, 2);
     assert_eq!(part.replica_nodes, vec![BrokerId(2)]);
 
-    // Node 3 down and fenced: its partition has no eligible leader; the
-    // others still need no election.
+    // One record in each partition, then node 3 down and fenced: its
+    // partition has no eligible leader; the others still need no election.
+    let producer: rdkafka::producer::FutureProducer =
+        common::client_config(&c.addr(1)).create().unwrap();
+    for partition in 0..3 {
+        let v = format!("r{partition}");
+        producer
+            .send(
+                rdkafka::producer::FutureRecord::to("moves")
+                    .partition(partition)
+                    .key(&v)
+                    .payload(&v),
+                Duration::from_secs(20),
+            )
+            .await
+            .map_err(|(e, _)| e)
+            .unwrap();
+    }
     c.node(3).kill();
     let offline = on(3);
     common::eventually(Duration::from_secs(30), "node 3 fenced", || async {
@@ -135,4 +152,34 @@ async fn elections_and_reassignments_answer_for_the_partitions_brokers() {
         let expect = if partition as i32 == offline { 83 } else { 84 };
         assert_eq!(*code, expect, "partition {partition}: {codes:?}");
     }
+
+    // `magnetar read` prints the live partitions' records, then gives up
+    // on the offline one after --timeout with exit code 4.
+    let bootstrap = c.addr(1);
+    let started = std::time::Instant::now();
+    let out = tokio::task::spawn_blocking(move || {
+        common::cli::magnetar(
+            &bootstrap,
+            &["read", "moves", "--from", "earliest", "--timeout", "3"],
+            None,
+        )
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stdout}\n{stderr}");
+    for partition in 0..3 {
+        let printed = stdout.contains(&format!("r{partition}"));
+        assert_eq!(
+            printed,
+            partition != offline,
+            "partition {partition}: {stdout}"
+        );
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
 }

@@ -279,11 +279,6 @@ impl Fetcher {
         })
     }
 
-    /// Whether some position still has to be looked up.
-    pub fn any_pending(&self) -> bool {
-        self.parts.iter().any(|p| matches!(p.pos, Pos::Pending(_)))
-    }
-
     /// Whether any message is buffered.
     pub fn has_buffered(&self) -> bool {
         self.parts.iter().any(|p| !p.buffer.is_empty())
