@@ -13,35 +13,26 @@ use kafka_protocol::protocol::StrBytes;
 use super::{BrokerProcess, RawConn};
 
 /// A key of `key_type` (0 group, 1 transactional id), `prefix`-N, whose
-/// coordinator is node `node`, as FindCoordinator at `addr` answers. A
-/// coordinator answered unavailable (COORDINATOR_NOT_AVAILABLE: its broker
-/// missed heartbeats on a loaded machine and is fenced for a moment) is
-/// asked again until it is back.
+/// coordinator is node `node` (a live one), as FindCoordinator at `addr`
+/// answers. Keys whose coordinator is answered unavailable
+/// (COORDINATOR_NOT_AVAILABLE: its broker is down) are another broker's and
+/// skipped.
 pub async fn coordinated_by(addr: &str, key_type: i8, prefix: &str, node: i32) -> String {
     let mut conn = RawConn::connect(addr.parse().unwrap()).await;
     for i in 0..1000 {
         let key = format!("{prefix}-{i}");
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let owner = loop {
-            let req = FindCoordinatorRequest::default()
-                .with_key_type(key_type)
-                .with_coordinator_keys(vec![StrBytes::from_string(key.clone())]);
-            let ResponseKind::FindCoordinator(resp) =
-                conn.call(ApiKey::FindCoordinator, 4, req).await
-            else {
-                panic!("no FindCoordinator answer from {addr}")
-            };
-            let x = &resp.coordinators[0];
-            match x.error_code {
-                0 => break x.node_id.0,
-                15 if std::time::Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(100)).await
-                }
-                _ => panic!("{resp:?}"),
-            }
+        let req = FindCoordinatorRequest::default()
+            .with_key_type(key_type)
+            .with_coordinator_keys(vec![StrBytes::from_string(key.clone())]);
+        let ResponseKind::FindCoordinator(resp) = conn.call(ApiKey::FindCoordinator, 4, req).await
+        else {
+            panic!("no FindCoordinator answer from {addr}")
         };
-        if owner == node {
-            return key;
+        let x = &resp.coordinators[0];
+        match x.error_code {
+            0 if x.node_id.0 == node => return key,
+            0 | 15 => {}
+            _ => panic!("{resp:?}"),
         }
     }
     panic!("no key coordinated by node {node}")
