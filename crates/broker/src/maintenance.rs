@@ -92,7 +92,11 @@ fn spawn_transaction_recovery(
                 _ = async { stopped.wait_for(|s| *s).await.map(|_| ()) } => return,
             }
             let b = broker.clone();
-            let _ = tokio::task::spawn_blocking(move || b.complete_prepared_transactions()).await;
+            let stop = stopped.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                b.complete_prepared_transactions_while(|| !*stop.borrow())
+            })
+            .await;
         }
     })
 }

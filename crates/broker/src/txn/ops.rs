@@ -548,6 +548,13 @@ impl Broker {
     /// partly written; writing one twice is harmless) and aborts those open
     /// past their timeout, fencing their producers. Returns how many ended.
     pub fn complete_prepared_transactions(&self) -> usize {
+        self.complete_prepared_transactions_while(|| true)
+    }
+
+    /// [`Broker::complete_prepared_transactions`], stopping before the next
+    /// transaction once `go_on` says no (each may wait for another broker,
+    /// so a shutdown does not wait for them all).
+    pub fn complete_prepared_transactions_while(&self, go_on: impl Fn() -> bool) -> usize {
         let Ok(txns) = self.transactions() else {
             return 0;
         };
@@ -559,6 +566,9 @@ impl Broker {
             .collect();
         let mut ended = 0;
         for (id, seen) in due {
+            if !go_on() {
+                break;
+            }
             let _ending = txns.ending(&id);
             let prepared = {
                 let mut d = txns.decide();
