@@ -87,8 +87,18 @@ impl KafkaPeers {
         }))
     }
 
-    fn clone_handle(&self) -> KafkaPeers {
-        self.clone()
+    /// Sends `req` at `version` to the broker at `addr`; its answer.
+    async fn call<R: kafka_protocol::protocol::Request>(
+        &self,
+        addr: &str,
+        version: i16,
+        req: &R,
+    ) -> Result<R::Response, Error> {
+        let conn = self.connection(addr).await?;
+        conn.send(version, req)
+            .map_err(|e| unreachable(addr, &e))?
+            .await
+            .map_err(|e| unreachable(addr, &e))
     }
 
     async fn connection(&self, addr: &str) -> Result<client::Connection, Error> {
@@ -173,6 +183,27 @@ fn by_topic(partitions: &[(String, i32)]) -> Vec<(String, Vec<i32>)> {
     out
 }
 
+/// Each partition asked about with its answer (UNKNOWN_SERVER_ERROR for
+/// one the other broker left out).
+fn per_partition(
+    partitions: &[(String, i32)],
+    codes: &HashMap<(String, i32), i16>,
+    addr: &str,
+    id: &str,
+    epoch: i16,
+) -> Vec<TxnPartitionResult> {
+    partitions
+        .iter()
+        .map(|tp| {
+            let code = codes
+                .get(tp)
+                .copied()
+                .unwrap_or(ResponseError::UnknownServerError.code());
+            (tp.clone(), answer(code, addr, id, epoch, tp))
+        })
+        .collect()
+}
+
 fn topic_name(t: &str) -> TopicName {
     TopicName(StrBytes::from_string(t.to_string()))
 }
@@ -183,7 +214,7 @@ impl TxnPeers for KafkaPeers {
         addr: String,
         req: MarkerRequest,
     ) -> PeerFuture<Vec<TxnPartitionResult>> {
-        let me = self.clone_handle();
+        let me = self.clone();
         Box::pin(async move {
             let topics = by_topic(&req.partitions)
                 .into_iter()
@@ -200,12 +231,7 @@ impl TxnPeers for KafkaPeers {
                 .with_coordinator_epoch(req.coordinator_epoch)
                 .with_topics(topics);
             let wire = WriteTxnMarkersRequest::default().with_markers(vec![marker]);
-            let conn = me.connection(&addr).await?;
-            let resp = conn
-                .send(MARKERS_VERSION, &wire)
-                .map_err(|e| unreachable(&addr, &e))?
-                .await
-                .map_err(|e| unreachable(&addr, &e))?;
+            let resp = me.call(&addr, MARKERS_VERSION, &wire).await?;
             let mut codes = HashMap::new();
             for m in &resp.markers {
                 for t in &m.topics {
@@ -215,28 +241,18 @@ impl TxnPeers for KafkaPeers {
                 }
             }
             let id = format!("producer {}", req.producer_id);
-            Ok(req
-                .partitions
-                .iter()
-                .map(|tp| {
-                    let r = match codes.get(tp) {
-                        Some(c) => answer(*c, &addr, &id, req.producer_epoch, tp),
-                        None => answer(
-                            ResponseError::UnknownServerError.code(),
-                            &addr,
-                            &id,
-                            req.producer_epoch,
-                            tp,
-                        ),
-                    };
-                    (tp.clone(), r)
-                })
-                .collect())
+            Ok(per_partition(
+                &req.partitions,
+                &codes,
+                &addr,
+                &id,
+                req.producer_epoch,
+            ))
         })
     }
 
     fn verify(&self, addr: String, req: VerifyRequest) -> PeerFuture<Vec<TxnPartitionResult>> {
-        let me = self.clone_handle();
+        let me = self.clone();
         Box::pin(async move {
             let topics = by_topic(&req.partitions)
                 .into_iter()
@@ -255,12 +271,7 @@ impl TxnPeers for KafkaPeers {
                 .with_verify_only(true)
                 .with_topics(topics);
             let wire = AddPartitionsToTxnRequest::default().with_transactions(vec![txn]);
-            let conn = me.connection(&addr).await?;
-            let resp = conn
-                .send(VERIFY_VERSION, &wire)
-                .map_err(|e| unreachable(&addr, &e))?
-                .await
-                .map_err(|e| unreachable(&addr, &e))?;
+            let resp = me.call(&addr, VERIFY_VERSION, &wire).await?;
             let id = req.transactional_id.as_str();
             let epoch = req.producer_epoch;
             if resp.error_code != 0 {
@@ -281,17 +292,7 @@ impl TxnPeers for KafkaPeers {
                     }
                 }
             }
-            Ok(req
-                .partitions
-                .iter()
-                .map(|tp| {
-                    let code = codes
-                        .get(tp)
-                        .copied()
-                        .unwrap_or(ResponseError::UnknownServerError.code());
-                    (tp.clone(), answer(code, &addr, id, epoch, tp))
-                })
-                .collect())
+            Ok(per_partition(&req.partitions, &codes, &addr, id, epoch))
         })
     }
 }

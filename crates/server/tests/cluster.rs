@@ -35,13 +35,7 @@ use uuid::Uuid;
 const UNKNOWN_TOPIC_ID: i16 = 100;
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// Fast failure detection so tests do not wait out Kafka's 9 s session.
-const SETTINGS: &[&str] = &[
-    "broker.session.timeout.ms=4000",
-    "broker.heartbeat.interval.ms=500",
-    "offsets.topic.num.partitions=12",
-    "auto.create.topics.enable=false",
-];
+use common::cluster::FAST_SETTINGS as SETTINGS;
 
 /// Partition → leader of `topic` as `addr` reports it, once it reports
 /// `partitions` of them.

@@ -26,12 +26,7 @@ use rdkafka::{Message, Offset, TopicPartitionList};
 const TIMEOUT: Duration = Duration::from_secs(20);
 const DEADLINE: Duration = Duration::from_secs(30);
 
-const SETTINGS: &[&str] = &[
-    "broker.session.timeout.ms=4000",
-    "broker.heartbeat.interval.ms=500",
-    "offsets.topic.num.partitions=12",
-    "auto.create.topics.enable=false",
-];
+use common::cluster::FAST_SETTINGS as SETTINGS;
 
 /// DescribeTransactions of `id` as the broker at `addr` answers it.
 async fn describe(addr: &str, id: &str) -> TransactionState {

@@ -358,10 +358,9 @@ impl Broker {
             .collect()
     }
 
-    /// Before offsets of `group` are staged here for `id`'s transaction,
-    /// whose coordinator is another broker: the group's slot must be in
-    /// that producer's open transaction (AddOffsetsToTxn put it there).
-    /// Blocking: it waits for the coordinator.
+    /// Asks `id`'s coordinator (another broker) whether `group`'s slot is
+    /// in the producer's open transaction; the guarded form is
+    /// [`Broker::check_remote_group`]. Blocking.
     pub(crate) fn verify_remote_group(
         &self,
         id: &str,

@@ -97,6 +97,15 @@ pub async fn metadata(addr: &str) -> MetadataResponse {
     resp
 }
 
+/// Fast failure detection, so tests do not wait out Kafka's 9 s session;
+/// 12 coordinator slots; topics only by request.
+pub const FAST_SETTINGS: &[&str] = &[
+    "broker.session.timeout.ms=4000",
+    "broker.heartbeat.interval.ms=500",
+    "offsets.topic.num.partitions=12",
+    "auto.create.topics.enable=false",
+];
+
 /// Nodes 1..=n of one cluster.
 pub struct Cluster {
     /// The nodes, node `i` at index `i - 1`.
