@@ -13,7 +13,7 @@ use crate::config::{BrokerConfig, TopicConfig, TopicKind};
 use crate::group::coordinator::GroupCoordinator;
 use crate::group::store::{GroupLog, OFFSETS_TOPIC};
 use crate::lifecycle::{into_partitions, partition_specs, topic_from};
-use crate::metadata_records::PartitionState;
+use crate::metadata_records::{MetadataRecord, PartitionState};
 use crate::metadata_store::{MetadataStore, TopicRecord};
 use crate::tenancy::Tenants;
 use crate::topic::{Partition, Topic};
@@ -143,6 +143,15 @@ impl Broker {
                     .collect();
             }
         }
+        if !store
+            .data
+            .topics
+            .keys()
+            .any(|t| t.as_str() == OFFSETS_TOPIC)
+        {
+            let topic = crate::group::store::offsets_topic_record(node, TopicId::random());
+            store.commit(&[MetadataRecord::TopicCreated { topic }])?;
+        }
         reconcile_disk(&logs, &store.data, node, &[])?;
         let table = open_hosted(&logs, &store.data, &config, node)?;
         let limit = store.data.producer_id_limit;
@@ -241,31 +250,11 @@ impl Broker {
         &self.groups().front_end().schemas
     }
 
-    /// The internal offsets topic's partition, created on first start.
-    fn offsets_partition(&self) -> Result<Arc<Partition>, Error> {
-        let name = TopicName::new(OFFSETS_TOPIC)?;
-        let topic = match self.topic(OFFSETS_TOPIC) {
-            Some(t) => t,
-            None => {
-                // Never expire by time or size: the coordinator compacts it.
-                let mut config = TopicConfig::default();
-                config.set("retention.ms", "-1")?;
-                config.set("retention.bytes", "-1")?;
-                config.set("segment.bytes", "16777216")?;
-                config.set("cleanup.policy", "compact")?;
-                self.create_topic(
-                    NewTopic {
-                        assignments: Vec::new(),
-                        name,
-                        partitions: Some(1),
-                        replication_factor: None,
-                        kind: TopicKind::Partitioned,
-                        config,
-                    },
-                    false,
-                )?
-            }
-        };
+    /// The partition of the internal offsets topic the metadata holds.
+    pub(crate) fn offsets_partition(&self) -> Result<Arc<Partition>, Error> {
+        let topic = self
+            .topic(OFFSETS_TOPIC)
+            .ok_or_else(|| Error::UnknownTopic(OFFSETS_TOPIC.to_string()))?;
         topic.partition(PartitionId(0)).cloned()
     }
 

@@ -180,6 +180,40 @@ mod tests {
     }
 
     #[test]
+    fn an_imported_metadata_file_survives_the_log_codec_and_applies_once() {
+        let mut file = Metadata::new("old-cluster".into());
+        file.node_configs
+            .entry(1)
+            .or_default()
+            .insert("log.cleaner.backoff.ms".into(), "20000".into());
+        file.producer_id_limit = 3000;
+        let MetadataRecord::TopicCreated { topic } = created("orders", 3) else {
+            unreachable!()
+        };
+        file.topics.insert(topic.name.clone(), topic);
+        let batch = MetadataBatch(vec![MetadataRecord::Imported {
+            metadata: Box::new(file.clone()),
+        }]);
+        let bytes = postcard::to_stdvec(&batch).unwrap();
+        let back = postcard::from_bytes::<MetadataBatch>(&bytes).unwrap();
+        assert_eq!(back, batch, "integer map keys and all");
+
+        let mut m = MetadataMachine::new();
+        assert_eq!(m.apply(1, &back), Ok(()));
+        assert_eq!(m.metadata, file);
+        // Never over a cluster that has its metadata.
+        let e = m.apply(2, &back).unwrap_err();
+        assert!(e.contains("has its metadata already"), "{e}");
+        assert_eq!(m.metadata, file);
+        let mut fresh = MetadataMachine::new();
+        let init = MetadataBatch(vec![MetadataRecord::ClusterInitialized {
+            cluster_id: "new".into(),
+        }]);
+        fresh.apply(1, &init).unwrap();
+        assert!(fresh.apply(2, &back).is_err());
+    }
+
+    #[test]
     fn a_conflicting_batch_changes_nothing_and_snapshots_restore_the_state() {
         let mut m = MetadataMachine::new();
         let init = MetadataRecord::ClusterInitialized {

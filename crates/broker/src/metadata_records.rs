@@ -70,6 +70,16 @@ pub enum MetadataRecord {
         /// The cluster id, as Kafka's `ClusterId`.
         cluster_id: String,
     },
+    /// A single node's metadata file (`cluster-metadata.json`, which
+    /// `magnetar standalone` kept before it ran a quorum of one) became
+    /// the first state of its quorum, cluster id included.
+    Imported {
+        /// The file's content (as JSON text: this enum's internal tag
+        /// buffers its fields, which loses the integer map keys a
+        /// `Metadata` has).
+        #[serde(with = "json_text")]
+        metadata: Box<Metadata>,
+    },
     /// A topic was created with these partitions (`topic.placements`).
     TopicCreated {
         /// The topic, its id and placements included.
@@ -248,15 +258,40 @@ pub enum Expectation {
 impl MetadataRecord {
     /// Whether it changes the client quotas.
     pub fn is_quota(&self) -> bool {
-        matches!(self, MetadataRecord::ClientQuotaSet { .. })
+        matches!(
+            self,
+            MetadataRecord::ClientQuotaSet { .. } | MetadataRecord::Imported { .. }
+        )
     }
 
     /// Whether it changes the ACLs.
     pub fn is_acl(&self) -> bool {
         matches!(
             self,
-            MetadataRecord::AclCreated { .. } | MetadataRecord::AclDeleted { .. }
+            MetadataRecord::AclCreated { .. }
+                | MetadataRecord::AclDeleted { .. }
+                | MetadataRecord::Imported { .. }
         )
+    }
+}
+
+/// A value carried as JSON text.
+mod json_text {
+    use serde::de::{DeserializeOwned, Error as _};
+    use serde::ser::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<T: Serialize, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+        serde_json::to_string(v)
+            .map_err(S::Error::custom)?
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, T: DeserializeOwned, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<T, D::Error> {
+        let text = String::deserialize(d)?;
+        serde_json::from_str(&text).map_err(D::Error::custom)
     }
 }
 
@@ -290,6 +325,18 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
                 )));
             }
             m.cluster_id = cluster_id.clone();
+        }
+        MetadataRecord::Imported { metadata } => {
+            if !m.cluster_id.is_empty() {
+                return Err(conflict(format!(
+                    "an import into cluster {}, which has its metadata already",
+                    m.cluster_id
+                )));
+            }
+            if metadata.cluster_id.is_empty() {
+                return Err(conflict("an import without a cluster id".into()));
+            }
+            *m = (**metadata).clone();
         }
         MetadataRecord::TopicCreated { topic } => {
             if m.topics.get(&topic.name) == Some(topic) {

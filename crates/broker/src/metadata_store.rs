@@ -214,27 +214,9 @@ impl MetadataStore {
         };
         match fs::read(&path) {
             Ok(bytes) => {
-                let data: Metadata =
-                    serde_json::from_slice(&bytes).map_err(|e| Error::MetadataCorrupt {
-                        path: path.clone(),
-                        reason: e.to_string(),
-                    })?;
-                if data.version != VERSION && data.version != 1 {
-                    return Err(Error::MetadataCorrupt {
-                        path,
-                        reason: format!("unsupported version {}", data.version),
-                    });
-                }
-                let mut data = data;
-                add_default_namespace(&mut data.tenants);
-                let upgrade = data.version == 1;
-                if upgrade {
-                    let own = std::mem::take(&mut data.broker_configs);
-                    if !own.is_empty() {
-                        data.node_configs.entry(node).or_default().extend(own);
-                    }
-                    data.version = VERSION;
-                }
+                let upgrade = serde_json::from_slice::<serde_json::Value>(&bytes)
+                    .is_ok_and(|v| v["version"] == 1);
+                let data = parse(&path, &bytes, node)?;
                 let mut store = MetadataStore {
                     path,
                     memory_only: false,
@@ -259,6 +241,34 @@ impl MetadataStore {
             }
             Err(e) => Err(io(e)),
         }
+    }
+
+    /// The content of a single node's metadata file in `data_dir`, if
+    /// there is one (upgraded as [`MetadataStore::open`] does, every
+    /// partition placed on `node` when the file predates placements),
+    /// without writing anything: what `magnetar standalone` imports into
+    /// its quorum of one.
+    pub fn read_file(
+        data_dir: &Path,
+        node: crate::metadata_records::NodeId,
+    ) -> Result<Option<Metadata>, Error> {
+        if !data_dir.join(FILE_NAME).exists() {
+            return Ok(None);
+        }
+        let path = data_dir.join(FILE_NAME);
+        let bytes = fs::read(&path).map_err(|source| Error::MetadataIo {
+            path: path.clone(),
+            source,
+        })?;
+        let mut data = parse(&path, &bytes, node)?;
+        for rec in data.topics.values_mut() {
+            if rec.placements.len() != rec.partitions as usize {
+                rec.placements = (0..rec.partitions)
+                    .map(|_| PartitionState::single(node))
+                    .collect();
+            }
+        }
+        Ok(Some(data))
     }
 
     /// A cluster member's metadata, held in memory only: it changes by
@@ -295,6 +305,35 @@ impl MetadataStore {
             source,
         })
     }
+}
+
+/// The file's content, upgraded from version 1: its dynamic broker keys
+/// were the node's own, so they stay `node`'s rather than becoming
+/// cluster-wide defaults that the node's resource could not remove.
+fn parse(
+    path: &Path,
+    bytes: &[u8],
+    node: crate::metadata_records::NodeId,
+) -> Result<Metadata, Error> {
+    let mut data: Metadata = serde_json::from_slice(bytes).map_err(|e| Error::MetadataCorrupt {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    if data.version != VERSION && data.version != 1 {
+        return Err(Error::MetadataCorrupt {
+            path: path.to_path_buf(),
+            reason: format!("unsupported version {}", data.version),
+        });
+    }
+    add_default_namespace(&mut data.tenants);
+    if data.version == 1 {
+        let own = std::mem::take(&mut data.broker_configs);
+        if !own.is_empty() {
+            data.node_configs.entry(node).or_default().extend(own);
+        }
+        data.version = VERSION;
+    }
+    Ok(data)
 }
 
 /// `public` and `public/default` always exist (as on an upstream

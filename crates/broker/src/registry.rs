@@ -103,6 +103,10 @@ pub struct Registry {
     session_timeout_ms: u64,
     heartbeat_interval_ms: u64,
     last_seen_ms: BTreeMap<NodeId, u64>,
+    /// The broker that shares this controller's process when nothing else
+    /// can reach the controller (a quorum of one without a network,
+    /// `magnetar standalone`).
+    in_process: Option<NodeId>,
 }
 
 impl Registry {
@@ -113,7 +117,19 @@ impl Registry {
             session_timeout_ms,
             heartbeat_interval_ms,
             last_seen_ms: BTreeMap::new(),
+            in_process: None,
         }
+    }
+
+    /// The controller has no network and `node` is the broker in its own
+    /// process, the only one that can ever reach it. That broker lives
+    /// exactly as long as the controller does, so its session never
+    /// expires (a stalled process must not fence itself and take its
+    /// partitions offline), and an earlier registration of it is always
+    /// a process that is gone, so a restart registers at once.
+    pub fn in_process(mut self, node: NodeId) -> Registry {
+        self.in_process = Some(node);
+        self
     }
 
     /// This controller became active at `now_ms`: every registered broker
@@ -160,7 +176,10 @@ impl Registry {
         endpoints: BTreeMap<String, String>,
         now_ms: u64,
     ) -> Result<MetadataRecord, RegistryError> {
-        let old = m.brokers.get(&node);
+        let old = m
+            .brokers
+            .get(&node)
+            .filter(|_| self.in_process != Some(node));
         if let Some(old) = old {
             let same_directory = !directory.is_empty() && old.directory == directory;
             if old.incarnation != incarnation && !old.shut_down && self.alive(node, now_ms) {
@@ -270,7 +289,7 @@ impl Registry {
     pub fn tick(&self, m: &Metadata, now_ms: u64) -> Vec<MetadataRecord> {
         m.brokers
             .iter()
-            .filter(|(n, b)| !b.fenced && !self.alive(**n, now_ms))
+            .filter(|(n, b)| !b.fenced && !self.alive(**n, now_ms) && self.in_process != Some(**n))
             .map(|(n, b)| MetadataRecord::BrokerFencing {
                 node: *n,
                 epoch: b.epoch,
@@ -407,6 +426,46 @@ mod tests {
             }
         )
         .is_err());
+    }
+
+    #[test]
+    fn the_in_process_broker_registers_at_once_and_never_expires() {
+        let mut m = Metadata::new("c".into());
+        let mut r = Registry::new(9_000, 1_000).in_process(1);
+        let rec = r.register(&m, 1, "a", "d", endpoints(9092), 0).unwrap();
+        commit(&mut m, &[rec]);
+        let a = r.heartbeat(&m, 1, 1, true, 500).unwrap();
+        commit(&mut m, &a.records);
+        // A stall far past the session: still unfenced.
+        assert!(r.tick(&m, 60_000).is_empty());
+        // A restarted process (the controller restarted with it) registers
+        // at once, although the old registration has a session.
+        let mut fresh = Registry::new(9_000, 1_000).in_process(1);
+        fresh.activate(&m, 70_000);
+        let rec = fresh
+            .register(&m, 1, "b", "d", endpoints(9092), 70_001)
+            .unwrap();
+        commit(&mut m, &[rec]);
+        assert_eq!(m.brokers[&1].epoch, 2);
+        // Without the rule, the same registration waits for the old one
+        // to miss its heartbeats, and another directory is refused.
+        let mut plain = Registry::new(9_000, 1_000);
+        plain.activate(&m, 80_000);
+        assert_eq!(
+            plain.register(&m, 1, "c", "d", endpoints(9092), 80_001),
+            Err(RegistryError::PredecessorAlive(1))
+        );
+        assert_eq!(
+            plain.register(&m, 1, "c", "other", endpoints(9092), 80_001),
+            Err(RegistryError::Duplicate(1))
+        );
+        // Other brokers keep the usual rules.
+        let mut r = Registry::new(9_000, 1_000).in_process(1);
+        let rec = r.register(&m, 2, "x", "e", endpoints(9093), 0).unwrap();
+        commit(&mut m, &[rec]);
+        let a = r.heartbeat(&m, 2, 3, true, 1).unwrap();
+        commit(&mut m, &a.records);
+        assert_eq!(r.tick(&m, 60_000).len(), 1);
     }
 
     #[test]

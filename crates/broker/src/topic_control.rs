@@ -47,7 +47,9 @@ pub fn create_topic(
     if let Some(ns) = namespace {
         tenancy::check_topic_namespace(&m.tenants, &req.name, ns)?;
     }
-    if m.topics.contains_key(&req.name) {
+    // The internal topic always exists as far as clients can tell: the
+    // broker makes it (a cluster keeps it on each coordinator instead).
+    if m.topics.contains_key(&req.name) || req.name.is_internal() {
         return Err(Error::TopicExists(req.name.to_string()));
     }
     let partitions = match req.partitions {

@@ -262,6 +262,12 @@ impl<S: StateMachine> Controller<S> {
                     return Err(ControllerError::Raft(format!("initialize: {e}")));
                 }
             }
+        } else if node.inner.config.voters.len() == 1 {
+            // The only voter needs nobody's vote: waiting out an election
+            // timeout first would only delay every restart.
+            if let Err(e) = node.inner.raft.trigger().elect().await {
+                tracing::warn!(error = %e, "controller: could not start an election");
+            }
         }
         Ok(node)
     }

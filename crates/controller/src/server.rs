@@ -185,7 +185,10 @@ async fn handle<S: StateMachine>(inner: &Inner<S>, req: Request<S>) -> Response<
     }
 }
 
-async fn call<S: StateMachine>(inner: &Inner<S>, bytes: Vec<u8>) -> Result<Vec<u8>, Refused> {
+pub(crate) async fn call<S: StateMachine>(
+    inner: &Inner<S>,
+    bytes: Vec<u8>,
+) -> Result<Vec<u8>, Refused> {
     if inner.status().state != openraft::ServerState::Leader {
         return Err(Refused::NotLeader {
             leader: inner.leader().filter(|(id, _)| *id != inner.id),

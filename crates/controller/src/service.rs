@@ -48,6 +48,30 @@ impl<S: StateMachine> ControllerHandle<S> {
         self.0.submit(record).await
     }
 
+    /// Whether this node leads the quorum now.
+    pub fn is_leader(&self) -> bool {
+        self.0.raft.metrics().borrow().state == openraft::ServerState::Leader
+    }
+
+    /// Asks this node's own [`Service`] without the network, as
+    /// [`ControllerClient::call_leader`](crate::ControllerClient::call_leader)
+    /// would if this node leads; [`ControllerError::NotLeader`](crate::ControllerError::NotLeader)
+    /// if it does not.
+    pub async fn call(&self, request: Vec<u8>) -> Result<Vec<u8>> {
+        crate::server::call(&self.0, request)
+            .await
+            .map_err(|r| r.into_error("this node's controller"))
+    }
+
+    /// Waits, at most `timeout`, until this node leads the quorum; whether
+    /// it does.
+    pub async fn wait_leader(&self, timeout: Duration) -> bool {
+        let mut rx = self.0.raft.metrics();
+        let leads = rx.wait_for(|m| m.state == openraft::ServerState::Leader);
+        let led = matches!(tokio::time::timeout(timeout, leads).await, Ok(Ok(_)));
+        led
+    }
+
     /// As [`Controller::fetch`](crate::Controller::fetch).
     pub fn fetch(&self, from: u64, max: usize) -> Fetched<S::Record> {
         self.0.fetch(from, max)

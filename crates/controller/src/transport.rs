@@ -85,3 +85,41 @@ impl Transport for TcpTransport {
         Box::pin(async move { Ok(Box::new(TcpListener::bind(addr).await?) as Box<dyn Listener>) })
     }
 }
+
+/// The address of a voter that runs inside its broker's process and has
+/// no network: a quorum of one (`magnetar standalone`), reached only
+/// through the node's own [`crate::ControllerHandle`].
+pub const IN_PROCESS_ADDR: &str = "in-process:0";
+
+/// No network at all, for a quorum of one inside one process: nothing
+/// can connect to it, and it connects to nobody (it has no peers).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InProcessTransport;
+
+/// A listener that never accepts anything.
+struct NoListener;
+
+impl Listener for NoListener {
+    fn accept(&mut self) -> BoxFuture<'_, io::Result<(BoxConn, String)>> {
+        Box::pin(std::future::pending())
+    }
+
+    fn local_addr(&self) -> io::Result<String> {
+        Ok(IN_PROCESS_ADDR.to_string())
+    }
+}
+
+impl Transport for InProcessTransport {
+    fn connect<'a>(&'a self, addr: &'a str) -> BoxFuture<'a, io::Result<BoxConn>> {
+        Box::pin(async move {
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("an in-process controller has no network (asked to reach {addr})"),
+            ))
+        })
+    }
+
+    fn bind<'a>(&'a self, _addr: &'a str) -> BoxFuture<'a, io::Result<Box<dyn Listener>>> {
+        Box::pin(async move { Ok(Box::new(NoListener) as Box<dyn Listener>) })
+    }
+}

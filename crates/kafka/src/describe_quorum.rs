@@ -4,9 +4,8 @@
 //! Any broker of a cluster answers by asking the leader, as Kafka's brokers
 //! forward it. The metadata log is partition 0 of `__cluster_metadata`;
 //! its offsets are the Raft log's indexes and the leader epoch is the Raft
-//! term. A standalone node keeps its metadata in a local file rather than
-//! in a quorum and answers UNSUPPORTED_VERSION, as a Kafka broker without a
-//! Raft quorum does.
+//! term. A standalone node is a quorum of one inside its process: it
+//! reports itself as the only voter, with no controller listener.
 
 use std::sync::Arc;
 
@@ -117,6 +116,10 @@ pub(crate) fn handle(
         .voter_addrs
         .iter()
         .filter_map(|(id, addr)| {
+            if addr.is_empty() {
+                // In-process (standalone): no controller listener.
+                return Some(Node::default().with_node_id(BrokerId(*id)));
+            }
             let (host, port) = addr.rsplit_once(':')?;
             Some(Node::default().with_node_id(BrokerId(*id)).with_listeners(
                 vec![Listener::default()

@@ -14,8 +14,10 @@ use broker::cluster::{
 };
 use broker::config::BrokerConfig;
 use broker::metadata_machine::{MetadataBatch, MetadataMachine};
+use broker::metadata_records::MetadataRecord;
 use broker::metadata_store::Metadata;
 use broker::{Broker, Endpoint};
+use controller::transport::{InProcessTransport, IN_PROCESS_ADDR};
 use controller::{
     ClientOptions, Controller, ControllerClient, ControllerConfig, Fetched, StateMachine, Voters,
 };
@@ -30,6 +32,8 @@ const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(120);
 /// The cluster side of a running node.
 pub(crate) struct Membership {
     controller: Option<Controller<MetadataMachine>>,
+    /// The controller is a quorum of one inside this process.
+    in_process: bool,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     /// How to reach the quorum and this node's registration, once it
@@ -103,9 +107,18 @@ impl Membership {
         }
     }
 
-    /// This node's controller's address, in combined mode.
+    /// This node's controller's address, in combined mode (an in-process
+    /// quorum of one has none).
     pub(crate) fn controller_addr(&self) -> Option<String> {
-        self.controller.as_ref().map(|c| c.local_addr().to_string())
+        self.controller
+            .as_ref()
+            .filter(|_| !self.in_process)
+            .map(|c| c.local_addr().to_string())
+    }
+
+    /// Whether the controller is a quorum of one inside this process.
+    pub(crate) fn in_process(&self) -> bool {
+        self.in_process
     }
 }
 
@@ -116,12 +129,19 @@ pub(crate) async fn join(
     endpoint: Endpoint,
     endpoints: BTreeMap<String, String>,
 ) -> anyhow::Result<(Arc<Broker>, Membership)> {
-    let voters: Voters = config
-        .string_value("controller.quorum.voters")
-        .parse()
-        .map_err(|e| anyhow::anyhow!("controller.quorum.voters: {e}"))?;
     let node = config.node_id();
-    let combined = config.string_value("process.roles") == "broker,controller";
+    // No voters named: a quorum of one inside this process (`magnetar
+    // standalone`), with no controller port.
+    let in_process = config.string_value("controller.quorum.voters").is_empty();
+    let voters: Voters = if in_process {
+        Voters::new([(node as u64, IN_PROCESS_ADDR.to_string())])?
+    } else {
+        config
+            .string_value("controller.quorum.voters")
+            .parse()
+            .map_err(|e| anyhow::anyhow!("controller.quorum.voters: {e}"))?
+    };
+    let combined = in_process || config.string_value("process.roles") == "broker,controller";
     let is_voter = voters.addr(node as u64).is_some();
     if combined && !is_voter {
         anyhow::bail!(
@@ -139,7 +159,7 @@ pub(crate) async fn join(
         config.data_dir.join("controller"),
     );
     let listen = config.string_value("controller.listen.address");
-    if !listen.is_empty() {
+    if !listen.is_empty() && !in_process {
         cc.listen_addr = Some(listen.trim_start_matches("PLAINTEXT://").to_string());
     }
     let session =
@@ -151,15 +171,31 @@ pub(crate) async fn join(
     // the live controller's Raft files nor replacing the registration of
     // the process that holds it.
     let c = config.clone();
-    let dir = tokio::task::spawn_blocking(move || ClusterDir::open(&c)).await??;
+    let (dir, single_node_file) = tokio::task::spawn_blocking(move || {
+        if in_process {
+            ClusterDir::open_in_process(&c)
+        } else {
+            ClusterDir::open(&c).map(|d| (d, None))
+        }
+    })
+    .await??;
     let (stop, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
-    let transport = controller_transport(&config)?;
+    let transport: Arc<dyn controller::transport::Transport> = if in_process {
+        Arc::new(InProcessTransport)
+    } else {
+        controller_transport(&config)?
+    };
     let controller = if combined {
         let c = Controller::start_with(cc.clone(), MetadataMachine::new(), transport.clone(), None)
             .await
             .map_err(|e| anyhow::anyhow!("controller: {e}"))?;
-        let service = BrokerService::new(c.handle(), session, heartbeat);
+        let service = if in_process {
+            let slots = config.int_value("offsets.topic.num.partitions").max(1) as usize;
+            BrokerService::in_process(c.handle(), node, slots, heartbeat)
+        } else {
+            BrokerService::new(c.handle(), session, heartbeat)
+        };
         c.set_service(service.clone());
         tasks.push(tokio::spawn(run_fencing(
             service,
@@ -183,11 +219,20 @@ pub(crate) async fn join(
     let (superseded_tx, superseded) = watch::channel(None);
     let membership = Membership {
         controller,
+        in_process,
         stop,
         tasks,
         registered: None,
         superseded,
     };
+    if let Some(file) = single_node_file {
+        if let Err(e) = import(&link, &membership, file, &config.data_dir).await {
+            let mut m = membership;
+            m.stop_tasks().await;
+            m.shutdown_controller().await;
+            return Err(e);
+        }
+    }
     let joining = Joining {
         config,
         dir,
@@ -263,6 +308,61 @@ fn controller_transport(
     Ok(Arc::new(controller::tls::TlsTransport::new(
         server, client, check,
     )))
+}
+
+/// Makes a single node's metadata file (written by `magnetar standalone`
+/// before it ran a quorum of one) the first state of the quorum, then
+/// renames the file out of the way. A crash in between finds the quorum
+/// holding the file's cluster already, and only renames it.
+async fn import(
+    link: &ClusterLink,
+    membership: &Membership,
+    file: Metadata,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    let controller = membership
+        .controller
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("a quorum of one runs its controller"))?
+        .handle();
+    // Everything already in the log applied first: the leader's own entry
+    // commits once it leads.
+    let limit = Duration::from_secs(30);
+    if !controller.wait_leader(limit).await {
+        anyhow::bail!("the controller did not take the lead within {limit:?}");
+    }
+    if let Some(last) = controller.status().last_log_index {
+        controller
+            .wait_applied(last, limit)
+            .await
+            .map_err(|e| anyhow::anyhow!("controller: {e}"))?;
+    }
+    let current = controller.read(|sm| sm.metadata.cluster_id.clone());
+    let path = data_dir.join(broker::metadata_store::FILE_NAME);
+    if current.is_empty() {
+        let topics = file.topics.len();
+        let cluster_id = file.cluster_id.clone();
+        let batch = MetadataBatch(vec![MetadataRecord::Imported {
+            metadata: Box::new(file),
+        }]);
+        let (index, answer) = link.submit(batch).await?;
+        answer.map_err(|e| anyhow::anyhow!("importing {}: {e}", path.display()))?;
+        info!(
+            %cluster_id,
+            topics,
+            index,
+            "imported the single-node metadata file into the controller quorum"
+        );
+    } else if current != file.cluster_id {
+        anyhow::bail!(
+            "{} holds the metadata of cluster {} but its controller quorum is cluster {current}; move one of them away",
+            path.display(),
+            file.cluster_id
+        );
+    }
+    let dir = data_dir.to_path_buf();
+    tokio::task::spawn_blocking(move || broker::cluster::import_done(&dir)).await??;
+    Ok(())
 }
 
 /// What a node brings to the cluster it joins.

@@ -126,8 +126,7 @@ impl Node {
             }
             None => None,
         };
-        let clustered = !config.string_value("controller.quorum.voters").is_empty();
-        let (broker, membership) = if clustered {
+        let (broker, membership) = {
             let mut endpoints: std::collections::BTreeMap<String, String> = kafka_endpoints
                 .iter()
                 .map(|(k, e)| (k.clone(), format!("{}:{}", e.host, e.port)))
@@ -146,12 +145,10 @@ impl Node {
             }
             let (b, m) = crate::membership::join(config, endpoint, endpoints).await?;
             (b, Some(m))
-        } else {
-            let b = tokio::task::spawn_blocking(move || Broker::open(config, endpoint)).await??;
-            (b, None)
         };
         broker.set_listener_endpoints(kafka_endpoints);
-        if broker.is_clustered() {
+        // A quorum of one inside this process has no other broker to reach.
+        if !membership.as_ref().is_some_and(|m| m.in_process()) {
             match magnetar_kafka::peers::KafkaPeers::new(&broker.config()) {
                 Ok(p) => broker.set_txn_peers(p),
                 Err(why) => tracing::warn!(

@@ -77,6 +77,10 @@ fn launch(config: Result<BrokerConfig, broker::Error>) -> ExitCode {
     }
 }
 
+/// The log filter without `MAGNETAR_LOG`: the Raft library's routine
+/// lines (elections, log appends) only when something is wrong.
+const DEFAULT_LOG_FILTER: &str = "info,openraft=warn";
+
 /// Log output: level filter from `MAGNETAR_LOG` (or `RUST_LOG`), format
 /// from `MAGNETAR_LOG_FORMAT` (`text`, the default, or `json`: one JSON
 /// object per line). Colours only when stderr is a terminal and `NO_COLOR`
@@ -85,7 +89,7 @@ fn init_tracing() -> Result<(), String> {
     use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_env("MAGNETAR_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     let format = std::env::var("MAGNETAR_LOG_FORMAT").unwrap_or_default();
     let colour = std::io::stderr().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());

@@ -573,10 +573,9 @@ async fn config_resources_and_cluster_endpoint_types() {
     }
 }
 
-/// A standalone node has no controller quorum: DescribeQuorum answers
-/// UNSUPPORTED_VERSION with why, as a Kafka broker without Raft metadata.
+/// A standalone node is a quorum of one inside its process.
 #[tokio::test]
-async fn describe_quorum_on_a_standalone_node_says_there_is_no_quorum() {
+async fn describe_quorum_on_a_standalone_node_describes_a_quorum_of_one() {
     use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
     let b = BrokerProcess::start(&[]);
     let mut conn = RawConn::connect(b.addr).await;
@@ -586,7 +585,20 @@ async fn describe_quorum_on_a_standalone_node_says_there_is_no_quorum() {
     let ResponseKind::DescribeQuorum(r) = conn.call(ApiKey::DescribeQuorum, 2, req).await else {
         panic!("not a DescribeQuorum response")
     };
-    assert_eq!(r.error_code, 35, "UNSUPPORTED_VERSION");
-    let why = r.error_message.unwrap();
-    assert!(why.contains("standalone"), "{why}");
+    assert_eq!(r.error_code, 0, "{:?}", r.error_message);
+    let p = &r.topics[0].partitions[0];
+    assert_eq!((p.error_code, p.leader_id.0), (0, 1), "node 1 leads");
+    assert!(p.leader_epoch >= 1);
+    let voters: Vec<i32> = p.current_voters.iter().map(|v| v.replica_id.0).collect();
+    assert_eq!(voters, [1], "the only voter");
+    assert!(p.observers.is_empty());
+    assert!(p.high_watermark > 0);
+    assert_eq!(p.current_voters[0].log_end_offset, p.high_watermark);
+    // In-process: no controller listener to report.
+    let nodes: Vec<(i32, usize)> = r
+        .nodes
+        .iter()
+        .map(|n| (n.node_id.0, n.listeners.len()))
+        .collect();
+    assert_eq!(nodes, [(1, 0)]);
 }

@@ -70,10 +70,20 @@ fn assert_not_created(broker: &BrokerProcess, topic: &str) {
     assert!(!stray, "no partition directory for {topic}");
 }
 
-fn stored_kind(broker: &BrokerProcess, topic: &str) -> String {
-    let text = std::fs::read_to_string(broker.dir().join("cluster-metadata.json")).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    v["topics"][topic]["kind"].as_str().unwrap().to_string()
+/// The kind a topic was stored with, as Pulsar's partitioned-topic
+/// metadata reports it (0 partitions: non-partitioned).
+async fn stored_kind(broker: &BrokerProcess, topic: &str) -> String {
+    let url = format!(
+        "{}/admin/v2/persistent/public/default/{topic}/partitions",
+        broker.http_url()
+    );
+    let v: serde_json::Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+    let kind = if v["partitions"].as_i64().unwrap() > 0 {
+        "partitioned"
+    } else {
+        "non-partitioned"
+    };
+    kind.to_string()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -116,7 +126,7 @@ async fn row_allowed_and_asked_creates_partitioned() {
         Ok(3),
         "created for good"
     );
-    assert_eq!(stored_kind(&broker, "auto-part"), "partitioned");
+    assert_eq!(stored_kind(&broker, "auto-part").await, "partitioned");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -127,7 +137,7 @@ async fn row_allowed_and_asked_creates_non_partitioned() {
         "num.partitions=3",
     ]);
     assert_eq!(lookup(&broker.bootstrap(), "auto-single", true), Ok(1));
-    assert_eq!(stored_kind(&broker, "auto-single"), "non-partitioned");
+    assert_eq!(stored_kind(&broker, "auto-single").await, "non-partitioned");
 }
 
 #[tokio::test(flavor = "multi_thread")]

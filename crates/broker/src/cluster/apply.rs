@@ -17,7 +17,7 @@ use tracing::{info, warn};
 
 use super::dir::{check_membership, ClusterDir};
 use super::{ClusterLink, ClusterState, ClusterView};
-use crate::config::{BrokerConfig, TopicConfig};
+use crate::config::BrokerConfig;
 use crate::core::{open_hosted, reconcile_disk, Endpoint};
 use crate::group::store::OFFSETS_TOPIC;
 use crate::lifecycle::{into_partitions, partition_specs};
@@ -49,7 +49,15 @@ impl Broker {
         let node = config.node_id();
         let static_config = config.clone();
         config = metadata.dynamic_config(&static_config, node);
-        reconcile_disk(&logs, &metadata, node, &[OFFSETS_TOPIC])?;
+        // A quorum of one publishes the group log as a topic (see
+        // `BrokerService::in_process`); elsewhere it is this node's own.
+        let published_offsets = metadata.topics.keys().any(|t| t.as_str() == OFFSETS_TOPIC);
+        let node_local: &[&str] = if published_offsets {
+            &[]
+        } else {
+            &[OFFSETS_TOPIC]
+        };
+        reconcile_disk(&logs, &metadata, node, node_local)?;
         let table = open_hosted(&logs, &metadata, &config, node)?;
         info!(
             topics = table.by_name.len(),
@@ -73,7 +81,11 @@ impl Broker {
             table,
             Some(state),
         );
-        let offsets = broker.local_offsets_log()?;
+        let offsets = if published_offsets {
+            broker.offsets_partition()?
+        } else {
+            broker.local_offsets_log()?
+        };
         broker.start_groups(offsets)?;
         Ok(Arc::new(broker))
     }
@@ -89,21 +101,7 @@ impl Broker {
             .find(|(t, _)| *t == tp)
             .and_then(|(_, id)| *id)
             .unwrap_or_else(TopicId::random);
-        let mut config = TopicConfig::default();
-        config.set("retention.ms", "-1")?;
-        config.set("retention.bytes", "-1")?;
-        config.set("segment.bytes", "16777216")?;
-        config.set("cleanup.policy", "compact")?;
-        let rec = TopicRecord {
-            name: tp.topic.clone(),
-            id,
-            kind: crate::config::TopicKind::Partitioned,
-            partitions: 1,
-            config,
-            placements: vec![crate::metadata_records::PartitionState::single(
-                self.node_id(),
-            )],
-        };
+        let rec = crate::group::store::offsets_topic_record(self.node_id(), id);
         let broker_config = self.config();
         let specs = partition_specs(&rec, &self.tenants.read(), &broker_config, 0..1);
         let mut opened =

@@ -35,10 +35,35 @@ impl ClusterDir {
     /// refused) and reads its membership, giving a new directory its id.
     /// A single node's directory, or another node's, is refused. Blocking.
     pub fn open(config: &BrokerConfig) -> Result<ClusterDir, Error> {
+        Self::open_checked(config, false)
+    }
+
+    /// As [`ClusterDir::open`] for the node of a quorum of one (`magnetar
+    /// standalone`), which also takes a single node's directory: the
+    /// metadata file it holds, if any, is returned for the quorum to
+    /// import (see [`import_done`]).
+    pub fn open_in_process(
+        config: &BrokerConfig,
+    ) -> Result<(ClusterDir, Option<crate::metadata_store::Metadata>), Error> {
+        let dir = Self::open_checked(config, true)?;
+        let file =
+            crate::metadata_store::MetadataStore::read_file(&config.data_dir, config.node_id())?;
+        Ok((dir, file))
+    }
+
+    fn open_checked(config: &BrokerConfig, single_node_ok: bool) -> Result<ClusterDir, Error> {
         let dir = &config.data_dir;
         let logs = prepare_data_dir(config)?;
         let mut props = read(dir)?;
-        if props.is_empty() && dir.join(crate::metadata_store::FILE_NAME).exists() {
+        let single_node = dir.join(crate::metadata_store::FILE_NAME).exists();
+        if single_node_ok && props.contains_key("cluster.id") && !dir.join("controller").exists() {
+            // A broker-only node's: its quorum is elsewhere.
+            return Err(refuse(format!(
+                "{} belongs to a node of a cluster whose controllers run elsewhere; start it with magnetar broker",
+                dir.display()
+            )));
+        }
+        if props.is_empty() && single_node && !single_node_ok {
             return Err(refuse(format!(
                 "{} holds a single node's data (magnetar standalone); a cluster node needs its own data directory",
                 dir.display()
@@ -70,6 +95,28 @@ impl ClusterDir {
     pub fn directory_id(&self) -> &str {
         &self.directory_id
     }
+}
+
+/// The suffix a single node's metadata file gets once its quorum of one
+/// has imported it (kept for reference, never read again).
+pub const IMPORTED_SUFFIX: &str = ".imported";
+
+/// Renames the metadata file in `dir`, imported into the quorum, out of
+/// the way (durably: a restart must not import it again).
+pub fn import_done(dir: &Path) -> Result<(), Error> {
+    let from = dir.join(crate::metadata_store::FILE_NAME);
+    let to = dir.join(format!(
+        "{}{IMPORTED_SUFFIX}",
+        crate::metadata_store::FILE_NAME
+    ));
+    let io = |source| Error::MetadataIo {
+        path: from.clone(),
+        source,
+    };
+    std::fs::rename(&from, &to).map_err(io)?;
+    std::fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(io)
 }
 
 fn refuse(reason: String) -> Error {

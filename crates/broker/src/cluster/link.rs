@@ -63,15 +63,53 @@ impl ClusterLink {
             .map(|(id, _)| id as NodeId)
     }
 
+    /// Whether this node's own controller is the only voter (a quorum of
+    /// one, e.g. `magnetar standalone`): it is the leader or nobody is.
+    pub fn sole_voter(&self) -> bool {
+        self.local.as_ref().is_some_and(|l| self.voters == [l.id()])
+    }
+
+    /// This node's own controller when it leads (or, as the only voter,
+    /// once it does): requests then skip the network.
+    async fn local_leader(&self) -> Option<&ControllerHandle<MetadataMachine>> {
+        let local = self.local.as_ref()?;
+        if local.is_leader() || (self.sole_voter() && local.wait_leader(self.change_timeout).await)
+        {
+            return Some(local);
+        }
+        None
+    }
+
     /// Commits one batch through the leader; its index, or the conflict
     /// that made every node refuse it.
     pub async fn submit(&self, batch: MetadataBatch) -> Result<(u64, Result<(), String>), Error> {
+        if let Some(local) = self.local_leader().await {
+            if self.sole_voter() {
+                let s = local.submit(batch).await.map_err(unavailable)?;
+                return Ok((s.index, s.response));
+            }
+            match local.submit(batch.clone()).await {
+                Ok(s) => return Ok((s.index, s.response)),
+                // Deposed meanwhile: the client finds the new leader.
+                Err(ControllerError::NotLeader { .. }) => {}
+                Err(e) => return Err(unavailable(e)),
+            }
+        }
         let s = self.client.submit(batch).await.map_err(unavailable)?;
         Ok((s.index, s.response))
     }
 
     /// A request to the leader's broker service.
     pub async fn call(&self, request: Vec<u8>) -> Result<Vec<u8>, ControllerError> {
+        if let Some(local) = self.local_leader().await {
+            if self.sole_voter() {
+                return local.call(request).await;
+            }
+            match local.call(request.clone()).await {
+                Err(ControllerError::NotLeader { .. }) => {}
+                answer => return answer,
+            }
+        }
         self.client.call_leader(request).await
     }
 

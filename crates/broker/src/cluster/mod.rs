@@ -19,7 +19,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
-pub use dir::{ClusterDir, MEMBERSHIP_FILE};
+pub use dir::{import_done, ClusterDir, IMPORTED_SUFFIX, MEMBERSHIP_FILE};
 pub use link::ClusterLink;
 pub(crate) use ops::next_cluster_producer_id;
 pub use service::{

@@ -82,7 +82,8 @@ pub struct QuorumDescription {
     pub high_watermark: i64,
     /// The voters.
     pub voters: Vec<ReplicaProgress>,
-    /// Each voter's controller address, `host:port`.
+    /// Each voter's controller address, `host:port` (empty for a voter
+    /// inside its broker's process, which has none).
     pub voter_addrs: Vec<(NodeId, String)>,
     /// Registered brokers that do not vote.
     pub observers: Vec<ReplicaProgress>,
@@ -146,6 +147,10 @@ pub struct BrokerService {
     state: Mutex<State>,
     started: Instant,
     session_timeout: Duration,
+    /// The broker in this controller's own process and the coordinator
+    /// slots to place on it, when nothing else can reach the controller
+    /// (see [`BrokerService::in_process`]).
+    in_process: Option<(NodeId, usize)>,
 }
 
 impl BrokerService {
@@ -157,18 +162,52 @@ impl BrokerService {
         session_timeout: Duration,
         heartbeat_interval: Duration,
     ) -> Arc<BrokerService> {
+        let registry = Registry::new(
+            session_timeout.as_millis() as u64,
+            heartbeat_interval.as_millis() as u64,
+        );
+        Self::build(controller, registry, session_timeout, None)
+    }
+
+    /// A service for a controller without a network, whose only broker
+    /// is `node` in its own process (a quorum of one: `magnetar
+    /// standalone`). That broker never loses its session and registers at
+    /// once after a restart ([`Registry::in_process`]); its first
+    /// registration also places the `slots` coordinator slots on it and
+    /// publishes its group log as the internal topic `__consumer_offsets`,
+    /// as a single Kafka broker shows it (with several brokers each keeps
+    /// its own).
+    pub fn in_process(
+        controller: ControllerHandle<MetadataMachine>,
+        node: NodeId,
+        slots: usize,
+        heartbeat_interval: Duration,
+    ) -> Arc<BrokerService> {
+        let session = Duration::from_millis(crate::registry::DEFAULT_SESSION_TIMEOUT_MS);
+        let registry = Registry::new(
+            session.as_millis() as u64,
+            heartbeat_interval.as_millis() as u64,
+        )
+        .in_process(node);
+        Self::build(controller, registry, session, Some((node, slots.max(1))))
+    }
+
+    fn build(
+        controller: ControllerHandle<MetadataMachine>,
+        registry: Registry,
+        session_timeout: Duration,
+        in_process: Option<(NodeId, usize)>,
+    ) -> Arc<BrokerService> {
         Arc::new(BrokerService {
             controller,
             state: Mutex::new(State {
-                registry: Registry::new(
-                    session_timeout.as_millis() as u64,
-                    heartbeat_interval.as_millis() as u64,
-                ),
+                registry,
                 progress: BTreeMap::new(),
                 active_term: None,
             }),
             started: Instant::now(),
             session_timeout,
+            in_process,
         })
     }
 
@@ -244,6 +283,9 @@ impl BrokerService {
                         });
                     }
                     records.push(rec);
+                    if let Some((own, slots)) = self.in_process.filter(|(n, _)| *n == node) {
+                        records.extend(in_process_bootstrap(m, own, slots));
+                    }
                     Ok((records, Pending::Registered { node, epoch }))
                 }
                 ServiceRequest::Heartbeat {
@@ -352,7 +394,15 @@ impl BrokerService {
             voter_addrs: status
                 .voters
                 .iter()
-                .map(|(id, a)| (*id as NodeId, a.clone()))
+                .map(|(id, a)| {
+                    // A voter inside its broker's process has no address.
+                    let a = if a == controller::transport::IN_PROCESS_ADDR {
+                        String::new()
+                    } else {
+                        a.clone()
+                    };
+                    (*id as NodeId, a)
+                })
                 .collect(),
             observers,
         })
@@ -423,6 +473,28 @@ impl BrokerService {
             Err(e) => warn!("could not fence brokers: {e}"),
         }
     }
+}
+
+/// What an in-process broker's registration adds while missing: the
+/// coordinator slots, all its own, and its group log as a topic.
+fn in_process_bootstrap(
+    m: &crate::metadata_store::Metadata,
+    node: NodeId,
+    slots: usize,
+) -> Vec<MetadataRecord> {
+    let mut records = Vec::new();
+    if m.coordinators.is_empty() {
+        records.push(MetadataRecord::CoordinatorsPlaced {
+            nodes: vec![node; slots],
+        });
+    }
+    let offsets = crate::group::store::OFFSETS_TOPIC;
+    if !m.topics.keys().any(|t| t.as_str() == offsets) {
+        records.push(MetadataRecord::TopicCreated {
+            topic: crate::group::store::offsets_topic_record(node, model::TopicId::random()),
+        });
+    }
+    records
 }
 
 /// The wall clock in epoch milliseconds (what Kafka reports timestamps in).

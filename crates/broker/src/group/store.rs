@@ -21,6 +21,34 @@ use crate::{now_ms, Error, Partition};
 /// The internal topic's name.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
+/// The internal topic's metadata as node `node` keeps it, with id `id`:
+/// one partition, never expired by time or size (the coordinator compacts
+/// it itself).
+pub fn offsets_topic_record(
+    node: crate::metadata_records::NodeId,
+    id: model::TopicId,
+) -> crate::metadata_store::TopicRecord {
+    let mut config = crate::config::TopicConfig::default();
+    for (k, v) in [
+        ("retention.ms", "-1"),
+        ("retention.bytes", "-1"),
+        ("segment.bytes", "16777216"),
+        ("cleanup.policy", "compact"),
+    ] {
+        config
+            .set(k, v)
+            .expect("the offsets topic's settings are valid");
+    }
+    crate::metadata_store::TopicRecord {
+        name: model::TopicName::new(OFFSETS_TOPIC).expect("a valid topic name"),
+        id,
+        kind: crate::config::TopicKind::Partitioned,
+        partitions: 1,
+        config,
+        placements: vec![crate::metadata_records::PartitionState::single(node)],
+    }
+}
+
 /// Most bytes read per step while replaying.
 const REPLAY_CHUNK: usize = 1 << 20;
 

@@ -101,6 +101,25 @@ impl BrokerProcess {
         args: &[String],
         settings: &[&str],
     ) -> Result<BrokerProcess, String> {
+        Self::try_start_on("broker", data_dir, args, settings)
+    }
+
+    /// A `magnetar standalone` on `data_dir` (kept by the caller, e.g. a
+    /// copy of a fixture), answering its log if it exits or does not get
+    /// ready.
+    pub fn try_start_standalone_on(
+        data_dir: PathBuf,
+        settings: &[&str],
+    ) -> Result<BrokerProcess, String> {
+        Self::try_start_on("standalone", data_dir, &[], settings)
+    }
+
+    fn try_start_on(
+        command: &'static str,
+        data_dir: PathBuf,
+        args: &[String],
+        settings: &[&str],
+    ) -> Result<BrokerProcess, String> {
         let mut b = BrokerProcess {
             child: None,
             addr: "127.0.0.1:0".parse().unwrap(),
@@ -116,7 +135,7 @@ impl BrokerProcess {
             pulsar_seen: Arc::default(),
             http_addr: None,
             http_seen: Arc::default(),
-            command: "broker",
+            command,
         };
         let (mut child, rx) = b.spawn_child("127.0.0.1:0");
         match rx.recv_timeout(Duration::from_secs(60)) {
@@ -268,7 +287,7 @@ impl BrokerProcess {
             )
             .env(
                 "MAGNETAR_LOG",
-                std::env::var("MAGNETAR_TEST_LOG").unwrap_or_else(|_| "info".into()),
+                std::env::var("MAGNETAR_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()),
             )
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

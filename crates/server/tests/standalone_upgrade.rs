@@ -1,0 +1,193 @@
+//! `magnetar standalone` runs a quorum of one; before, it kept its metadata
+//! in `cluster-metadata.json`. A data directory of that version (the
+//! fixture, made by the previous binary with
+//! `fixtures/make_standalone_file_metadata.py`) is imported into the
+//! quorum on the first start: everything it held is checked through
+//! independent clients (`tests/python/standalone_upgrade.py`), before and
+//! after a restart, and the import is safe to interrupt.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::BrokerProcess;
+
+/// The fixture's cluster and topic ids, as the old version made them.
+const FIXTURE_IDS: &str = r#"{"cluster_id": "l5NQFPK8TT67TGvPs37Xsg", "topic_ids": {
+ "__consumer_offsets": "64b73ba4-9564-49ed-8475-80be26ebcd98",
+ "acme.billing.events": "4024a871-5d2a-4dff-b407-72caddf5abac",
+ "orders": "f59f1434-121d-456c-bf02-0bcaf7e1a0ae"}}"#;
+
+const FILE: &str = "cluster-metadata.json";
+const IMPORTED: &str = "cluster-metadata.json.imported";
+const IMPORT_LINE: &str = "imported the single-node metadata file";
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A fresh copy of the fixture.
+fn fixture_copy() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    copy_dir(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/standalone-file-metadata"),
+        &dir,
+    );
+    (tmp, dir)
+}
+
+fn check_everything(b: &BrokerProcess) {
+    b.run_python_script(
+        "standalone_upgrade.py",
+        &[
+            b.bootstrap().as_ref(),
+            b.pulsar_url().as_ref(),
+            b.http_url().as_ref(),
+            FIXTURE_IDS.as_ref(),
+        ],
+    );
+}
+
+fn imports(b: &BrokerProcess) -> usize {
+    b.log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains(IMPORT_LINE))
+        .count()
+}
+
+#[test]
+fn a_data_directory_of_the_file_metadata_version_is_imported_whole() {
+    let (_tmp, dir) = fixture_copy();
+    let mut b =
+        BrokerProcess::try_start_standalone_on(dir.clone(), &[]).unwrap_or_else(|l| panic!("{l}"));
+    assert_eq!(imports(&b), 1, "{}", b.log_text());
+    assert!(
+        !dir.join(FILE).exists(),
+        "the file is moved away once imported"
+    );
+    assert!(dir.join(IMPORTED).exists());
+    let props = std::fs::read_to_string(dir.join("meta.properties")).unwrap();
+    assert!(
+        props.contains("cluster.id=l5NQFPK8TT67TGvPs37Xsg"),
+        "{props}"
+    );
+    check_everything(&b);
+
+    // A restart reads the quorum, not the file: no second import.
+    assert_eq!(b.stop_with("-TERM"), Some(0));
+    b.restart();
+    assert_eq!(imports(&b), 1);
+    check_everything(&b);
+
+    // A crash after the import committed but before the file was moved:
+    // the next start finds its cluster in the quorum and only moves it.
+    assert_eq!(b.stop_with("-KILL"), None);
+    std::fs::rename(dir.join(IMPORTED), dir.join(FILE)).unwrap();
+    b.restart();
+    assert_eq!(imports(&b), 1, "imported once only");
+    assert!(!dir.join(FILE).exists());
+    check_everything(&b);
+}
+
+#[test]
+fn a_metadata_file_of_another_cluster_is_refused() {
+    let (_tmp, dir) = fixture_copy();
+    let mut b =
+        BrokerProcess::try_start_standalone_on(dir.clone(), &[]).unwrap_or_else(|l| panic!("{l}"));
+    assert_eq!(b.stop_with("-TERM"), Some(0));
+    // Another single node's file dropped into the directory.
+    let text = std::fs::read_to_string(dir.join(IMPORTED)).unwrap();
+    std::fs::write(
+        dir.join(FILE),
+        text.replace("l5NQFPK8TT67TGvPs37Xsg", "AnotherClusterIdAAAAA"),
+    )
+    .unwrap();
+    let log = match BrokerProcess::try_start_standalone_on(dir.clone(), &[]) {
+        Ok(b) => panic!("started:\n{}", b.log_text()),
+        Err(log) => log,
+    };
+    assert!(
+        log.contains("holds the metadata of cluster AnotherClusterIdAAAAA but its controller quorum is cluster l5NQFPK8TT67TGvPs37Xsg"),
+        "{log}"
+    );
+    assert!(dir.join(FILE).exists(), "nothing is moved or lost");
+}
+
+/// Standalone and cluster data directories are not interchangeable: a
+/// node started on the other kind's directory is refused before it
+/// touches anything there.
+#[test]
+fn the_other_kind_of_data_directory_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+
+    // A broker-only cluster node's directory: its quorum is elsewhere.
+    let broker_only = tmp.path().join("broker-only");
+    std::fs::create_dir_all(&broker_only).unwrap();
+    std::fs::write(
+        broker_only.join("meta.properties"),
+        "cluster.id=SomeClusterAAAAAAAAAAAA\ndirectory.id=SomeDirectoryAAAAAAAAA\nnode.id=1\n",
+    )
+    .unwrap();
+    let log = match BrokerProcess::try_start_standalone_on(broker_only.clone(), &[]) {
+        Ok(b) => panic!("started:\n{}", b.log_text()),
+        Err(log) => log,
+    };
+    assert!(log.contains("controllers run elsewhere"), "{log}");
+    assert!(
+        !broker_only.join("controller").exists(),
+        "nothing made there"
+    );
+
+    // A standalone directory, then started as a combined cluster node:
+    // its controller belongs to another quorum.
+    let single = tmp.path().join("single");
+    let mut b = BrokerProcess::try_start_standalone_on(single.clone(), &[])
+        .unwrap_or_else(|l| panic!("{l}"));
+    assert_eq!(b.stop_with("-TERM"), Some(0));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let args: Vec<String> = [
+        "--node-id".to_string(),
+        "1".into(),
+        "--controller-quorum".into(),
+        format!("1@127.0.0.1:{port}"),
+        "--controller-addr".into(),
+        format!("127.0.0.1:{port}"),
+    ]
+    .into();
+    let log = match BrokerProcess::try_start_node(single.clone(), &args, &[]) {
+        Ok(b) => panic!("started:\n{}", b.log_text()),
+        Err(log) => log,
+    };
+    assert!(
+        log.contains("controller quorum voters 1@127.0.0.1")
+            && log.contains("disagree with 1@in-process:0"),
+        "{log}"
+    );
+
+    // And a combined node's directory started standalone.
+    let node = tmp.path().join("node");
+    let n =
+        BrokerProcess::try_start_node(node.clone(), &args, &[]).unwrap_or_else(|l| panic!("{l}"));
+    drop(n);
+    let log = match BrokerProcess::try_start_standalone_on(node.clone(), &[]) {
+        Ok(b) => panic!("started:\n{}", b.log_text()),
+        Err(log) => log,
+    };
+    assert!(log.contains("disagree with 1@127.0.0.1"), "{log}");
+}
