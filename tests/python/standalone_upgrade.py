@@ -6,7 +6,8 @@ plain HTTP). Read-only apart from one new record, so it can run again after
 a restart.
 
 usage: standalone_upgrade.py KAFKA PULSAR_URL HTTP_URL FIXTURE_JSON
-FIXTURE_JSON: {"cluster_id": ..., "topic_ids": {name: uuid}} as the fixture
+FIXTURE_JSON: {"cluster_id": ..., "topic_ids": {name: uuid},
+"producer_id_limit": N} as the fixture
 was made (crates/server/tests/fixtures/make_standalone_file_metadata.py).
 """
 import json
@@ -91,6 +92,26 @@ creds = admin.describe_user_scram_credentials(["alice"])["alice"].result(30)
 infos = [(i.mechanism.name, i.iterations) for i in creds.scram_credential_infos]
 assert infos == [("SCRAM_SHA_256", 4096)], infos
 
+# The ACL and the client quota (no client library offers quotas but
+# kafka-python's protocol classes).
+from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType,
+                                   ResourcePatternType)
+everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                              AclOperation.ANY, AclPermissionType.ANY)
+acls = [(a.name, a.principal, a.operation.name, a.permission_type.name)
+        for a in admin.describe_acls(everything).result(30)]
+assert acls == [("secret", "User:alice", "READ", "ALLOW")], acls
+import kafka as kp
+from kafka.protocol.admin import DescribeClientQuotasRequest as D
+ka = kp.KafkaAdminClient(bootstrap_servers=kafka)
+d = D(version=0, strict=False,
+      components=[D.ComponentData(entity_type="client-id", match_type=2, match=None)])
+r = ka._manager.run(ka._send_request_to_controller, d, lambda r: [], True)
+quotas = [([(e.entity_type, e.entity_name) for e in q.entity], [(v.key, v.value) for v in q.values])
+          for q in r.entries]
+assert quotas == [([("client-id", "app-1")], [("producer_byte_rate", 1048576.0)])], quotas
+ka.close()
+
 # Tenants and namespaces over HTTP.
 def get(path):
     return json.loads(urllib.request.urlopen(http + path, timeout=30).read())
@@ -112,15 +133,22 @@ admin.create_topics([NewTopic(fresh, 2)])[fresh].result(30)
 p = Producer({"bootstrap.servers": kafka})
 p.produce(fresh, b"after-upgrade", partition=1)
 assert p.flush(30) == 0
+# Producer ids go on from the block the old version had reserved (taking
+# one of its ids again would mix two producers' sequences).
+kprod = kp.KafkaProducer(bootstrap_servers=kafka, enable_idempotence=True)
+kprod.send(fresh, b"idempotent", partition=0).get(30)
+pid = kprod._transaction_manager.producer_id_and_epoch.producer_id
+assert pid >= fixture["producer_id_limit"], pid
+kprod.close()
 c = Consumer({"bootstrap.servers": kafka, "group.id": "g-" + fresh,
               "auto.offset.reset": "earliest"})
 c.subscribe([fresh])
+seen = set()
 deadline = time.time() + 60
-m = None
-while time.time() < deadline:
+while time.time() < deadline and len(seen) < 2:
     m = c.poll(1.0)
     if m is not None and m.error() is None:
-        break
+        seen.add(m.value())
 c.close()
-assert m is not None and m.value() == b"after-upgrade", m
+assert seen == {b"after-upgrade", b"idempotent"}, seen
 print("OK")

@@ -209,6 +209,11 @@ pub enum Error {
     /// retry.
     #[error("the controller quorum is unavailable: {0}")]
     ControllerUnavailable(String),
+    /// A node could not start as a member of its cluster (its controller
+    /// did not start, its registration was refused, its data directory
+    /// holds another cluster's metadata); the message says why.
+    #[error("{0}")]
+    Startup(String),
     /// The broker coordinating a group or transactional id is fenced or
     /// unknown (or none is live to place coordinators on); retry.
     #[error("{0}")]

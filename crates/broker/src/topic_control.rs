@@ -47,9 +47,7 @@ pub fn create_topic(
     if let Some(ns) = namespace {
         tenancy::check_topic_namespace(&m.tenants, &req.name, ns)?;
     }
-    // The internal topic always exists as far as clients can tell: the
-    // broker makes it (a cluster keeps it on each coordinator instead).
-    if m.topics.contains_key(&req.name) || req.name.is_internal() {
+    if m.topics.contains_key(&req.name) {
         return Err(Error::TopicExists(req.name.to_string()));
     }
     let partitions = match req.partitions {

@@ -127,7 +127,8 @@ impl From<broker::Error> for ApiError {
             E::Storage { .. }
             | E::DataDir(_)
             | E::MetadataIo { .. }
-            | E::MetadataCorrupt { .. } => {
+            | E::MetadataCorrupt { .. }
+            | E::Startup(_) => {
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
             }
             E::NotEnoughReplicas { .. }

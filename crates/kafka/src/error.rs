@@ -51,9 +51,10 @@ pub fn response_error(e: &Error) -> ResponseError {
         Error::Transaction(t) => txn_error(t),
         Error::TransactionsUnavailable(_) => R::TransactionalIdAuthorizationFailed,
         Error::OperationNotAttempted => R::OperationNotAttempted,
-        Error::DataDir(_) | Error::MetadataIo { .. } | Error::MetadataCorrupt { .. } => {
-            R::KafkaStorageError
-        }
+        Error::DataDir(_)
+        | Error::MetadataIo { .. }
+        | Error::MetadataCorrupt { .. }
+        | Error::Startup(_) => R::KafkaStorageError,
     }
 }
 

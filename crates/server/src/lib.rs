@@ -1,5 +1,4 @@
 //! The pieces of the `magnetar` binary that tests and embedders start
 //! in-process: a [`node::Node`] is one broker with its listeners.
 
-mod membership;
 pub mod node;

@@ -26,7 +26,7 @@ pub struct Node {
     http: Vec<magnetar_http::Server>,
     http_addrs: (Option<SocketAddr>, Option<SocketAddr>),
     maintenance: broker::maintenance::Maintenance,
-    membership: Option<crate::membership::Membership>,
+    membership: broker::cluster::Membership,
     /// Stops the certificate reloader.
     reloader: Option<(
         tokio::sync::watch::Sender<bool>,
@@ -143,12 +143,11 @@ impl Node {
             if let Some(a) = &https_advertised {
                 endpoints.insert(broker::cluster::HTTPS_LISTENER.to_string(), a.clone());
             }
-            let (b, m) = crate::membership::join(config, endpoint, endpoints).await?;
-            (b, Some(m))
+            broker::cluster::join(config, endpoint, endpoints).await?
         };
         broker.set_listener_endpoints(kafka_endpoints);
         // A quorum of one inside this process has no other broker to reach.
-        if !membership.as_ref().is_some_and(|m| m.in_process()) {
+        if !membership.in_process() {
             match magnetar_kafka::peers::KafkaPeers::new(&broker.config()) {
                 Ok(p) => broker.set_txn_peers(p),
                 Err(why) => tracing::warn!(
@@ -242,10 +241,9 @@ impl Node {
             Ok(s) => s,
             Err(e) => {
                 // Stop following the cluster before giving up.
-                if let Some(mut m) = membership {
-                    m.stop_tasks().await;
-                    m.shutdown_controller().await;
-                }
+                let mut m = membership;
+                m.stop_tasks().await;
+                m.shutdown_controller().await;
                 return Err(e);
             }
         };
@@ -278,17 +276,14 @@ impl Node {
 
     /// Where this node's controller listens, in combined mode.
     pub fn controller_addr(&self) -> Option<String> {
-        self.membership.as_ref().and_then(|m| m.controller_addr())
+        self.membership.controller_addr()
     }
 
     /// Resolves, with why, when a later registration of this node id
     /// replaced this node's in its cluster: the node must be shut down.
     /// Never resolves for a standalone node.
     pub async fn superseded(&self) -> String {
-        match &self.membership {
-            Some(m) => m.superseded().await,
-            None => std::future::pending().await,
-        }
+        self.membership.superseded().await
     }
 
     /// The broker core.
@@ -348,15 +343,11 @@ impl Node {
             let _ = task.await;
         }
         let mut membership = self.membership;
-        if let Some(m) = membership.as_mut() {
-            m.stop_tasks().await;
-            m.controlled_shutdown().await;
-        }
+        membership.stop_tasks().await;
+        membership.controlled_shutdown().await;
         let b = self.broker;
         tokio::task::spawn_blocking(move || b.shutdown()).await??;
-        if let Some(m) = membership {
-            m.shutdown_controller().await;
-        }
+        membership.shutdown_controller().await;
         Ok(())
     }
 }

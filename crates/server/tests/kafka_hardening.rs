@@ -134,6 +134,14 @@ async fn the_offsets_topic_is_protected_but_double_underscore_topics_are_not_int
         INVALID_TOPIC
     );
 
+    // Only the broker makes internal topics: the group log exists (as on a
+    // single Kafka broker), the transaction log is never a client's.
+    assert_eq!(create(&mut conn, "__consumer_offsets", 1).await, 36);
+    assert_eq!(
+        create(&mut conn, "__transaction_state", 1).await,
+        INVALID_TOPIC
+    );
+
     // Only Kafka's fixed set is internal: a user topic may start with "__".
     assert_eq!(create(&mut conn, "__debezium-heartbeat.db", 1).await, 0);
     let ResponseKind::Produce(r) = conn

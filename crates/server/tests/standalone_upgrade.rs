@@ -13,10 +13,17 @@ use std::path::{Path, PathBuf};
 use common::BrokerProcess;
 
 /// The fixture's cluster and topic ids, as the old version made them.
-const FIXTURE_IDS: &str = r#"{"cluster_id": "l5NQFPK8TT67TGvPs37Xsg", "topic_ids": {
- "__consumer_offsets": "64b73ba4-9564-49ed-8475-80be26ebcd98",
- "acme.billing.events": "4024a871-5d2a-4dff-b407-72caddf5abac",
- "orders": "f59f1434-121d-456c-bf02-0bcaf7e1a0ae"}}"#;
+const FIXTURE_IDS: &str = r#"{"cluster_id": "mHWrxYN7SR6rZaJfuVEfdQ", "topic_ids": {
+ "__consumer_offsets": "8bf7ed1b-33ab-48c4-8b04-9bfcb9a1c029",
+ "acme.billing.events": "b6208524-4bd6-4bf5-abac-42947974288b",
+ "orders": "7b790e90-4ad0-4ee1-ba7a-3bd516e2017c"}, "producer_id_limit": 1000}"#;
+const CLUSTER_ID: &str = "mHWrxYN7SR6rZaJfuVEfdQ";
+
+/// The settings the fixture was made with (an authorizer, for its ACL).
+const SETTINGS: &[&str] = &[
+    "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found=true",
+];
 
 const FILE: &str = "cluster-metadata.json";
 const IMPORTED: &str = "cluster-metadata.json.imported";
@@ -70,8 +77,8 @@ fn imports(b: &BrokerProcess) -> usize {
 #[test]
 fn a_data_directory_of_the_file_metadata_version_is_imported_whole() {
     let (_tmp, dir) = fixture_copy();
-    let mut b =
-        BrokerProcess::try_start_standalone_on(dir.clone(), &[]).unwrap_or_else(|l| panic!("{l}"));
+    let mut b = BrokerProcess::try_start_standalone_on(dir.clone(), SETTINGS)
+        .unwrap_or_else(|l| panic!("{l}"));
     assert_eq!(imports(&b), 1, "{}", b.log_text());
     assert!(
         !dir.join(FILE).exists(),
@@ -80,7 +87,7 @@ fn a_data_directory_of_the_file_metadata_version_is_imported_whole() {
     assert!(dir.join(IMPORTED).exists());
     let props = std::fs::read_to_string(dir.join("meta.properties")).unwrap();
     assert!(
-        props.contains("cluster.id=l5NQFPK8TT67TGvPs37Xsg"),
+        props.contains(&format!("cluster.id={CLUSTER_ID}")),
         "{props}"
     );
     check_everything(&b);
@@ -104,25 +111,78 @@ fn a_data_directory_of_the_file_metadata_version_is_imported_whole() {
 #[test]
 fn a_metadata_file_of_another_cluster_is_refused() {
     let (_tmp, dir) = fixture_copy();
-    let mut b =
-        BrokerProcess::try_start_standalone_on(dir.clone(), &[]).unwrap_or_else(|l| panic!("{l}"));
+    let mut b = BrokerProcess::try_start_standalone_on(dir.clone(), SETTINGS)
+        .unwrap_or_else(|l| panic!("{l}"));
     assert_eq!(b.stop_with("-TERM"), Some(0));
     // Another single node's file dropped into the directory.
     let text = std::fs::read_to_string(dir.join(IMPORTED)).unwrap();
     std::fs::write(
         dir.join(FILE),
-        text.replace("l5NQFPK8TT67TGvPs37Xsg", "AnotherClusterIdAAAAA"),
+        text.replace(CLUSTER_ID, "AnotherClusterIdAAAAA"),
     )
     .unwrap();
-    let log = match BrokerProcess::try_start_standalone_on(dir.clone(), &[]) {
+    let log = match BrokerProcess::try_start_standalone_on(dir.clone(), SETTINGS) {
         Ok(b) => panic!("started:\n{}", b.log_text()),
         Err(log) => log,
     };
     assert!(
-        log.contains("holds the metadata of cluster AnotherClusterIdAAAAA but its controller quorum is cluster l5NQFPK8TT67TGvPs37Xsg"),
+        log.contains(&format!("holds the metadata of cluster AnotherClusterIdAAAAA but its controller quorum is cluster {CLUSTER_ID}")),
         "{log}"
     );
     assert!(dir.join(FILE).exists(), "nothing is moved or lost");
+}
+
+/// A first start that cannot import (here: the file's partitions are
+/// another node's) changes nothing that matters: the file stays, the
+/// directory is not marked a cluster member's (the older binary still
+/// opens it), and a cluster node still refuses it.
+#[test]
+fn a_refused_import_leaves_the_directory_as_it_was() {
+    let (_tmp, dir) = fixture_copy();
+    let mut settings = SETTINGS.to_vec();
+    settings.push("node.id=2");
+    let log = match BrokerProcess::try_start_standalone_on(dir.clone(), &settings) {
+        Ok(b) => panic!("started:\n{}", b.log_text()),
+        Err(log) => log,
+    };
+    assert!(
+        log.contains(
+            "places partitions on node 1, not on this node (2); start it with --set node.id=1"
+        ),
+        "{log}"
+    );
+    assert!(dir.join(FILE).exists());
+    assert!(!dir.join("meta.properties").exists());
+    assert!(dir.join("orders-1").exists(), "no partition staged");
+    let port = free_port();
+    let log = match BrokerProcess::try_start_node(dir.clone(), &broker_only_flags(port), &[]) {
+        Ok(b) => panic!("started:\n{}", b.log_text()),
+        Err(log) => log,
+    };
+    assert!(log.contains("holds a standalone node's data"), "{log}");
+    // The right node id imports it.
+    let b = BrokerProcess::try_start_standalone_on(dir.clone(), SETTINGS)
+        .unwrap_or_else(|l| panic!("{l}"));
+    assert_eq!(imports(&b), 1);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `magnetar broker` flags of broker-only node 1 of the quorum of node 2
+/// at `port`.
+fn broker_only_flags(port: u16) -> Vec<String> {
+    vec![
+        "--node-id".to_string(),
+        "1".into(),
+        "--controller-quorum".into(),
+        format!("2@127.0.0.1:{port}"),
+    ]
 }
 
 /// Standalone and cluster data directories are not interchangeable: a
@@ -144,7 +204,7 @@ fn the_other_kind_of_data_directory_is_refused() {
         Ok(b) => panic!("started:\n{}", b.log_text()),
         Err(log) => log,
     };
-    assert!(log.contains("controllers run elsewhere"), "{log}");
+    assert!(log.contains("belongs to a node of a cluster"), "{log}");
     assert!(
         !broker_only.join("controller").exists(),
         "nothing made there"
@@ -174,11 +234,13 @@ fn the_other_kind_of_data_directory_is_refused() {
         Ok(b) => panic!("started:\n{}", b.log_text()),
         Err(log) => log,
     };
-    assert!(
-        log.contains("controller quorum voters 1@127.0.0.1")
-            && log.contains("disagree with 1@in-process:0"),
-        "{log}"
-    );
+    assert!(log.contains("holds a standalone node's data"), "{log}");
+    // A broker-only node too, before it registers anywhere.
+    let log = match BrokerProcess::try_start_node(single.clone(), &broker_only_flags(port), &[]) {
+        Ok(b) => panic!("started:\n{}", b.log_text()),
+        Err(log) => log,
+    };
+    assert!(log.contains("holds a standalone node's data"), "{log}");
 
     // And a combined node's directory started standalone.
     let node = tmp.path().join("node");
@@ -189,5 +251,5 @@ fn the_other_kind_of_data_directory_is_refused() {
         Ok(b) => panic!("started:\n{}", b.log_text()),
         Err(log) => log,
     };
-    assert!(log.contains("disagree with 1@127.0.0.1"), "{log}");
+    assert!(log.contains("belongs to a node of a cluster"), "{log}");
 }

@@ -20,6 +20,8 @@ pub const MEMBERSHIP_FILE: &str = "meta.properties";
 pub struct ClusterDir {
     pub(crate) logs: LogManager,
     directory_id: String,
+    /// `meta.properties` to write once an import is done.
+    pending: Option<BTreeMap<String, String>>,
 }
 
 impl std::fmt::Debug for ClusterDir {
@@ -33,42 +35,49 @@ impl std::fmt::Debug for ClusterDir {
 impl ClusterDir {
     /// Locks `config`'s data directory (another process holding it is
     /// refused) and reads its membership, giving a new directory its id.
-    /// A single node's directory, or another node's, is refused. Blocking.
+    /// A standalone node's directory, or another node's, is refused.
+    /// Blocking.
     pub fn open(config: &BrokerConfig) -> Result<ClusterDir, Error> {
-        Self::open_checked(config, false)
+        let (logs, props) = lock(config)?;
+        if standalone_dir(&config.data_dir) {
+            return Err(refuse(format!(
+                "{} holds a standalone node's data (magnetar standalone); a cluster node needs its own data directory",
+                config.data_dir.display()
+            )));
+        }
+        Self::with_identity(config, logs, props, true)
     }
 
     /// As [`ClusterDir::open`] for the node of a quorum of one (`magnetar
-    /// standalone`), which also takes a single node's directory: the
-    /// metadata file it holds, if any, is returned for the quorum to
-    /// import (see [`import_done`]).
+    /// standalone`), which also takes the directory of a version that kept
+    /// its metadata in a file: that file's content is returned for the
+    /// quorum to import, and the directory is only marked as a cluster
+    /// member's once the import is done ([`ClusterDir::import_done`]), so
+    /// until then the older binary can still open it. A cluster node's
+    /// directory is refused.
     pub fn open_in_process(
         config: &BrokerConfig,
     ) -> Result<(ClusterDir, Option<crate::metadata_store::Metadata>), Error> {
-        let dir = Self::open_checked(config, true)?;
-        let file =
-            crate::metadata_store::MetadataStore::read_file(&config.data_dir, config.node_id())?;
-        Ok((dir, file))
+        let (logs, props) = lock(config)?;
+        let dir = &config.data_dir;
+        if props.contains_key("cluster.id") && !standalone_dir(dir) {
+            return Err(refuse(format!(
+                "{} belongs to a node of a cluster (start it with magnetar broker); a standalone node needs its own data directory",
+                dir.display()
+            )));
+        }
+        let file = crate::metadata_store::MetadataStore::read_file(dir, config.node_id())?;
+        let d = Self::with_identity(config, logs, props, file.is_none())?;
+        Ok((d, file))
     }
 
-    fn open_checked(config: &BrokerConfig, single_node_ok: bool) -> Result<ClusterDir, Error> {
+    fn with_identity(
+        config: &BrokerConfig,
+        logs: LogManager,
+        mut props: BTreeMap<String, String>,
+        write_now: bool,
+    ) -> Result<ClusterDir, Error> {
         let dir = &config.data_dir;
-        let logs = prepare_data_dir(config)?;
-        let mut props = read(dir)?;
-        let single_node = dir.join(crate::metadata_store::FILE_NAME).exists();
-        if single_node_ok && props.contains_key("cluster.id") && !dir.join("controller").exists() {
-            // A broker-only node's: its quorum is elsewhere.
-            return Err(refuse(format!(
-                "{} belongs to a node of a cluster whose controllers run elsewhere; start it with magnetar broker",
-                dir.display()
-            )));
-        }
-        if props.is_empty() && single_node && !single_node_ok {
-            return Err(refuse(format!(
-                "{} holds a single node's data (magnetar standalone); a cluster node needs its own data directory",
-                dir.display()
-            )));
-        }
         let node = config.node_id().to_string();
         if let Some(theirs) = props.get("node.id") {
             if *theirs != node {
@@ -84,16 +93,45 @@ impl ClusterDir {
                 let id = crate::metadata_store::new_cluster_id();
                 props.insert("node.id".into(), node);
                 props.insert("directory.id".into(), id.clone());
-                write(dir, &props)?;
+                if write_now {
+                    write(dir, &props)?;
+                }
                 id
             }
         };
-        Ok(ClusterDir { logs, directory_id })
+        Ok(ClusterDir {
+            logs,
+            directory_id,
+            pending: (!write_now).then_some(props),
+        })
     }
 
     /// The directory's id, as registered with the controller.
     pub fn directory_id(&self) -> &str {
         &self.directory_id
+    }
+
+    /// The metadata file in the directory is in the quorum now: renamed
+    /// out of the way and the directory marked as a cluster member's
+    /// (durably: a restart must not import it again). Blocking.
+    pub fn import_done(&mut self, data_dir: &Path) -> Result<(), Error> {
+        let from = data_dir.join(crate::metadata_store::FILE_NAME);
+        let to = data_dir.join(format!(
+            "{}{IMPORTED_SUFFIX}",
+            crate::metadata_store::FILE_NAME
+        ));
+        let io = |source| Error::MetadataIo {
+            path: from.clone(),
+            source,
+        };
+        std::fs::rename(&from, &to).map_err(io)?;
+        std::fs::File::open(data_dir)
+            .and_then(|f| f.sync_all())
+            .map_err(io)?;
+        if let Some(props) = self.pending.take() {
+            write(data_dir, &props)?;
+        }
+        Ok(())
     }
 }
 
@@ -101,22 +139,21 @@ impl ClusterDir {
 /// has imported it (kept for reference, never read again).
 pub const IMPORTED_SUFFIX: &str = ".imported";
 
-/// Renames the metadata file in `dir`, imported into the quorum, out of
-/// the way (durably: a restart must not import it again).
-pub fn import_done(dir: &Path) -> Result<(), Error> {
-    let from = dir.join(crate::metadata_store::FILE_NAME);
-    let to = dir.join(format!(
-        "{}{IMPORTED_SUFFIX}",
-        crate::metadata_store::FILE_NAME
-    ));
-    let io = |source| Error::MetadataIo {
-        path: from.clone(),
-        source,
-    };
-    std::fs::rename(&from, &to).map_err(io)?;
-    std::fs::File::open(dir)
-        .and_then(|f| f.sync_all())
-        .map_err(io)
+/// Locks and prepares the data directory; its `meta.properties`.
+fn lock(config: &BrokerConfig) -> Result<(LogManager, BTreeMap<String, String>), Error> {
+    let logs = prepare_data_dir(config)?;
+    let props = read(&config.data_dir)?;
+    Ok((logs, props))
+}
+
+/// Whether `dir` is a standalone node's: its metadata in a file (before it
+/// ran a quorum of one), imported from one, or in an in-process quorum.
+fn standalone_dir(dir: &Path) -> bool {
+    let file = crate::metadata_store::FILE_NAME;
+    dir.join(file).exists()
+        || dir.join(format!("{file}{IMPORTED_SUFFIX}")).exists()
+        || std::fs::read_to_string(dir.join("controller").join("controller.id"))
+            .is_ok_and(|t| t.contains(controller::transport::IN_PROCESS_ADDR))
 }
 
 fn refuse(reason: String) -> Error {
@@ -169,7 +206,7 @@ fn write(dir: &Path, props: &BTreeMap<String, String>) -> Result<(), Error> {
 /// cluster in a directory that has none yet.
 pub(crate) fn check_membership(dir: &Path, cluster_id: &str, node: i32) -> Result<(), Error> {
     let mut props = read(dir)?;
-    if props.is_empty() && dir.join(crate::metadata_store::FILE_NAME).exists() {
+    if dir.join(crate::metadata_store::FILE_NAME).exists() {
         return Err(refuse(format!(
             "{} holds a single node's data (magnetar standalone); a cluster node needs its own data directory",
             dir.display()

@@ -95,6 +95,10 @@ impl ClusterLink {
                 Err(e) => return Err(unavailable(e)),
             }
         }
+        if self.sole_voter() {
+            // No other controller to ask (an in-process one has no network).
+            return Err(unavailable(ControllerError::NotLeader { leader: None }));
+        }
         let s = self.client.submit(batch).await.map_err(unavailable)?;
         Ok((s.index, s.response))
     }
@@ -109,6 +113,9 @@ impl ClusterLink {
                 Err(ControllerError::NotLeader { .. }) => {}
                 answer => return answer,
             }
+        }
+        if self.sole_voter() {
+            return Err(ControllerError::NotLeader { leader: None });
         }
         self.client.call_leader(request).await
     }

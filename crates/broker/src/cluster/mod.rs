@@ -10,6 +10,7 @@
 mod apply;
 mod dir;
 mod link;
+mod membership;
 mod ops;
 mod service;
 
@@ -19,8 +20,9 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
-pub use dir::{import_done, ClusterDir, IMPORTED_SUFFIX, MEMBERSHIP_FILE};
+pub use dir::{ClusterDir, IMPORTED_SUFFIX, MEMBERSHIP_FILE};
 pub use link::ClusterLink;
+pub use membership::{join, Membership};
 pub(crate) use ops::next_cluster_producer_id;
 pub use service::{
     run_fencing, BrokerService, QuorumDescription, ReplicaProgress, ServiceRequest, ServiceResponse,

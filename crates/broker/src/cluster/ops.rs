@@ -139,7 +139,12 @@ impl Broker {
     ) -> Result<Arc<Topic>, Error> {
         let name = req.name.clone();
         if name.is_internal() {
-            // __consumer_offsets is each broker's own log in a cluster.
+            // Only the broker makes them: a standalone node publishes its
+            // group log as __consumer_offsets (it exists, as on a single
+            // Kafka broker); a cluster keeps each broker's own.
+            if self.topic(name.as_str()).is_some() {
+                return Err(Error::TopicExists(name.to_string()));
+            }
             return Err(Error::InternalTopic(name.to_string()));
         }
         let rf = req.replication_factor.unwrap_or(1);

@@ -9,14 +9,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use broker::cluster::{
-    run_fencing, BrokerService, ClusterDir, ClusterLink, ServiceRequest, ServiceResponse,
-};
-use broker::config::BrokerConfig;
-use broker::metadata_machine::{MetadataBatch, MetadataMachine};
-use broker::metadata_records::MetadataRecord;
-use broker::metadata_store::Metadata;
-use broker::{Broker, Endpoint};
+use super::{run_fencing, BrokerService, ClusterDir, ClusterLink, ServiceRequest, ServiceResponse};
+use crate::config::BrokerConfig;
+use crate::metadata_machine::{MetadataBatch, MetadataMachine};
+use crate::metadata_records::MetadataRecord;
+use crate::metadata_store::Metadata;
+use crate::{Broker, Endpoint, Error};
 use controller::transport::{InProcessTransport, IN_PROCESS_ADDR};
 use controller::{
     ClientOptions, Controller, ControllerClient, ControllerConfig, Fetched, StateMachine, Voters,
@@ -25,12 +23,28 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
+type Result<T> = std::result::Result<T, Error>;
+
+/// `Error::Startup` with a formatted message.
+macro_rules! startup {
+    ($($t:tt)*) => { Error::Startup(format!($($t)*)) };
+}
+
+/// Returns `Error::Startup` with a formatted message.
+macro_rules! fail {
+    ($($t:tt)*) => { return Err(startup!($($t)*)) };
+}
+
+fn task_failed(e: tokio::task::JoinError) -> Error {
+    Error::Startup(format!("a start-up task failed: {e}"))
+}
+
 /// How long a starting node keeps trying to register (a cluster coming
 /// up needs a quorum of controllers first).
 const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The cluster side of a running node.
-pub(crate) struct Membership {
+pub struct Membership {
     controller: Option<Controller<MetadataMachine>>,
     /// The controller is a quorum of one inside this process.
     in_process: bool,
@@ -51,7 +65,7 @@ const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(3);
 impl Membership {
     /// Stops applying and heartbeating (the broker closes next), then the
     /// controller.
-    pub(crate) async fn stop_tasks(&mut self) {
+    pub async fn stop_tasks(&mut self) {
         let _ = self.stop.send(true);
         for t in self.tasks.drain(..) {
             let _ = t.await;
@@ -62,7 +76,7 @@ impl Membership {
     /// shutdown): it is fenced at once, so clients are not sent to a
     /// closed port for a session timeout, and the next process on this
     /// data directory registers without waiting.
-    pub(crate) async fn controlled_shutdown(&mut self) {
+    pub async fn controlled_shutdown(&mut self) {
         let Some((link, node, epoch)) = self.registered.take() else {
             return;
         };
@@ -88,7 +102,7 @@ impl Membership {
     /// node id in this one's place: the process must stop, or two would
     /// serve the same partitions (a copied data directory, or one that
     /// lost the controllers for longer than two heartbeats).
-    pub(crate) async fn superseded(&self) -> String {
+    pub async fn superseded(&self) -> String {
         let mut rx = self.superseded.clone();
         let why = match rx.wait_for(Option::is_some).await {
             Ok(why) => why.clone(),
@@ -101,7 +115,7 @@ impl Membership {
     }
 
     /// Stops the controller.
-    pub(crate) async fn shutdown_controller(self) {
+    pub async fn shutdown_controller(self) {
         if let Some(c) = self.controller {
             c.shutdown().await;
         }
@@ -109,7 +123,7 @@ impl Membership {
 
     /// This node's controller's address, in combined mode (an in-process
     /// quorum of one has none).
-    pub(crate) fn controller_addr(&self) -> Option<String> {
+    pub fn controller_addr(&self) -> Option<String> {
         self.controller
             .as_ref()
             .filter(|_| !self.in_process)
@@ -117,39 +131,54 @@ impl Membership {
     }
 
     /// Whether the controller is a quorum of one inside this process.
-    pub(crate) fn in_process(&self) -> bool {
+    pub fn in_process(&self) -> bool {
         self.in_process
     }
 }
 
 /// Starts the controller (combined mode), registers, catches up and opens
 /// the broker.
-pub(crate) async fn join(
+pub async fn join(
     config: BrokerConfig,
     endpoint: Endpoint,
     endpoints: BTreeMap<String, String>,
-) -> anyhow::Result<(Arc<Broker>, Membership)> {
+) -> Result<(Arc<Broker>, Membership)> {
     let node = config.node_id();
     // No voters named: a quorum of one inside this process (`magnetar
     // standalone`), with no controller port.
     let in_process = config.string_value("controller.quorum.voters").is_empty();
     let voters: Voters = if in_process {
-        Voters::new([(node as u64, IN_PROCESS_ADDR.to_string())])?
+        Voters::new([(node as u64, IN_PROCESS_ADDR.to_string())]).map_err(|e| startup!("{e}"))?
     } else {
         config
             .string_value("controller.quorum.voters")
             .parse()
-            .map_err(|e| anyhow::anyhow!("controller.quorum.voters: {e}"))?
+            .map_err(|e| startup!("controller.quorum.voters: {e}"))?
     };
+    if in_process {
+        for (key, default) in [
+            ("process.roles", "broker,controller"),
+            ("controller.listen.address", ""),
+            ("controller.security.protocol", "PLAINTEXT"),
+        ] {
+            if config.string_value(key) != default {
+                warn!(
+                    key,
+                    value = config.string_value(key),
+                    "ignored: a standalone node's controller is a quorum of one inside the process, with no listener"
+                );
+            }
+        }
+    }
     let combined = in_process || config.string_value("process.roles") == "broker,controller";
     let is_voter = voters.addr(node as u64).is_some();
     if combined && !is_voter {
-        anyhow::bail!(
+        fail!(
             "node {node} runs a controller (process.roles=broker,controller) but is not in controller.quorum.voters ({voters})"
         );
     }
     if !combined && is_voter {
-        anyhow::bail!(
+        fail!(
             "node {node} is in controller.quorum.voters ({voters}) but process.roles=broker runs no controller; give it --controller-addr or another node id"
         );
     }
@@ -178,7 +207,11 @@ pub(crate) async fn join(
             ClusterDir::open(&c).map(|d| (d, None))
         }
     })
-    .await??;
+    .await
+    .map_err(task_failed)??;
+    if let Some(file) = &single_node_file {
+        check_import(file, node, &config.data_dir)?;
+    }
     let (stop, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     let transport: Arc<dyn controller::transport::Transport> = if in_process {
@@ -189,7 +222,7 @@ pub(crate) async fn join(
     let controller = if combined {
         let c = Controller::start_with(cc.clone(), MetadataMachine::new(), transport.clone(), None)
             .await
-            .map_err(|e| anyhow::anyhow!("controller: {e}"))?;
+            .map_err(|e| startup!("controller: {e}"))?;
         let service = if in_process {
             let slots = config.int_value("offsets.topic.num.partitions").max(1) as usize;
             BrokerService::in_process(c.handle(), node, slots, heartbeat)
@@ -225,12 +258,35 @@ pub(crate) async fn join(
         registered: None,
         superseded,
     };
+    let mut dir = dir;
     if let Some(file) = single_node_file {
-        if let Err(e) = import(&link, &membership, file, &config.data_dir).await {
-            let mut m = membership;
-            m.stop_tasks().await;
-            m.shutdown_controller().await;
-            return Err(e);
+        let imported = match import(&link, &membership, file, &config.data_dir).await {
+            Ok(()) => {
+                let data_dir = config.data_dir.clone();
+                tokio::task::spawn_blocking(move || dir.import_done(&data_dir).map(|()| dir))
+                    .await
+                    .map_err(task_failed)
+                    .and_then(|r| r)
+            }
+            Err(e) => Err(e),
+        };
+        match imported {
+            Ok(d) => dir = d,
+            Err(e) => {
+                let mut m = membership;
+                m.stop_tasks().await;
+                m.shutdown_controller().await;
+                // Until the import is done the file is the metadata and
+                // the quorum holds nothing else (nothing registered): the
+                // next start makes it afresh, under another node id too.
+                let quorum = config.data_dir.join("controller");
+                let removed =
+                    tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&quorum)).await;
+                if let Ok(Err(why)) = removed {
+                    warn!("could not remove the unfinished controller quorum: {why}");
+                }
+                return Err(e);
+            }
         }
     }
     let joining = Joining {
@@ -271,32 +327,32 @@ pub(crate) async fn join(
 /// authorizer is set, any certificate of the trusted CAs otherwise.
 fn controller_transport(
     config: &BrokerConfig,
-) -> anyhow::Result<Arc<dyn controller::transport::Transport>> {
+) -> Result<Arc<dyn controller::transport::Transport>> {
     if config.string_value("controller.security.protocol") != "SSL" {
         return Ok(Arc::new(controller::transport::TcpTransport));
     }
     let settings = config.tls_settings().ok_or_else(|| {
-        anyhow::anyhow!("controller.security.protocol=SSL but ssl.keystore.location is not set")
+        startup!("controller.security.protocol=SSL but ssl.keystore.location is not set")
     })?;
-    let (server, client) = broker::security::tls::mutual(&settings)
-        .map_err(|e| anyhow::anyhow!("controller TLS: {e}"))?;
+    let (server, client) =
+        crate::security::tls::mutual(&settings).map_err(|e| startup!("controller TLS: {e}"))?;
     let rules = settings.principal_rules.clone();
     let supers = if config.string_value("authorizer.class.name").is_empty() {
         None
     } else {
         Some(
-            broker::security::acl::AuthorizerConfig::parse_super_users(
+            crate::security::acl::AuthorizerConfig::parse_super_users(
                 config.string_value("super.users"),
             )
-            .map_err(|e| anyhow::anyhow!("super.users: {e}"))?,
+            .map_err(|e| startup!("super.users: {e}"))?,
         )
     };
-    let check = Arc::new(move |der: &[u8]| -> Result<(), String> {
-        let dn = broker::security::tls::subject_of_certificate(der)
+    let check = Arc::new(move |der: &[u8]| -> std::result::Result<(), String> {
+        let dn = crate::security::tls::subject_of_certificate(der)
             .ok_or("the peer certificate's subject cannot be read")?;
         let principal = rules
             .map(&dn)
-            .map(broker::security::Principal::user)
+            .map(crate::security::Principal::user)
             .ok_or_else(|| format!("no ssl.principal.mapping.rules rule applies to {dn}"))?;
         match &supers {
             Some(s) if !s.contains(&principal.to_string()) => Err(format!(
@@ -310,58 +366,138 @@ fn controller_transport(
     )))
 }
 
+/// Most bytes of topics in one import batch: a Raft entry is bounded
+/// (`LogOptions::max_entry_bytes`), a large node's file is not.
+const IMPORT_BATCH_BYTES: usize = 4 << 20;
+
+/// The file's topics the quorum does not hold yet (`known`: its topics'
+/// ids by name), as batches of about `limit` bytes at most; a topic the
+/// quorum holds with another id is a conflict.
+fn import_batches(
+    file: &Metadata,
+    known: &BTreeMap<model::TopicName, model::TopicId>,
+    limit: usize,
+) -> std::result::Result<Vec<Vec<MetadataRecord>>, String> {
+    let mut batches = Vec::new();
+    let mut batch = Vec::new();
+    let mut bytes = 0;
+    for t in file.topics.values() {
+        match known.get(&t.name) {
+            Some(id) if *id == t.id => continue,
+            Some(id) => {
+                return Err(format!(
+                    "topic {} has id {} there, {id} in the controller quorum",
+                    t.name, t.id
+                ))
+            }
+            None => {}
+        }
+        let size = serde_json::to_vec(t).map_or(0, |v| v.len());
+        if !batch.is_empty() && bytes + size > limit {
+            batches.push(std::mem::take(&mut batch));
+            bytes = 0;
+        }
+        bytes += size;
+        batch.push(MetadataRecord::TopicCreated { topic: t.clone() });
+    }
+    if !batch.is_empty() {
+        batches.push(batch);
+    }
+    Ok(batches)
+}
+
+/// Whether node `node` can import `file` (checked before its controller
+/// starts): partitions placed on another node would all be stale here.
+fn check_import(
+    file: &Metadata,
+    node: crate::metadata_records::NodeId,
+    data_dir: &std::path::Path,
+) -> Result<()> {
+    if let Some(other) = file
+        .topics
+        .values()
+        .flat_map(|t| &t.placements)
+        .flat_map(|p| p.replicas.iter().chain([&p.leader]))
+        .find(|n| **n != node)
+    {
+        fail!(
+            "{} places partitions on node {other}, not on this node ({node}); start it with --set node.id={other}",
+            data_dir.join(crate::metadata_store::FILE_NAME).display()
+        );
+    }
+    Ok(())
+}
+
 /// Makes a single node's metadata file (written by `magnetar standalone`
-/// before it ran a quorum of one) the first state of the quorum, then
-/// renames the file out of the way. A crash in between finds the quorum
-/// holding the file's cluster already, and only renames it.
+/// before it ran a quorum of one) the first state of the node's quorum:
+/// everything but the topics in one record, then the topics in batches.
+/// Resumable: a start after a crash finds the file's cluster in the
+/// quorum and adds only the topics not there yet.
 async fn import(
     link: &ClusterLink,
     membership: &Membership,
     file: Metadata,
     data_dir: &std::path::Path,
-) -> anyhow::Result<()> {
+) -> Result<()> {
+    let path = data_dir.join(crate::metadata_store::FILE_NAME);
     let controller = membership
         .controller
         .as_ref()
-        .ok_or_else(|| anyhow::anyhow!("a quorum of one runs its controller"))?
+        .ok_or_else(|| startup!("a quorum of one runs its controller"))?
         .handle();
     // Everything already in the log applied first: the leader's own entry
     // commits once it leads.
     let limit = Duration::from_secs(30);
     if !controller.wait_leader(limit).await {
-        anyhow::bail!("the controller did not take the lead within {limit:?}");
+        fail!("the controller did not take the lead within {limit:?}");
     }
     if let Some(last) = controller.status().last_log_index {
         controller
             .wait_applied(last, limit)
             .await
-            .map_err(|e| anyhow::anyhow!("controller: {e}"))?;
+            .map_err(|e| startup!("controller: {e}"))?;
     }
-    let current = controller.read(|sm| sm.metadata.cluster_id.clone());
-    let path = data_dir.join(broker::metadata_store::FILE_NAME);
+    let (current, known) = controller.read(|sm| {
+        let m = &sm.metadata;
+        let ids: BTreeMap<_, _> = m.topics.iter().map(|(n, t)| (n.clone(), t.id)).collect();
+        (m.cluster_id.clone(), ids)
+    });
+    let submit = |records: Vec<MetadataRecord>| async {
+        let (index, answer) = link.submit(MetadataBatch(records)).await?;
+        answer.map_err(|e| startup!("importing {}: {e}", path.display()))?;
+        Ok::<u64, Error>(index)
+    };
+    let mut index = None;
     if current.is_empty() {
-        let topics = file.topics.len();
-        let cluster_id = file.cluster_id.clone();
-        let batch = MetadataBatch(vec![MetadataRecord::Imported {
-            metadata: Box::new(file),
-        }]);
-        let (index, answer) = link.submit(batch).await?;
-        answer.map_err(|e| anyhow::anyhow!("importing {}: {e}", path.display()))?;
-        info!(
-            %cluster_id,
-            topics,
-            index,
-            "imported the single-node metadata file into the controller quorum"
+        let mut rest = file.clone();
+        rest.topics.clear();
+        index = Some(
+            submit(vec![MetadataRecord::Imported {
+                metadata: Box::new(rest),
+            }])
+            .await?,
         );
     } else if current != file.cluster_id {
-        anyhow::bail!(
+        fail!(
             "{} holds the metadata of cluster {} but its controller quorum is cluster {current}; move one of them away",
             path.display(),
             file.cluster_id
         );
     }
-    let dir = data_dir.to_path_buf();
-    tokio::task::spawn_blocking(move || broker::cluster::import_done(&dir)).await??;
+    let batches = import_batches(&file, &known, IMPORT_BATCH_BYTES)
+        .map_err(|why| startup!("{}: {why}", path.display()))?;
+    let added: usize = batches.iter().map(Vec::len).sum();
+    for batch in batches {
+        index = Some(submit(batch).await?);
+    }
+    if let Some(index) = index {
+        info!(
+            cluster_id = %file.cluster_id,
+            topics = added,
+            index,
+            "imported the single-node metadata file into the controller quorum"
+        );
+    }
     Ok(())
 }
 
@@ -381,7 +517,7 @@ async fn register_and_open(
     heartbeat: Duration,
     stop: watch::Receiver<bool>,
     superseded: watch::Sender<Option<String>>,
-) -> anyhow::Result<(
+) -> Result<(
     Arc<Broker>,
     Vec<JoinHandle<()>>,
     (Arc<ClusterLink>, i32, i64),
@@ -408,7 +544,8 @@ async fn register_and_open(
     let broker = tokio::task::spawn_blocking(move || {
         Broker::open_cluster(config, dir, endpoint, l, metadata, applied)
     })
-    .await??;
+    .await
+    .map_err(task_failed)??;
     let tasks = vec![
         tokio::spawn(follow(broker.clone(), link.clone(), stop.clone())),
         tokio::spawn(heartbeats(
@@ -424,10 +561,11 @@ async fn register_and_open(
     Ok((broker, tasks, (link, node, epoch)))
 }
 
-async fn call(link: &ClusterLink, req: &ServiceRequest) -> anyhow::Result<ServiceResponse> {
-    let bytes = serde_json::to_vec(req)?;
-    let answer = link.call(bytes).await?;
-    Ok(serde_json::from_slice(&answer)?)
+async fn call(link: &ClusterLink, req: &ServiceRequest) -> Result<ServiceResponse> {
+    let bytes = serde_json::to_vec(req).map_err(|e| startup!("{e}"))?;
+    let answer = link.call(bytes).await.map_err(super::link::unavailable)?;
+    serde_json::from_slice(&answer)
+        .map_err(|e| Error::ControllerUnavailable(format!("unreadable answer: {e}")))
 }
 
 /// Registers, retrying while no controller leads; a node id another
@@ -440,7 +578,7 @@ async fn register(
     directory: &str,
     endpoints: BTreeMap<String, String>,
     session: Duration,
-) -> anyhow::Result<(i64, u64)> {
+) -> Result<(i64, u64)> {
     let started = Instant::now();
     let mut duplicate_since: Option<Instant> = None;
     let req = ServiceRequest::Register {
@@ -459,7 +597,7 @@ async fn register(
                 // session runs on a copy of this directory.
                 let since = *predecessor_since.get_or_insert_with(Instant::now);
                 if since.elapsed() > session + Duration::from_secs(2) {
-                    anyhow::bail!(
+                    fail!(
                         "the controller refused node {node}: {why}; another live process heartbeats with this data directory's id (directory.id in meta.properties): a copy of a running broker's data directory cannot join as that broker"
                     );
                 }
@@ -468,14 +606,14 @@ async fn register(
             Ok(ServiceResponse::Refused(why)) => {
                 let since = *duplicate_since.get_or_insert_with(Instant::now);
                 if since.elapsed() > session + Duration::from_secs(2) {
-                    anyhow::bail!("the controller refused node {node}: {why}");
+                    fail!("the controller refused node {node}: {why}");
                 }
                 warn!(node, "registration refused ({why}); retrying until the other process's session expires");
             }
-            Ok(other) => anyhow::bail!("unexpected registration answer {other:?}"),
+            Ok(other) => fail!("unexpected registration answer {other:?}"),
             Err(e) => {
                 if started.elapsed() > REGISTRATION_TIMEOUT {
-                    anyhow::bail!("could not register with the controller quorum: {e}");
+                    fail!("could not register with the controller quorum: {e}");
                 }
                 info!(node, "waiting for the controller quorum: {e}");
             }
@@ -488,14 +626,14 @@ async fn register(
 
 /// The metadata up to at least `index`: the snapshot if the log was
 /// compacted past where we start, then the records.
-async fn catch_up(link: &ClusterLink, index: u64) -> anyhow::Result<(Metadata, u64)> {
+async fn catch_up(link: &ClusterLink, index: u64) -> Result<(Metadata, u64)> {
     let mut machine = MetadataMachine::new();
     let mut next = 1;
     let mut applied = 0;
     let deadline = Instant::now() + REGISTRATION_TIMEOUT;
     while applied < index {
         if Instant::now() > deadline {
-            anyhow::bail!("could not read the metadata log up to index {index}");
+            fail!("could not read the metadata log up to index {index}");
         }
         match link.fetch(next, Duration::from_secs(1)).await? {
             Fetched::Records {
@@ -511,12 +649,13 @@ async fn catch_up(link: &ClusterLink, index: u64) -> anyhow::Result<(Metadata, u
                 applied = applied_index.unwrap_or(0).min(next_index.saturating_sub(1));
             }
             Fetched::SnapshotNeeded { .. } => {
-                let snap = link.fetch_snapshot().await?.ok_or_else(|| {
-                    anyhow::anyhow!("the log is compacted but there is no snapshot")
-                })?;
+                let snap = link
+                    .fetch_snapshot()
+                    .await?
+                    .ok_or_else(|| startup!("the log is compacted but there is no snapshot"))?;
                 machine
                     .restore(&snap.data)
-                    .map_err(|e| anyhow::anyhow!("unreadable metadata snapshot: {e}"))?;
+                    .map_err(|e| startup!("unreadable metadata snapshot: {e}"))?;
                 next = snap.index + 1;
                 applied = snap.index;
             }
@@ -641,5 +780,83 @@ async fn heartbeats(
             Ok(other) => warn!("unexpected heartbeat answer {other:?}"),
             Err(e) => warn!(node, "heartbeat failed: {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{TopicConfig, TopicKind};
+    use crate::metadata_records::PartitionState;
+    use crate::metadata_store::TopicRecord;
+    use model::{TopicId, TopicName};
+
+    fn file_with(topics: usize) -> Metadata {
+        let mut m = Metadata::new("c".into());
+        for i in 0..topics {
+            let t = TopicRecord {
+                name: TopicName::new(&format!("t{i:03}")).unwrap(),
+                id: TopicId::random(),
+                kind: TopicKind::Partitioned,
+                partitions: 2,
+                config: TopicConfig::default(),
+                placements: vec![PartitionState::single(1); 2],
+            };
+            m.topics.insert(t.name.clone(), t);
+        }
+        m
+    }
+
+    fn names(b: &[MetadataRecord]) -> Vec<String> {
+        b.iter()
+            .map(|r| match r {
+                MetadataRecord::TopicCreated { topic } => topic.name.to_string(),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_import_is_cut_into_bounded_batches_and_resumes_where_it_stopped() {
+        let file = file_with(10);
+        let one = serde_json::to_vec(&file.topics.values().next().unwrap())
+            .unwrap()
+            .len();
+        // Three topics' worth per batch: 3 + 3 + 3 + 1, every topic once.
+        let batches = import_batches(&file, &BTreeMap::new(), one * 3 + one / 2).unwrap();
+        assert_eq!(
+            batches.iter().map(Vec::len).collect::<Vec<_>>(),
+            [3, 3, 3, 1]
+        );
+        let all: Vec<String> = batches.iter().flat_map(|b| names(b)).collect();
+        assert_eq!(all, (0..10).map(|i| format!("t{i:03}")).collect::<Vec<_>>());
+        // A topic larger than the limit still goes, alone.
+        assert_eq!(
+            import_batches(&file, &BTreeMap::new(), 1).unwrap().len(),
+            10
+        );
+
+        // After a crash: what the quorum holds with the same id is skipped.
+        let known: BTreeMap<_, _> = file
+            .topics
+            .values()
+            .take(7)
+            .map(|t| (t.name.clone(), t.id))
+            .collect();
+        let rest = import_batches(&file, &known, usize::MAX).unwrap();
+        assert_eq!(names(&rest[0]), ["t007", "t008", "t009"]);
+        // Another id under a name is a conflict, never an overwrite.
+        let mut other = known.clone();
+        other.insert(TopicName::new("t008").unwrap(), TopicId::random());
+        let e = import_batches(&file, &other, usize::MAX).unwrap_err();
+        assert!(e.contains("topic t008 has id"), "{e}");
+    }
+
+    #[test]
+    fn a_file_placing_partitions_on_another_node_is_refused() {
+        let file = file_with(2);
+        assert!(check_import(&file, 1, std::path::Path::new("/d")).is_ok());
+        let e = check_import(&file, 2, std::path::Path::new("/d")).unwrap_err();
+        assert!(e.to_string().contains("--set node.id=1"), "{e}");
     }
 }
