@@ -3,19 +3,12 @@
 //! built-in defaults; removing a key brings back the layer below.
 
 use crate::config::{BrokerConfig, ConfigSource};
-use crate::{Broker, BrokerScope, Endpoint};
+use crate::{Broker, BrokerScope};
 
-fn open(dir: &std::path::Path) -> std::sync::Arc<Broker> {
+fn open(dir: &std::path::Path) -> crate::testing::TestNode {
     let mut c = BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap());
     c.apply_assignment("log.retention.ms=3600000").unwrap();
-    Broker::open(
-        c,
-        Endpoint {
-            host: "127.0.0.1".into(),
-            port: 9092,
-        },
-    )
-    .unwrap()
+    crate::testing::TestNode::start(c).unwrap()
 }
 
 fn value(b: &Broker, key: &str) -> (String, ConfigSource) {

@@ -13,7 +13,7 @@ use crate::config::{BrokerConfig, TopicConfig, TopicKind};
 use crate::group::coordinator::GroupCoordinator;
 use crate::group::store::{GroupLog, OFFSETS_TOPIC};
 use crate::lifecycle::{into_partitions, partition_specs, topic_from};
-use crate::metadata_records::{MetadataRecord, PartitionState};
+use crate::metadata_records::PartitionState;
 use crate::metadata_store::{MetadataStore, TopicRecord};
 use crate::tenancy::Tenants;
 use crate::topic::{Partition, Topic};
@@ -66,7 +66,7 @@ pub(crate) struct ProducerIds {
     pub(crate) limit: i64,
 }
 
-/// A single-node broker's core state.
+/// A broker's core state.
 pub struct Broker {
     pub(crate) config: RwLock<BrokerConfig>,
     // The configuration as started (defaults, file, `--set`): the dynamic
@@ -89,9 +89,9 @@ pub struct Broker {
     cluster_id: String,
     pub(crate) groups: OnceLock<GroupCoordinator>,
     metrics: crate::metrics::Metrics,
-    // Set for a cluster member: its link to the controller quorum and the
-    // brokers it knows of.
-    pub(crate) cluster: Option<crate::cluster::ClusterState>,
+    // Its link to the controller quorum (a quorum of one on a standalone
+    // node) and the brokers it knows of.
+    pub(crate) cluster: crate::cluster::ClusterState,
     // Set with `authorizer.class.name`.
     pub(crate) authorizer: Option<crate::security::acl::Authorizer>,
     pub(crate) quotas: crate::quota::QuotaManager,
@@ -109,65 +109,9 @@ impl std::fmt::Debug for Broker {
 }
 
 impl Broker {
-    /// Opens the data directory: loads metadata, opens (and if needed
-    /// recovers) every partition's log, and removes partition directories
-    /// that belong to no live topic (deleted topics, or an older topic with
-    /// the same name).
-    pub fn open(mut config: BrokerConfig, endpoint: Endpoint) -> Result<Arc<Broker>, Error> {
-        if config
-            .data_dir
-            .join(crate::cluster::MEMBERSHIP_FILE)
-            .exists()
-        {
-            return Err(Error::Config {
-                key: "--data-dir".into(),
-                reason: format!(
-                    "{} belongs to a cluster node (see its {}); start it with magnetar broker",
-                    config.data_dir.display(),
-                    crate::cluster::MEMBERSHIP_FILE
-                ),
-            });
-        }
-        let logs = prepare_data_dir(&config)?;
-        let store = MetadataStore::open(&config.data_dir, config.node_id())?;
-        let static_config = config.clone();
-        config = store.data.dynamic_config(&static_config, config.node_id());
-        // Files written before placements were stored: every partition
-        // is this node's.
-        let node = config.node_id();
-        let mut store = store;
-        for rec in store.data.topics.values_mut() {
-            if rec.placements.len() != rec.partitions as usize {
-                rec.placements = (0..rec.partitions)
-                    .map(|_| PartitionState::single(node))
-                    .collect();
-            }
-        }
-        if !store
-            .data
-            .topics
-            .keys()
-            .any(|t| t.as_str() == OFFSETS_TOPIC)
-        {
-            let topic = crate::group::store::offsets_topic_record(node, TopicId::random());
-            store.commit(&[MetadataRecord::TopicCreated { topic }])?;
-        }
-        reconcile_disk(&logs, &store.data, node, &[])?;
-        let table = open_hosted(&logs, &store.data, &config, node)?;
-        let limit = store.data.producer_id_limit;
-        let cluster_id = store.data.cluster_id.clone();
-        info!(topics = table.by_name.len(), %cluster_id, "broker state loaded");
-        let broker = Broker::assemble(static_config, config, endpoint, logs, store, table, None);
-        broker.producer_ids.lock().next = limit;
-        broker.producer_ids.lock().limit = limit;
-        let offsets = broker.offsets_partition()?;
-        broker.start_groups(offsets)?;
-        Ok(Arc::new(broker))
-    }
-
     /// The broker over its parts, before its group coordinator starts.
-    // Several parts, each opened separately by the two ways a broker
-    // starts; a struct for them would only repeat this list.
+    // Several parts, each opened separately as a node joins; a struct for
+    // them would only repeat this list.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn assemble(
         static_config: BrokerConfig,
@@ -176,7 +120,7 @@ impl Broker {
         logs: LogManager,
         store: MetadataStore,
         table: TopicTable,
-        cluster: Option<crate::cluster::ClusterState>,
+        cluster: crate::cluster::ClusterState,
     ) -> Broker {
         let cluster_id = store.data.cluster_id.clone();
         let tenants = RwLock::new(Arc::new(store.data.tenants.clone()));

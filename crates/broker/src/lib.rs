@@ -35,8 +35,8 @@ pub mod security;
 pub mod sequences;
 pub mod subscription;
 pub mod tenancy;
-#[cfg(test)]
-mod testing;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 mod topic;
 pub mod topic_control;
 pub mod traffic;

@@ -1,25 +1,23 @@
-//! Topic lifecycle and the other metadata changes: each validates the
-//! request against the current metadata, makes the
-//! [`MetadataRecord`]s that describe the change, prepares what must exist
-//! before they commit (the partitions' logs), commits them to the metadata
-//! store, then publishes the result. The records are what a cluster's
-//! controller will replicate; the commit is the single-node path's
-//! controller.
+//! Topic lifecycle and the other metadata changes, as clients ask for
+//! them: each is validated against the current metadata into the
+//! [`MetadataRecord`]s that describe it, committed through the controller
+//! quorum (a quorum of one on a standalone node) and answered once this
+//! broker applied them (see `cluster::ops` and `cluster::apply`, which
+//! opens, stages and publishes what the records change).
 
 use std::sync::Arc;
 
 use model::pulsar_name::Namespace;
 use model::{PartitionId, ProducerId, TopicId, TopicName, TopicPartition};
-use storage::{LogManager, LogSpec};
+use storage::LogSpec;
 use tracing::{info, warn};
 
 use crate::config::{BrokerConfig, ConfigSource, TopicConfig, TopicKind};
-use crate::core::{NewTopic, PRODUCER_ID_BLOCK};
+use crate::core::NewTopic;
 use crate::metadata_records::{MetadataRecord, NodeId, PartitionState};
 use crate::metadata_store::TopicRecord;
 use crate::tenancy::{self, Tenants};
 use crate::topic::{Partition, Topic};
-use crate::topic_control;
 use crate::{Broker, Error};
 
 /// Which dynamic layer of broker keys a change is made in, as Kafka's
@@ -99,9 +97,9 @@ impl Broker {
         }
     }
 
-    /// Creates a topic. The partition directories are made first and the
-    /// metadata write is the commit point; on start-up, directories without
-    /// a committed topic are removed.
+    /// Creates a topic: committed through the controller quorum, its
+    /// partitions opened by the brokers that apply it (this one before it
+    /// answers).
     pub fn create_topic(&self, req: NewTopic, validate_only: bool) -> Result<Arc<Topic>, Error> {
         self.create_topic_checked(req, validate_only, None)
     }
@@ -125,46 +123,10 @@ impl Broker {
         validate_only: bool,
         namespace: Option<&Namespace>,
     ) -> Result<Arc<Topic>, Error> {
-        if self.cluster.is_some() {
-            return self.cluster_create_topic(req, validate_only, namespace);
-        }
-        let mut store = self.store.lock();
-        let config = self.config.read().clone();
-        let rec = topic_control::create_topic(
-            &store.data,
-            &config,
-            &req,
-            namespace,
-            self.placement(&[self.node_id()]),
-            TopicId::random(),
-        )?;
-        if validate_only {
-            return Ok(validated_only(req));
-        }
-        let partitions = rec.partitions;
-        let topic = match open_topic(&self.logs, &store.data.tenants, &config, &rec) {
-            Ok(t) => t,
-            Err(e) => {
-                self.remove_logs(&rec.name, 0..partitions);
-                return Err(e);
-            }
-        };
-        if let Err(e) = store.commit(&[MetadataRecord::TopicCreated { topic: rec.clone() }]) {
-            self.remove_logs(&rec.name, 0..partitions);
-            return Err(e);
-        }
-        let topic = Arc::new(topic);
-        {
-            let mut t = self.topics.write();
-            t.by_id.insert(rec.id, rec.name.clone());
-            t.by_name.insert(rec.name.clone(), topic.clone());
-        }
-        drop(store);
-        self.note_topic_created(&rec.name, rec.id);
-        Ok(topic)
+        self.cluster_create_topic(req, validate_only, namespace)
     }
 
-    /// Deletes a topic: the metadata write commits it, then its logs are
+    /// Deletes a topic: the metadata commit deletes it, then its logs are
     /// staged for removal. Its id is never reused.
     pub fn delete_topic(&self, name: &str) -> Result<TopicId, Error> {
         self.delete_topic_checked(name, None)
@@ -218,34 +180,9 @@ impl Broker {
         name: &str,
         expected_id: Option<TopicId>,
     ) -> Result<TopicId, Error> {
-        if self.cluster.is_some() {
-            let id = self.cluster_delete_topic(name, expected_id)?;
-            info!(topic = %name, id = %id, "deleted topic");
-            return Ok(id);
-        }
-        let mut store = self.store.lock();
-        let deleted = topic_control::delete_topic(&store.data, name, expected_id)?;
-        let topic = self
-            .topic(name)
-            .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
-        store.commit(&[deleted])?;
-        {
-            let mut t = self.topics.write();
-            t.by_name.remove(name);
-            t.by_id.remove(&topic.id);
-        }
-        self.remove_logs(&topic.name, 0..topic.partition_count() as i32);
-        drop(store);
-        if let Some(groups) = self.groups.get() {
-            if let Err(e) = groups.forget_topic(name) {
-                warn!(topic = %name, "could not remove committed offsets of the deleted topic: {e}");
-            }
-            if let Err(e) = groups.front_end().forget_topic(name) {
-                warn!(topic = %name, "could not remove subscriptions, producer sequences or schemas of the deleted topic: {e}");
-            }
-        }
-        info!(topic = %name, id = %topic.id, "deleted topic");
-        Ok(topic.id)
+        let id = self.cluster_delete_topic(name, expected_id)?;
+        info!(topic = %name, id = %id, "deleted topic");
+        Ok(id)
     }
 
     /// Removes the committed offsets, subscriptions, producer sequences
@@ -318,69 +255,7 @@ impl Broker {
         assignments: &[Vec<NodeId>],
         validate_only: bool,
     ) -> Result<(), Error> {
-        if self.cluster.is_some() {
-            return self.cluster_create_partitions(name, total, assignments, validate_only);
-        }
-        let mut store = self.store.lock();
-        let added = topic_control::create_partitions(
-            &store.data,
-            name,
-            total,
-            self.placement(&[self.node_id()]),
-            assignments,
-        )?;
-        if validate_only {
-            return Ok(());
-        }
-        let MetadataRecord::PartitionsAdded {
-            placements: new_states,
-            ..
-        } = &added
-        else {
-            unreachable!("create_partitions answers PartitionsAdded")
-        };
-        let new_states = new_states.clone();
-        let topic = self
-            .topic(name)
-            .ok_or_else(|| Error::UnknownTopic(name.to_string()))?;
-        let current = topic.partition_count() as i32;
-        let config = self.config.read().clone();
-        let log_config =
-            tenancy::log_config(&store.data.tenants, &config, &topic.name, &topic.config);
-        let mut parts = topic.partitions.clone();
-        let specs: Vec<LogSpec> = (current..total)
-            .map(|p| LogSpec {
-                topic_partition: TopicPartition::new(topic.name.clone(), PartitionId(p)),
-                topic_id: topic.id,
-                config: log_config.clone(),
-            })
-            .collect();
-        match into_partitions(
-            self.logs.open_logs(specs.clone()),
-            specs,
-            new_states.clone(),
-        ) {
-            Ok(new) => parts.extend(new),
-            Err(e) => {
-                self.remove_logs(&topic.name, current..total);
-                return Err(e);
-            }
-        }
-        let mut all = topic.placements.clone();
-        all.extend(new_states.iter().cloned());
-        if let Err(e) = store.commit(&[added]) {
-            self.remove_logs(&topic.name, current..total);
-            return Err(e);
-        }
-        self.publish(Topic {
-            name: topic.name.clone(),
-            id: topic.id,
-            kind: topic.kind,
-            config: topic.config.clone(),
-            placements: all,
-            partitions: parts,
-        });
-        Ok(())
+        self.cluster_create_partitions(name, total, assignments, validate_only)
     }
 
     /// Replaces a topic's config overrides with `config`.
@@ -402,36 +277,7 @@ impl Broker {
         validate_only: bool,
         change: impl Fn(&TopicConfig) -> Result<TopicConfig, Error>,
     ) -> Result<(), Error> {
-        if self.cluster.is_some() {
-            return self.cluster_update_topic_config(name, validate_only, change);
-        }
-        let mut store = self.store.lock();
-        let topic = self.configurable_topic(name)?;
-        let config = change(&topic.config)?;
-        let broker_config = self.config.read().clone();
-        tenancy::validate_topic_config(&store.data.tenants, &broker_config, &topic.name, &config)?;
-        if validate_only {
-            return Ok(());
-        }
-        store.commit(&[MetadataRecord::TopicConfigSet {
-            id: topic.id,
-            name: topic.name.clone(),
-            config: config.clone(),
-        }])?;
-        let log_config =
-            tenancy::log_config(&store.data.tenants, &broker_config, &topic.name, &config);
-        for p in &topic.partitions {
-            p.log().update_config(log_config.clone());
-        }
-        self.publish(Topic {
-            name: topic.name.clone(),
-            id: topic.id,
-            kind: topic.kind,
-            config,
-            placements: topic.placements.clone(),
-            partitions: topic.partitions.clone(),
-        });
-        Ok(())
+        self.cluster_update_topic_config(name, validate_only, change)
     }
 
     /// The topic `name` if clients may change its configuration.
@@ -556,17 +402,9 @@ impl Broker {
                 },
             ),
         };
-        if self.cluster.is_some() {
-            // Every broker applies it from the committed log, this one too.
-            drop(store);
-            return self.cluster_set_broker_configs(previous, record);
-        }
-        let mut store = store;
-        store.commit(&[record])?;
-        let next = store.data.dynamic_config(&self.static_config, node);
-        *self.config.write() = next.clone();
-        self.refresh_log_configs(&store.data.tenants, &next);
-        Ok(())
+        // Every broker applies it from the committed log, this one too.
+        drop(store);
+        self.cluster_set_broker_configs(previous, record)
     }
 
     /// Every layer that sets broker key `key`, highest first, with its
@@ -621,45 +459,7 @@ impl Broker {
 
     /// Hands out a producer id never given before, even across restarts.
     pub fn next_producer_id(&self) -> Result<ProducerId, Error> {
-        if self.cluster.is_some() {
-            return crate::cluster::next_cluster_producer_id(self);
-        }
-        let mut ids = self.producer_ids.lock();
-        if ids.next >= ids.limit {
-            let new_limit = ids.limit + PRODUCER_ID_BLOCK;
-            self.store
-                .lock()
-                .commit(&[MetadataRecord::ProducerIdsReserved { limit: new_limit }])?;
-            ids.limit = new_limit;
-        }
-        let id = ids.next;
-        ids.next += 1;
-        Ok(ProducerId(id))
-    }
-
-    /// New partitions go on `brokers` (a single node: itself), the stripe
-    /// starting at random.
-    fn placement<'a>(&self, brokers: &'a [NodeId]) -> topic_control::Placement<'a> {
-        topic_control::Placement {
-            brokers,
-            seed: uuid::Uuid::new_v4().as_u64_pair().0,
-        }
-    }
-
-    pub(crate) fn publish(&self, topic: Topic) {
-        let mut t = self.topics.write();
-        t.by_name.insert(topic.name.clone(), Arc::new(topic));
-    }
-
-    pub(crate) fn remove_logs(&self, name: &TopicName, range: std::ops::Range<i32>) {
-        let tps: Vec<TopicPartition> = range
-            .map(|p| TopicPartition::new(name.clone(), PartitionId(p)))
-            .collect();
-        for (tp, r) in self.logs.delete_logs(tps) {
-            if let Err(e) = r {
-                warn!(partition = %tp, "could not remove log: {e}");
-            }
-        }
+        crate::cluster::next_cluster_producer_id(self)
     }
 }
 
@@ -674,17 +474,6 @@ pub(crate) fn validated_only(req: NewTopic) -> Arc<Topic> {
         placements: Vec::new(),
         partitions: Vec::new(),
     })
-}
-
-pub(crate) fn open_topic(
-    logs: &LogManager,
-    tenants: &Tenants,
-    config: &BrokerConfig,
-    rec: &TopicRecord,
-) -> Result<Topic, Error> {
-    let specs = partition_specs(rec, tenants, config, 0..rec.partitions);
-    let partitions = into_partitions(logs.open_logs(specs.clone()), specs, rec.placements.clone())?;
-    Ok(topic_from(rec, partitions))
 }
 
 /// The logs of `rec`'s partitions in `range`.

@@ -1,8 +1,8 @@
 //! The metadata as the controller quorum replicates it: a
 //! [`MetadataMachine`] is the [`controller::StateMachine`] whose log entries
-//! are [`MetadataBatch`]es, each applied all or nothing by the same pure
-//! [`apply_all`] a single node's metadata file uses, so a cluster and a
-//! standalone node reach the same [`Metadata`] from the same records.
+//! are [`MetadataBatch`]es, each applied all or nothing by the pure
+//! [`apply_all`], on every node of a cluster and on a standalone node (a
+//! quorum of one) alike.
 //!
 //! A batch is one decision of the controller (a topic created with all its
 //! partitions, a deletion, a config change): it commits whole or not at all,

@@ -1,9 +1,9 @@
 //! The broker's metadata as records: every change of topics, partitions,
 //! their placement, configs, tenants and producer ids is one or more
 //! [`MetadataRecord`]s, applied in order to a [`Metadata`] by the pure
-//! [`apply`]. A single node commits them to its metadata file; a cluster
-//! will replicate the same records through its controller quorum, and
-//! each broker will apply the ones it receives (Kafka's `MetadataDelta`).
+//! [`apply`]. The controller quorum replicates them (a quorum of one on a
+//! standalone node), and each broker applies the ones it receives
+//! (Kafka's `MetadataDelta`).
 //!
 //! `apply` is total and deterministic: a record that does not fit the state
 //! (a topic created twice, a deletion of a topic id that is not there) is
@@ -65,7 +65,7 @@ impl PartitionState {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum MetadataRecord {
     /// The cluster got its id: the first record of a controller quorum's
-    /// log (a single node's metadata file has it from its creation).
+    /// log (or part of an [`MetadataRecord::Imported`] file).
     ClusterInitialized {
         /// The cluster id, as Kafka's `ClusterId`.
         cluster_id: String,

@@ -1,19 +1,23 @@
-//! The broker's durable metadata: cluster id, topics (name, id, kind,
-//! partition count, config overrides), tenants and their namespaces
-//! (with the namespaces' policies), dynamic broker configs and the
-//! producer-id high-water mark. One JSON file, replaced atomically on every
-//! change; it is the commit point for topic creation and deletion.
+//! The broker's metadata: cluster id, topics (name, id, kind, partition
+//! count, config overrides, placements), tenants and their namespaces
+//! (with the namespaces' policies), dynamic broker configs, brokers,
+//! coordinators, credentials, ACLs, quotas and the producer-id high-water
+//! mark. It is the state the controller quorum's records build
+//! (`metadata_records::apply`); every node holds a copy.
+//!
+//! Before `magnetar standalone` ran a quorum of one it kept this state in
+//! one JSON file; [`MetadataStore::read_file`] reads such a file for the
+//! quorum to import.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, File};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::fs;
+use std::path::Path;
 
 use model::{TopicId, TopicName};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{TopicConfig, TopicKind};
-use crate::metadata_records::{apply_all, MetadataRecord, PartitionState};
+use crate::metadata_records::PartitionState;
 use crate::Error;
 
 /// File name inside the data directory.
@@ -102,8 +106,8 @@ pub struct Metadata {
     /// becomes valid again.
     #[serde(default)]
     pub last_broker_epoch: i64,
-    /// The group and transaction coordinators by slot (a cluster's; a
-    /// single node coordinates everything itself and has none).
+    /// The group and transaction coordinators by slot (empty until
+    /// placed; a file written before the quorum of one has none).
     #[serde(default)]
     pub coordinators: Vec<crate::metadata_records::NodeId>,
     /// SCRAM credentials by user and mechanism (salted: no password is
@@ -187,79 +191,35 @@ impl Metadata {
     }
 }
 
-/// The metadata file and its last written content.
+/// A node's copy of the controller quorum's metadata: it changes only by
+/// applying the quorum's committed records (see `cluster::apply`).
 #[derive(Debug)]
 pub struct MetadataStore {
-    path: PathBuf,
-    // A cluster member's copy of the quorum's metadata: never written here.
-    memory_only: bool,
     /// The current content.
     pub data: Metadata,
 }
 
 impl MetadataStore {
-    /// Loads the file of node `node`, or makes a new cluster id if there is
-    /// none. A version 1 file is upgraded (and rewritten): its dynamic
-    /// broker keys were the node's own, so they stay its own rather than
-    /// becoming cluster-wide defaults that the node's resource could not
-    /// remove.
-    pub fn open(
-        data_dir: &Path,
-        node: crate::metadata_records::NodeId,
-    ) -> Result<MetadataStore, Error> {
-        let path = data_dir.join(FILE_NAME);
-        let io = |source| Error::MetadataIo {
-            path: path.clone(),
-            source,
-        };
-        match fs::read(&path) {
-            Ok(bytes) => {
-                let upgrade = serde_json::from_slice::<serde_json::Value>(&bytes)
-                    .is_ok_and(|v| v["version"] == 1);
-                let data = parse(&path, &bytes, node)?;
-                let mut store = MetadataStore {
-                    path,
-                    memory_only: false,
-                    data,
-                };
-                if upgrade {
-                    store.save()?;
-                }
-                Ok(store)
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let mut store = MetadataStore {
-                    path: path.clone(),
-                    memory_only: false,
-                    data: Metadata::new(new_cluster_id()),
-                };
-                store.save().map_err(|e| match e {
-                    Error::MetadataIo { source, .. } => io(source),
-                    other => other,
-                })?;
-                Ok(store)
-            }
-            Err(e) => Err(io(e)),
-        }
+    /// A copy holding `data`.
+    pub fn new(data: Metadata) -> MetadataStore {
+        MetadataStore { data }
     }
 
-    /// The content of a single node's metadata file in `data_dir`, if
-    /// there is one (upgraded as [`MetadataStore::open`] does, every
-    /// partition placed on `node` when the file predates placements),
-    /// without writing anything: what `magnetar standalone` imports into
-    /// its quorum of one.
+    /// The content of the metadata file `magnetar standalone` kept in
+    /// `data_dir` before it ran a quorum of one, if there is one (a
+    /// version 1 file upgraded, every partition placed on `node` when the
+    /// file predates placements), without writing anything: what the
+    /// quorum imports.
     pub fn read_file(
         data_dir: &Path,
         node: crate::metadata_records::NodeId,
     ) -> Result<Option<Metadata>, Error> {
-        if !data_dir.join(FILE_NAME).exists() {
-            return Ok(None);
-        }
         let path = data_dir.join(FILE_NAME);
-        let bytes = fs::read(&path).map_err(|source| Error::MetadataIo {
-            path: path.clone(),
-            source,
-        })?;
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(Error::MetadataIo { path, source }),
+        };
         let mut data = parse(&path, &bytes, node)?;
         for rec in data.topics.values_mut() {
             if rec.placements.len() != rec.partitions as usize {
@@ -269,41 +229,6 @@ impl MetadataStore {
             }
         }
         Ok(Some(data))
-    }
-
-    /// A cluster member's metadata, held in memory only: it changes by
-    /// applying the controller quorum's committed records.
-    pub fn memory_only(data: Metadata) -> MetadataStore {
-        MetadataStore {
-            path: PathBuf::new(),
-            memory_only: true,
-            data,
-        }
-    }
-
-    /// Applies `records` to a copy and persists it; memory is updated only
-    /// if every record applies and the write succeeded, so a refused
-    /// record or a failed write changes nothing.
-    pub fn commit(&mut self, records: &[MetadataRecord]) -> Result<(), Error> {
-        if self.memory_only {
-            return Err(Error::InvalidRequest(
-                "a cluster member's metadata changes through the controller quorum".into(),
-            ));
-        }
-        let next = apply_all(&self.data, records)?;
-        write_atomically(&self.path, &next).map_err(|source| Error::MetadataIo {
-            path: self.path.clone(),
-            source,
-        })?;
-        self.data = next;
-        Ok(())
-    }
-
-    fn save(&mut self) -> Result<(), Error> {
-        write_atomically(&self.path, &self.data).map_err(|source| Error::MetadataIo {
-            path: self.path.clone(),
-            source,
-        })
     }
 }
 
@@ -351,22 +276,6 @@ fn add_default_namespace(tenants: &mut BTreeMap<String, TenantRecord>) {
         .or_default();
 }
 
-fn write_atomically(path: &Path, data: &Metadata) -> std::io::Result<()> {
-    let bytes = serde_json::to_vec_pretty(data).map_err(std::io::Error::other)?;
-    let tmp = path.with_extension("json.tmp");
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-    }
-    fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        // The rename is only durable once the directory entry is.
-        File::open(dir)?.sync_all()?;
-    }
-    Ok(())
-}
-
 /// A Kafka-style cluster id: 16 random bytes, URL-safe base64 without padding.
 pub(crate) fn new_cluster_id() -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -393,88 +302,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn persists_and_reloads() {
+    fn no_file_is_none_and_a_file_reads_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = MetadataStore::open(dir.path(), 1).unwrap();
-        let cluster = s.data.cluster_id.clone();
-        assert_eq!(cluster.len(), 22);
+        assert_eq!(MetadataStore::read_file(dir.path(), 1).unwrap(), None);
+        let mut m = Metadata::new("abc".into());
         let name = TopicName::new("t").unwrap();
-        let id = TopicId::random();
-        s.commit(&[MetadataRecord::TopicCreated {
-            topic: TopicRecord {
+        m.topics.insert(
+            name.clone(),
+            TopicRecord {
                 name: name.clone(),
-                id,
+                id: TopicId::random(),
                 kind: TopicKind::NonPartitioned,
                 partitions: 1,
                 config: TopicConfig::default(),
                 placements: vec![PartitionState::single(1)],
             },
-        }])
-        .unwrap();
-        let s2 = MetadataStore::open(dir.path(), 1).unwrap();
-        assert_eq!(s2.data.cluster_id, cluster);
-        assert_eq!(s2.data.topics[&name].id, id);
-        assert_eq!(s2.data.topics[&name].kind, TopicKind::NonPartitioned);
-        assert_eq!(
-            s2.data.topics[&name].placements,
-            vec![PartitionState::single(1)]
         );
+        fs::write(dir.path().join(FILE_NAME), serde_json::to_vec(&m).unwrap()).unwrap();
+        assert_eq!(MetadataStore::read_file(dir.path(), 1).unwrap(), Some(m));
     }
 
     #[test]
-    fn a_refused_record_commits_nothing() {
+    fn old_files_read_with_the_default_namespace_and_placements() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = MetadataStore::open(dir.path(), 1).unwrap();
-        let before = s.data.clone();
-        let e = s
-            .commit(&[
-                MetadataRecord::ProducerIdsReserved { limit: 1000 },
-                MetadataRecord::TopicDeleted {
-                    id: TopicId::random(),
-                    name: TopicName::new("missing").unwrap(),
-                },
-            ])
-            .unwrap_err();
-        assert!(matches!(e, Error::MetadataConflict(_)), "{e}");
-        assert_eq!(s.data, before);
-        assert_eq!(MetadataStore::open(dir.path(), 1).unwrap().data, before);
-    }
-
-    #[test]
-    fn files_without_tenants_load_with_the_default_namespace() {
-        let dir = tempfile::tempdir().unwrap();
-        // As written before tenants and namespaces were stored.
+        // As written before tenants, namespaces and placements were stored.
         fs::write(
             dir.path().join(FILE_NAME),
-            br#"{"version":1,"cluster_id":"abc","producer_id_limit":0,"topics":{}}"#,
+            br#"{"version":1,"cluster_id":"abc","producer_id_limit":0,"topics":{"t":{"name":"t","id":"64b73ba4-9564-49ed-8475-80be26ebcd98","kind":"partitioned","partitions":2}}}"#,
         )
         .unwrap();
-        let s = MetadataStore::open(dir.path(), 1).unwrap();
-        assert_eq!(s.data.cluster_id, "abc");
-        let public = &s.data.tenants["public"];
+        let m = MetadataStore::read_file(dir.path(), 3).unwrap().unwrap();
+        assert_eq!(m.cluster_id, "abc");
+        let public = &m.tenants["public"];
         assert!(public.namespaces.contains_key("default"));
         assert_eq!(
             public.allowed_clusters,
             [crate::tenancy::CLUSTER_NAME.to_string()].into()
         );
-    }
-
-    #[test]
-    fn tenants_and_namespace_policies_persist() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut s = MetadataStore::open(dir.path(), 1).unwrap();
-        let mut tenants = s.data.tenants.clone();
-        let t = tenants.entry("acme".into()).or_default();
-        t.admin_roles.insert("ops".into());
-        let mut config = TopicConfig::default();
-        config.set("retention.ms", "60000").unwrap();
-        t.namespaces
-            .insert("billing".into(), NamespaceRecord { config });
-        s.commit(&[MetadataRecord::TenantsSet { tenants }]).unwrap();
-        let s2 = MetadataStore::open(dir.path(), 1).unwrap();
-        assert_eq!(s2.data.tenants, s.data.tenants);
-        let ns = &s2.data.tenants["acme"].namespaces["billing"];
-        assert_eq!(ns.config.overrides()["retention.ms"], "60000");
+        let t = &m.topics[&TopicName::new("t").unwrap()];
+        assert_eq!(t.placements, vec![PartitionState::single(3); 2]);
     }
 
     #[test]
@@ -485,22 +351,28 @@ mod tests {
             br#"{"version":1,"cluster_id":"abc","producer_id_limit":0,"topics":{},"broker_configs":{"log.retention.ms":"60000"}}"#,
         )
         .unwrap();
-        let s = MetadataStore::open(dir.path(), 3).unwrap();
-        assert!(s.data.broker_configs.is_empty());
-        assert_eq!(s.data.node_configs[&3]["log.retention.ms"], "60000");
-        // Rewritten as version 2: opened again, nothing moves.
-        let again = MetadataStore::open(dir.path(), 3).unwrap();
-        assert_eq!(again.data, s.data);
-        let text = fs::read(dir.path().join(FILE_NAME)).unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&text).unwrap();
-        assert_eq!(v["version"], 2);
+        let m = MetadataStore::read_file(dir.path(), 3).unwrap().unwrap();
+        assert!(m.broker_configs.is_empty());
+        assert_eq!(m.node_configs[&3]["log.retention.ms"], "60000");
+        assert_eq!(m.version, VERSION);
     }
 
     #[test]
-    fn corrupt_file_is_a_clear_error() {
+    fn corrupt_or_future_files_are_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join(FILE_NAME), b"{not json").unwrap();
-        let e = MetadataStore::open(dir.path(), 1).unwrap_err().to_string();
+        let e = MetadataStore::read_file(dir.path(), 1)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("corrupt"), "{e}");
+        fs::write(
+            dir.path().join(FILE_NAME),
+            br#"{"version":9,"cluster_id":"abc","producer_id_limit":0,"topics":{}}"#,
+        )
+        .unwrap();
+        let e = MetadataStore::read_file(dir.path(), 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unsupported version 9"), "{e}");
     }
 }

@@ -199,9 +199,8 @@ fn record_key(topic: &str, version: u64) -> RecordKey {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Broker;
 
-    fn open(dir: &std::path::Path) -> std::sync::Arc<Broker> {
+    fn open(dir: &std::path::Path) -> crate::testing::TestNode {
         crate::testing::broker_with_topics(dir, &["t", "u"])
     }
 

@@ -476,32 +476,21 @@ impl Broker {
         }
     }
 
-    /// Applies `change` to a copy of the tenants, persists it, publishes
-    /// it and pushes the storage settings it implies to every partition.
-    /// Nothing changes when `change` refuses or the write fails.
+    /// Applies `change` to a copy of the tenants and commits the result
+    /// through the controller quorum; every broker then publishes it and
+    /// pushes the storage settings it implies to its partitions. Nothing
+    /// changes when `change` refuses or the commit fails.
     fn change_tenants<T>(
         &self,
         change: impl FnOnce(&mut Tenants) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        if self.cluster.is_some() {
-            let mut change = Some(change);
-            return self.cluster_change_tenants(|tenants| match change.take() {
-                Some(f) => f(tenants),
-                None => Err(Error::MetadataConflict(
-                    "the tenants changed concurrently; retry".into(),
-                )),
-            });
-        }
-        let mut store = self.store.lock();
-        let mut next = store.data.tenants.clone();
-        let out = change(&mut next)?;
-        store.commit(&[crate::metadata_records::MetadataRecord::TenantsSet {
-            tenants: next.clone(),
-        }])?;
-        let published = Arc::new(next);
-        *self.tenants.write() = published.clone();
-        self.refresh_log_configs(&published, &self.config());
-        Ok(out)
+        let mut change = Some(change);
+        self.cluster_change_tenants(|tenants| match change.take() {
+            Some(f) => f(tenants),
+            None => Err(Error::MetadataConflict(
+                "the tenants changed concurrently; retry".into(),
+            )),
+        })
     }
 }
 

@@ -1,7 +1,5 @@
 //! Tenant and namespace rules against a real broker on a temp dir.
 
-use std::sync::Arc;
-
 use model::pulsar_name::Namespace;
 use model::{PartitionId, TopicName};
 
@@ -11,18 +9,11 @@ use crate::subscription::{
     ConsumerId, ConsumerSpec, LogBounds, StartPosition, SubscribeRequest, SubscriptionKey,
     SubscriptionType,
 };
-use crate::{now_ms, Broker, Endpoint, Error, NewTopic};
+use crate::{now_ms, Error, NewTopic};
 
-fn open(dir: &std::path::Path) -> Arc<Broker> {
+fn open(dir: &std::path::Path) -> crate::testing::TestNode {
     let config = BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap());
-    Broker::open(
-        config,
-        Endpoint {
-            host: "127.0.0.1".into(),
-            port: 9092,
-        },
-    )
-    .unwrap()
+    crate::testing::TestNode::start(config).unwrap()
 }
 
 fn info(clusters: &[&str]) -> TenantInfo {

@@ -2,8 +2,8 @@
 //! `ReplicationControlManager`): each request is validated against the
 //! current [`Metadata`] and answered with the records that make the
 //! change, or the error the client gets. Pure: the caller commits the
-//! records (a single node to its metadata file, a cluster through the
-//! controller quorum) and each broker then applies them (see
+//! records through the controller quorum and each broker then applies
+//! them (see
 //! [`crate::metadata_delta`]).
 
 use model::pulsar_name::Namespace;

@@ -427,13 +427,10 @@ mod tests {
         use tower::ServiceExt;
 
         let dir = tempfile::tempdir().unwrap();
-        let broker = broker::Broker::open(
-            broker::config::BrokerConfig::new(dir.path(), "127.0.0.1:9092".parse().unwrap()),
-            broker::Endpoint {
-                host: "127.0.0.1".into(),
-                port: 9092,
-            },
-        )
+        let broker = broker::testing::TestNode::start(broker::config::BrokerConfig::new(
+            dir.path(),
+            "127.0.0.1:9092".parse().unwrap(),
+        ))
         .unwrap();
         let state = std::sync::Arc::new(super::AppState {
             broker: broker.clone(),

@@ -30,10 +30,6 @@ pub(crate) async fn to_owner(
     req: Request,
     next: Next,
 ) -> Response {
-    let broker = &state.broker;
-    if !broker.is_clustered() {
-        return next.run(req).await;
-    }
     let Some(route) = topic_route(req.uri().path()) else {
         return next.run(req).await;
     };
@@ -44,6 +40,7 @@ pub(crate) async fn to_owner(
         return next.run(req).await;
     }
     let name = &route.name;
+    let broker = &state.broker;
     // Parse errors and unknown topics are the handler's to answer.
     let owners = magnetar_pulsar::lookup::partition_owners(broker, name).unwrap_or_default();
     let me = broker.node_id();

@@ -56,14 +56,7 @@ pub(crate) fn handle(
     // Messages exist from v2 on.
     let message = |m: String| (version >= 2).then(|| StrBytes::from_string(m));
     let quorum = match broker.describe_quorum() {
-        Ok(Some(q)) => q,
-        Ok(None) => {
-            return resp
-                .with_error_code(ResponseError::UnsupportedVersion.code())
-                .with_error_message(message(
-                    "a standalone node keeps its metadata in a local file, not in a controller quorum; nodes of a cluster (magnetar broker) answer DescribeQuorum".into(),
-                ))
-        }
+        Ok(q) => q,
         // No leader answered (an election, no quorum): retriable, as a
         // Kafka controller that does not lead answers.
         Err(e) => {

@@ -1,9 +1,8 @@
 //! FindCoordinator (key 10): which broker coordinates a group or a
 //! transactional id. From v4 one request carries many keys (KIP-699) and each
-//! gets its own entry and error code. On a single node the answer is always
-//! this broker; in a cluster it is the broker of the key's coordinator slot
-//! (COORDINATOR_NOT_AVAILABLE while that broker is fenced). The per-key
-//! checks apply either way.
+//! gets its own entry and error code: the broker of the key's coordinator
+//! slot (on a standalone node, itself), COORDINATOR_NOT_AVAILABLE while
+//! that broker is fenced.
 
 use std::sync::Arc;
 

@@ -62,7 +62,7 @@ pub(crate) async fn handle(
     };
     // Partitions whose transaction's coordinator (another broker) said no.
     let mut refused = match (&request_error, &transactional_id) {
-        (None, Some(id)) if broker.is_clustered() && !broker.coordinates(id) => {
+        (None, Some(id)) if !broker.coordinates(id) => {
             verify_elsewhere(broker, access, id, version, &req).await
         }
         _ => std::collections::HashMap::new(),

@@ -3,8 +3,6 @@
 //! version and decode back. `kafka-protocol` refuses to encode fields a
 //! version lacks, so this catches handlers that set them.
 
-use std::sync::Arc;
-
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -28,21 +26,13 @@ use kafka_protocol::records::{
 
 use super::{frame, handle, Outcome, RequestContext, SUPPORTED_APIS};
 use broker::config::BrokerConfig;
-use broker::{Broker, Endpoint};
 
-fn broker(dir: &std::path::Path) -> Arc<Broker> {
+fn broker(dir: &std::path::Path) -> broker::testing::TestNode {
     let mut config = BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap());
     config
         .apply_assignment("group.initial.rebalance.delay.ms=0")
         .unwrap();
-    Broker::open(
-        config,
-        Endpoint {
-            host: "127.0.0.1".into(),
-            port: 9092,
-        },
-    )
-    .unwrap()
+    broker::testing::TestNode::start(config).unwrap()
 }
 
 fn batch() -> Bytes {

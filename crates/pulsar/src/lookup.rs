@@ -93,7 +93,7 @@ pub fn metadata_partitions(
 }
 
 /// Lookup: "connect to" the broker that leads the topic's partition,
-/// authoritative (a single node leads every partition: itself). A topic
+/// authoritative (a standalone node leads every partition). A topic
 /// that does not exist and may not be created by a producer or consumer
 /// is TopicNotFound; one that does not exist yet is served here (the
 /// producer or consumer creating it is sent on by its next lookup if its
@@ -141,8 +141,8 @@ pub struct ServiceUrls {
 
 /// The node leading the partition `name` names (a non-partitioned topic:
 /// its one partition) when it is another broker of the cluster (-1: none
-/// is live); `None` when this broker answers for it (a single node, a
-/// topic that does not exist yet, or one this broker leads).
+/// is live); `None` when this broker answers for it (a topic that does not
+/// exist yet, or one this broker leads).
 pub fn owner_node(broker: &Broker, name: &str) -> Result<Option<i32>, PulsarError> {
     let Some((topic, partition)) = addressed(broker, name)? else {
         return Ok(None);
@@ -156,8 +156,7 @@ pub fn owner_node(broker: &Broker, name: &str) -> Result<Option<i32>, PulsarErro
 
 /// The nodes leading the partitions `name` addresses (one partition, or
 /// every partition of a partitioned topic named without a partition), as
-/// clients are told (-1: offline); empty for a single node or a topic that
-/// does not exist.
+/// clients are told (-1: offline); empty for a topic that does not exist.
 pub fn partition_owners(
     broker: &Broker,
     name: &str,
@@ -174,8 +173,8 @@ pub fn partition_owners(
 
 /// For a topic `name` names without a partition: whether it is
 /// partitioned, and the node leading each of its partitions in partition
-/// order (-1: offline); `None` for a single node, a topic that does not
-/// exist or a name with a partition.
+/// order (-1: offline); `None` for a topic that does not exist or a name
+/// with a partition.
 pub fn topic_leaders(broker: &Broker, name: &str) -> Result<Option<(bool, Vec<i32>)>, PulsarError> {
     Ok(match addressed(broker, name)? {
         Some((topic, None)) => Some((
@@ -193,13 +192,9 @@ pub fn topic_leaders(broker: &Broker, name: &str) -> Result<Option<(bool, Vec<i3
 /// An existing topic and the partition its name picks, if one.
 type Addressed = (std::sync::Arc<broker::Topic>, Option<u32>);
 
-/// In a cluster, the existing topic `name` names and the partition it
-/// names, if one; `None` on a single node or for a topic that does not
-/// exist (this broker answers for those).
+/// The existing topic `name` names and the partition it names, if one;
+/// `None` for a topic that does not exist (this broker answers for those).
 fn addressed(broker: &Broker, name: &str) -> Result<Option<Addressed>, PulsarError> {
-    if !broker.is_clustered() {
-        return Ok(None);
-    }
     let t = topics::parse(broker, name)?;
     Ok(broker
         .topic(t.kafka_name().as_str())

@@ -363,7 +363,7 @@ pub fn replay(partition: &Partition, state: &mut PartitionSequences) -> Result<(
 mod tests {
     use broker::config::{BrokerConfig, TopicConfig, TopicKind};
     use broker::sequences::{ProducerEntry, SequenceSnapshot};
-    use broker::{Endpoint, NewTopic};
+    use broker::NewTopic;
     use magnetar_pulsar_wire::payload::build_single;
     use magnetar_pulsar_wire::proto::CompressionType;
     use model::{Offset, PartitionId, TopicName};
@@ -392,13 +392,10 @@ mod tests {
     #[test]
     fn replay_reads_the_producers_of_the_batches_after_the_snapshot() {
         let dir = tempfile::tempdir().unwrap();
-        let broker = Broker::open(
-            BrokerConfig::new(dir.path(), "127.0.0.1:9092".parse().unwrap()),
-            Endpoint {
-                host: "127.0.0.1".into(),
-                port: 9092,
-            },
-        )
+        let broker = broker::testing::TestNode::start(BrokerConfig::new(
+            dir.path(),
+            "127.0.0.1:9092".parse().unwrap(),
+        ))
         .unwrap();
         let topic = broker
             .create_topic(

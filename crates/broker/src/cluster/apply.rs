@@ -77,9 +77,9 @@ impl Broker {
             config,
             endpoint,
             logs,
-            MetadataStore::memory_only(metadata),
+            MetadataStore::new(metadata),
             table,
-            Some(state),
+            state,
         );
         let offsets = if published_offsets {
             broker.offsets_partition()?
@@ -125,9 +125,7 @@ impl Broker {
         }
         self.switch_to(&mut store, next);
         drop(store);
-        if let Some(c) = &self.cluster {
-            c.applied.send_replace(last);
-        }
+        self.cluster.applied.send_replace(last);
     }
 
     /// Replaces the metadata with a snapshot's `state` at `index` (a broker
@@ -142,14 +140,12 @@ impl Broker {
         let mut store = self.store.lock();
         self.switch_to(&mut store, state);
         drop(store);
-        if let Some(c) = &self.cluster {
-            c.applied.send_replace(index);
-        }
+        self.cluster.applied.send_replace(index);
     }
 
-    /// The last metadata index applied here (0 for a single node).
+    /// The last metadata index applied here.
     pub fn applied_metadata_index(&self) -> u64 {
-        self.cluster.as_ref().map_or(0, |c| *c.applied.borrow())
+        *self.cluster.applied.borrow()
     }
 
     fn switch_to(&self, store: &mut MetadataStore, new: Metadata) {
@@ -203,13 +199,11 @@ impl Broker {
         if old.client_quotas != new.client_quotas {
             self.refresh_quotas(new);
         }
-        if let Some(c) = &self.cluster {
-            *c.view.write() = Arc::new(ClusterView::of(new));
-        }
+        *self.cluster.view.write() = Arc::new(ClusterView::of(new));
     }
 
     fn republish_or_retry(&self, rec: &TopicRecord, m: &Metadata, config: &BrokerConfig) {
-        let Some(c) = &self.cluster else { return };
+        let c = &self.cluster;
         match self.republish(rec, m, config) {
             Ok(()) => {
                 c.pending.lock().remove(&rec.name);
@@ -224,7 +218,7 @@ impl Broker {
     /// Opens again the partitions that failed to open when their metadata
     /// was applied. Blocking.
     pub fn retry_pending_topics(&self) {
-        let Some(c) = &self.cluster else { return };
+        let c = &self.cluster;
         let names: Vec<TopicName> = c.pending.lock().iter().cloned().collect();
         if names.is_empty() {
             return;
@@ -243,9 +237,7 @@ impl Broker {
 
     /// Whether every applied topic's partitions are open here.
     pub fn metadata_fully_applied(&self) -> bool {
-        self.cluster
-            .as_ref()
-            .is_none_or(|c| c.pending.lock().is_empty())
+        self.cluster.pending.lock().is_empty()
     }
 
     /// Takes a deleted (or replaced) topic out of the table and forgets

@@ -207,14 +207,13 @@ fn a_data_directory_of_another_cluster_or_a_single_node_is_refused() {
     drop(crate::testing::broker_with_topics(single.path(), &[]));
     assert!(super::dir::check_membership(single.path(), "c1", 1).is_err());
     // And a single node refuses a cluster node's directory.
-    let e = Broker::open(
-        BrokerConfig::new(dir.path(), "127.0.0.1:9092".parse().unwrap()),
-        Endpoint {
-            host: "127.0.0.1".into(),
-            port: 9092,
-        },
-    )
-    .unwrap_err();
+    let refused = crate::testing::TestNode::start(BrokerConfig::new(
+        dir.path(),
+        "127.0.0.1:9092".parse().unwrap(),
+    ));
+    let Err(e) = refused else {
+        panic!("a standalone node started on a cluster node's directory")
+    };
     assert!(e.to_string().contains("magnetar broker"), "{e}");
 }
 

@@ -4,8 +4,8 @@
 //! quorum's leader and answered once applied locally ([`ops`]); the active
 //! controller registers, unfences and fences brokers ([`service`]).
 //!
-//! A single node (`magnetar standalone`) keeps its metadata file and
-//! applies the same records itself; see `lifecycle`.
+//! A standalone node (`magnetar standalone`) is such a member too, of a
+//! quorum of one inside its process (see [`membership`]).
 
 mod apply;
 mod dir;
@@ -114,7 +114,7 @@ impl ClusterView {
     }
 }
 
-/// What a cluster member keeps besides a single node's state.
+/// A broker's link to its controller quorum and what it applied.
 pub(crate) struct ClusterState {
     pub(crate) link: Arc<ClusterLink>,
     /// The last metadata index applied here.
@@ -127,36 +127,25 @@ pub(crate) struct ClusterState {
 }
 
 impl crate::Broker {
-    /// Whether this broker is a member of a cluster.
-    pub fn is_clustered(&self) -> bool {
-        self.cluster.is_some()
+    /// The cluster's brokers as last applied.
+    pub fn cluster_view(&self) -> Arc<ClusterView> {
+        self.cluster.view.read().clone()
     }
 
-    /// The cluster's brokers as last applied (`None` on a single node).
-    pub fn cluster_view(&self) -> Option<Arc<ClusterView>> {
-        self.cluster.as_ref().map(|c| c.view.read().clone())
-    }
-
-    /// Every registered broker's node id (a single node: itself).
+    /// Every registered broker's node id.
     pub fn registered_brokers(&self) -> Vec<NodeId> {
-        match self.cluster_view() {
-            Some(v) => v.brokers.keys().copied().collect(),
-            None => vec![self.node_id()],
-        }
+        self.cluster_view().brokers.keys().copied().collect()
     }
 
     /// The brokers clients may use, with the endpoint of `listener`: the
-    /// unfenced ones (a single node: itself, with its own endpoint).
+    /// unfenced ones.
     pub fn live_brokers(&self, listener: &str) -> Vec<(NodeId, Endpoint)> {
-        match self.cluster_view() {
-            Some(v) => v
-                .brokers
-                .values()
-                .filter(|b| !b.fenced)
-                .filter_map(|b| Some((b.node, b.endpoint(listener)?)))
-                .collect(),
-            None => vec![(self.node_id(), self.listener_endpoint(listener))],
-        }
+        self.cluster_view()
+            .brokers
+            .values()
+            .filter(|b| !b.fenced)
+            .filter_map(|b| Some((b.node, b.endpoint(listener)?)))
+            .collect()
     }
 
     /// The node reported as the controller: the quorum's leader when this
@@ -166,21 +155,16 @@ impl crate::Broker {
     /// is live: clients do not know a broker missing from the broker list
     /// and would wait for it (as Kafka, which names a live broker).
     pub fn controller_id(&self) -> NodeId {
-        let Some(c) = &self.cluster else {
-            return self.node_id();
-        };
-        let view = c.view.read().clone();
-        pick_controller(&view, c.link.leader(), self.node_id())
+        let view = self.cluster_view();
+        pick_controller(&view, self.cluster.link.leader(), self.node_id())
     }
 
     /// Waits, at most `timeout`, until the metadata applied here shows
     /// this broker registered and unfenced, so the first clients are told
     /// about it (Kafka's broker waits "for the broker to be unfenced"
-    /// before it starts, too); whether it is. True on a single node.
+    /// before it starts, too); whether it is.
     pub async fn wait_unfenced(&self, timeout: std::time::Duration) -> bool {
-        let Some(c) = &self.cluster else {
-            return true;
-        };
+        let c = &self.cluster;
         let me = self.node_id();
         let mut applied = c.applied.subscribe();
         let live = async {
@@ -199,41 +183,35 @@ impl crate::Broker {
     /// The leader clients are told for a partition in `state`: its leader
     /// if that broker is unfenced, else none (-1: offline).
     pub fn live_leader(&self, state: &crate::metadata_records::PartitionState) -> NodeId {
-        match self.cluster_view() {
-            Some(v) if !v.is_live(state.leader) => -1,
-            _ => state.leader,
+        if self.cluster_view().is_live(state.leader) {
+            state.leader
+        } else {
+            -1
         }
     }
 
-    /// Whether this broker coordinates the group or transactional id `key`
-    /// (a single node: every one). A cluster member that does not answers
-    /// NOT_COORDINATOR, so a client with a stale coordinator looks it up
-    /// again instead of making a second copy of the group here.
+    /// Whether this broker coordinates the group or transactional id
+    /// `key`. One that does not answers NOT_COORDINATOR, so a client with
+    /// a stale coordinator looks it up again instead of making a second
+    /// copy of the group here.
     pub fn coordinates(&self, key: &str) -> bool {
-        match self.cluster_view() {
-            None => true,
-            Some(v) => {
-                !v.coordinators.is_empty()
-                    && v.coordinators[coordinator_slot(key, v.coordinators.len())] == self.node_id()
-            }
-        }
+        let v = self.cluster_view();
+        !v.coordinators.is_empty()
+            && v.coordinators[coordinator_slot(key, v.coordinators.len())] == self.node_id()
     }
 
     /// The coordinator of a group or transactional id and its endpoint on
-    /// `listener`: the broker of the id's slot (placed on first use), or
-    /// this broker on a single node. [`crate::Error::CoordinatorUnavailable`]
-    /// while that broker is fenced or unknown.
+    /// `listener`: the broker of the id's slot (placed on first use).
+    /// [`crate::Error::CoordinatorUnavailable`] while that broker is fenced
+    /// or unknown.
     pub fn coordinator_of(
         &self,
         key: &str,
         listener: &str,
     ) -> Result<(NodeId, Endpoint), crate::Error> {
-        let Some(_) = &self.cluster else {
-            return Ok((self.node_id(), self.listener_endpoint(listener)));
-        };
         let slots = self.coordinator_slots()?;
         let node = slots[coordinator_slot(key, slots.len())];
-        let view = self.cluster_view().unwrap_or_default();
+        let view = self.cluster_view();
         match view.brokers.get(&node) {
             Some(b) if !b.fenced => b.endpoint(listener).map(|e| (node, e)).ok_or_else(|| {
                 crate::Error::CoordinatorUnavailable(format!(

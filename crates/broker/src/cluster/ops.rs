@@ -1,6 +1,6 @@
-//! The metadata changes a cluster member is asked for (by any front end):
-//! validated against its applied metadata by the same pure functions a
-//! single node uses ([`crate::topic_control`]), submitted as one batch
+//! The metadata changes a broker is asked for (by any front end):
+//! validated against its applied metadata by pure functions
+//! ([`crate::topic_control`]), submitted as one batch
 //! through the quorum's leader, and answered once this broker applied the
 //! batch, so the client that asked sees the change at once. A batch that
 //! lost a race (validated against a state another change overtook) is
@@ -26,31 +26,16 @@ const ATTEMPTS: usize = 3;
 
 impl Broker {
     /// The brokers new partitions may be placed on: registered and
-    /// unfenced (a single node: itself).
+    /// unfenced.
     pub fn usable_brokers(&self) -> Vec<NodeId> {
-        match &self.cluster {
-            Some(_) => Registry::usable(&self.store.lock().data),
-            None => vec![self.node_id()],
-        }
+        Registry::usable(&self.store.lock().data)
     }
 
-    /// Commits `records` whichever way this node keeps its metadata: to its
-    /// own file on a single node, through the controller quorum (and
-    /// applied here) in a cluster. A record that does not fit the current
-    /// state is [`Error::MetadataConflict`] and nothing changes.
+    /// Commits `records` through the controller quorum and waits until
+    /// they are applied here. A record that does not fit the current state
+    /// is [`Error::MetadataConflict`] and nothing changes.
     pub(crate) fn commit_metadata(&self, records: Vec<MetadataRecord>) -> Result<(), Error> {
         if records.is_empty() {
-            return Ok(());
-        }
-        if self.cluster.is_none() {
-            let mut store = self.store.lock();
-            store.commit(&records)?;
-            if records.iter().any(MetadataRecord::is_acl) {
-                self.refresh_acls(&store.data);
-            }
-            if records.iter().any(MetadataRecord::is_quota) {
-                self.refresh_quotas(&store.data);
-            }
             return Ok(());
         }
         self.submit_and_apply(records)?
@@ -80,10 +65,7 @@ impl Broker {
     /// Submits `records` and waits until this broker applied them. `Ok(Err)`:
     /// the batch conflicted with a newer state and changed nothing.
     fn submit_and_apply(&self, records: Vec<MetadataRecord>) -> Result<Result<(), String>, Error> {
-        let c = self
-            .cluster
-            .as_ref()
-            .expect("cluster operations run on cluster members");
+        let c = &self.cluster;
         let link = c.link.clone();
         let timeout = link.change_timeout;
         let mut applied = c.applied.subscribe();
@@ -315,13 +297,9 @@ impl Broker {
     }
 
     /// The controller quorum as its leader describes it (Kafka's
-    /// DescribeQuorum); `None` on a single node, which has no quorum.
-    /// Blocking: asks the leader.
-    pub fn describe_quorum(&self) -> Result<Option<super::QuorumDescription>, Error> {
-        let Some(c) = &self.cluster else {
-            return Ok(None);
-        };
-        let link = c.link.clone();
+    /// DescribeQuorum). Blocking: asks the leader.
+    pub fn describe_quorum(&self) -> Result<super::QuorumDescription, Error> {
+        let link = self.cluster.link.clone();
         let timeout = link.change_timeout;
         let request = serde_json::to_vec(&super::ServiceRequest::DescribeQuorum)
             .map_err(|e| Error::ControllerUnavailable(e.to_string()))?;
@@ -333,7 +311,7 @@ impl Broker {
                 .map_err(super::link::unavailable)
         })??;
         match serde_json::from_slice(&answer) {
-            Ok(super::ServiceResponse::Quorum(q)) => Ok(Some(q)),
+            Ok(super::ServiceResponse::Quorum(q)) => Ok(q),
             Ok(other) => Err(Error::ControllerUnavailable(format!(
                 "the controller answered {other:?}"
             ))),
@@ -347,9 +325,7 @@ impl Broker {
     /// yet (the first FindCoordinator of a cluster, as Kafka creates
     /// `__consumer_offsets` then); the slots.
     pub fn coordinator_slots(&self) -> Result<Vec<NodeId>, Error> {
-        let Some(c) = &self.cluster else {
-            return Ok(Vec::new());
-        };
+        let c = &self.cluster;
         let placed = c.view.read().coordinators.clone();
         if !placed.is_empty() {
             return Ok(placed);

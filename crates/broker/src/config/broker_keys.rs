@@ -41,7 +41,7 @@ pub const BROKER_KEYS: &[ConfigKey] = &[
     b("process.roles", "broker,controller", ValueKind::Choice(&["broker", "broker,controller"]), false,
         "What a cluster node runs: a broker only, or a broker that also votes in the controller quorum (combined mode). Only read with controller.quorum.voters set."),
     b("controller.quorum.voters", "", ValueKind::Voters, false,
-        "The controller quorum, id@host:port,...; empty = a single node (magnetar standalone) keeping its metadata in its own file."),
+        "The controller quorum, id@host:port,...; empty = a standalone node (magnetar standalone): a quorum of one inside the process."),
     b("controller.listen.address", "", ValueKind::Listener, false,
         "Where this node's controller listens (host:port); defaults to its own address in controller.quorum.voters."),
     b("controller.security.protocol", "PLAINTEXT", ValueKind::Choice(&["PLAINTEXT", "SSL"]), false,

@@ -1,22 +1,13 @@
 //! Coordinator tests against a real broker on a temp dir: offsets survive a
 //! reopen, expire after the retention, and the group log compacts.
 
-use std::sync::Arc;
-
 use crate::config::BrokerConfig;
 use crate::group::store::CommittedOffset;
-use crate::{now_ms, Broker, Endpoint};
+use crate::{now_ms, Broker};
 
-fn open(dir: &std::path::Path) -> Arc<Broker> {
+fn open(dir: &std::path::Path) -> crate::testing::TestNode {
     let config = BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap());
-    Broker::open(
-        config,
-        Endpoint {
-            host: "127.0.0.1".into(),
-            port: 9092,
-        },
-    )
-    .unwrap()
+    crate::testing::TestNode::start(config).unwrap()
 }
 
 /// Creates topic `t` with 3 partitions (offsets of a topic that does not

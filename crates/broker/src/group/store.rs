@@ -275,7 +275,6 @@ mod tests {
 
     use super::*;
     use crate::config::BrokerConfig;
-    use crate::{Broker, Endpoint};
 
     fn key(group: &str) -> RecordKey {
         RecordKey::Offset {
@@ -323,13 +322,10 @@ mod tests {
     #[test]
     fn records_written_before_the_builder_still_replay() {
         let dir = tempfile::tempdir().unwrap();
-        let broker = Broker::open(
-            BrokerConfig::new(dir.path(), "127.0.0.1:9092".parse().unwrap()),
-            Endpoint {
-                host: "127.0.0.1".into(),
-                port: 9092,
-            },
-        )
+        let broker = crate::testing::TestNode::start(BrokerConfig::new(
+            dir.path(),
+            "127.0.0.1:9092".parse().unwrap(),
+        ))
         .unwrap();
         let partition = broker
             .topic(OFFSETS_TOPIC)

@@ -1,7 +1,6 @@
 //! The instrumentation handles and the scrape-time state over a real
 //! broker on a temp dir, encoded and read back line by line.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use model::{Offset, PartitionId, TopicName};
@@ -15,17 +14,11 @@ use crate::subscription::{
     ConsumerId, ConsumerSpec, LogBounds, StartPosition, SubscribeRequest, SubscriptionKey,
     SubscriptionType,
 };
-use crate::{now_ms, Endpoint, NewTopic};
+use crate::{now_ms, NewTopic};
 
-fn open(dir: &std::path::Path) -> Arc<Broker> {
-    Broker::open(
-        BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap()),
-        Endpoint {
-            host: "127.0.0.1".into(),
-            port: 9092,
-        },
-    )
-    .unwrap()
+fn open(dir: &std::path::Path) -> crate::testing::TestNode {
+    crate::testing::TestNode::start(BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap()))
+        .unwrap()
 }
 
 fn create(b: &Broker, name: &str, partitions: i32) {

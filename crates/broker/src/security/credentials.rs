@@ -1,7 +1,6 @@
 //! SCRAM credentials in the broker metadata (KIP-554): set and removed by
-//! records, so a single node commits them to its metadata file and a
-//! cluster replicates them through its controller quorum; looked up by
-//! every SASL exchange.
+//! records, replicated through the controller quorum; looked up by every
+//! SASL exchange.
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;

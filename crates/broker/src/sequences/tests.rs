@@ -1,14 +1,11 @@
 //! The snapshot codec, the sans-IO recovery (snapshot + replay of the log
 //! tail), and the registry over a real broker's group log.
 
-use std::sync::Arc;
-
 use model::Offset;
 
 use super::*;
-use crate::Broker;
 
-fn open(dir: &std::path::Path) -> Arc<Broker> {
+fn open(dir: &std::path::Path) -> crate::testing::TestNode {
     crate::testing::broker_with_topics(dir, &["t", "u"])
 }
 

@@ -196,7 +196,7 @@ impl Broker {
         }
         let txns = self.coordinator_for(id)?;
         let m = txns.known(id)?;
-        let slots = self.cluster_view().map_or(0, |v| v.coordinators.len());
+        let slots = self.cluster_view().coordinators.len();
         let slot = |g: &str| (slots > 0).then(|| crate::cluster::coordinator_slot(g, slots) as i32);
         Ok(
             m.verify_partitions(id, producer_id, epoch, partitions, slot)?
@@ -468,7 +468,7 @@ impl Broker {
         partitions
             .iter()
             .map(|(t, p)| {
-                if t == GROUP_OFFSETS_TOPIC && self.is_clustered() {
+                if t == GROUP_OFFSETS_TOPIC {
                     // A transaction coordinator on another broker ends the
                     // offsets staged here for the groups of slot `p`.
                     let r = self.end_staged_offsets(producer_id, producer_epoch, commit, *p);

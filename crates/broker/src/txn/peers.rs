@@ -129,7 +129,7 @@ impl Broker {
     /// Where broker `node` takes inter-broker requests; it must be live.
     fn peer_addr(&self, node: NodeId) -> Result<String, Error> {
         let key = self.inter_broker_listener();
-        let view = self.cluster_view().unwrap_or_default();
+        let view = self.cluster_view();
         match view.brokers.get(&node) {
             Some(b) if !b.fenced => b
                 .endpoints
@@ -153,10 +153,7 @@ impl Broker {
         &self,
         calls: Vec<(NodeId, PeerFuture<T>)>,
     ) -> Result<Vec<Result<T, Error>>, Error> {
-        let Some(c) = &self.cluster else {
-            return Err(unavailable("not a cluster member".into()));
-        };
-        let link = c.link.clone();
+        let link = self.cluster.link.clone();
         link.block_on(async move {
             let tasks: Vec<_> = calls
                 .into_iter()
@@ -234,7 +231,7 @@ impl Broker {
     /// The broker coordinating the group or transactional id `key`, from
     /// the placed slots only (nothing is placed here).
     pub(crate) fn placed_coordinator(&self, key: &str) -> Result<NodeId, Error> {
-        let view = self.cluster_view().unwrap_or_default();
+        let view = self.cluster_view();
         if view.coordinators.is_empty() {
             return Err(unavailable(format!("no coordinator is placed for {key:?}")));
         }
@@ -381,7 +378,7 @@ impl Broker {
 
     /// The coordinator slot of `group` (its `__consumer_offsets` partition).
     pub(crate) fn group_slot(&self, group: &str) -> Result<i32, Error> {
-        let view = self.cluster_view().unwrap_or_default();
+        let view = self.cluster_view();
         if view.coordinators.is_empty() {
             return Err(unavailable(format!(
                 "no coordinator is placed for {group:?}"

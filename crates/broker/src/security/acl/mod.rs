@@ -3,8 +3,7 @@
 //! that select them (`AclBindingFilter`), and the authorizer that decides
 //! each request by them (Kafka's `StandardAuthorizer` semantics).
 //!
-//! The bindings are metadata records, so a single node commits them to its
-//! metadata file and a cluster replicates them through its controller
+//! The bindings are metadata records, replicated through the controller
 //! quorum. Protocol-neutral: the wire codes below are Kafka's, because
 //! Kafka's admin tools define the model, but other front ends map their own
 //! actions to the same operations.

@@ -2,16 +2,14 @@
 //! a restart (and a log compaction), Readers come and go with their
 //! consumer, deleted topics lose their subscriptions.
 
-use std::sync::Arc;
-
 use model::Offset;
 
 use super::dispatch::{cid, spec};
 use crate::group::store::CommittedOffset;
+use crate::now_ms;
 use crate::subscription::*;
-use crate::{now_ms, Broker};
 
-fn open(dir: &std::path::Path) -> Arc<Broker> {
+fn open(dir: &std::path::Path) -> crate::testing::TestNode {
     crate::testing::broker_with_topics(dir, &["orders", "t", "u", "v"])
 }
 
