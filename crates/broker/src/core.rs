@@ -166,10 +166,10 @@ impl Broker {
 
     /// The group coordinator.
     pub fn groups(&self) -> &GroupCoordinator {
-        // Set in `open` before the broker is handed out.
+        // Set in `open_cluster` before the broker is handed out.
         self.groups
             .get()
-            .expect("group coordinator initialized in Broker::open")
+            .expect("group coordinator initialized in Broker::open_cluster")
     }
 
     /// The metrics every front end records into (see [`crate::metrics`]).

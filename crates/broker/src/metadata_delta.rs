@@ -9,9 +9,9 @@
 //! log configs refreshed (only topics whose own overrides changed: a
 //! namespace or broker default change is the caller's to refresh).
 //!
-//! Pure: the broker applies the answer (logs, topic table) itself, whether
-//! the records came from its own metadata file or from the controller
-//! quorum's committed log; a first full state is the delta from empty
+//! Pure: the broker applies the answer (logs, topic table) itself, for
+//! records of the controller quorum's committed log (a standalone node's
+//! quorum of one included); a first full state is the delta from empty
 //! metadata (KIP-516 `is_every_partition`, see [`crate::reconcile`]).
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -143,6 +143,11 @@ pub struct BrokerRegistration {
     /// predecessor at once. Empty in registrations written before it.
     #[serde(default)]
     pub directory: String,
+    /// The identity of the directory lock the process holds
+    /// (`storage::LogManager::lock_identity`): a new process that holds
+    /// the same lock proves this one gone. Empty where unknown.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub lock: String,
     /// Listener name → `host:port` the broker advertises.
     pub endpoints: BTreeMap<String, String>,
     /// A fenced broker leads nothing and gets no new partitions; a broker

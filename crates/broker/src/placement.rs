@@ -7,7 +7,7 @@
 //! may put followers on fenced brokers; neither is done here yet.
 //!
 //! Pure: the controller side of topic creation calls it with the brokers it
-//! knows are alive; a single node passes itself.
+//! knows are alive (a standalone node's quorum of one: itself).
 
 use crate::metadata_records::{NodeId, PartitionState};
 

@@ -88,6 +88,22 @@ impl std::fmt::Display for RegistryError {
     }
 }
 
+/// The data directory a registering process runs from.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DirectoryClaim<'a> {
+    /// Its `directory.id`: the same id is the same directory or a copy.
+    pub id: &'a str,
+    /// The identity of the directory lock the process holds
+    /// (`storage::LogManager::lock_identity`); empty where unknown.
+    pub lock: &'a str,
+}
+
+impl<'a> From<&'a str> for DirectoryClaim<'a> {
+    fn from(id: &'a str) -> Self {
+        DirectoryClaim { id, lock: "" }
+    }
+}
+
 /// What a heartbeat is answered with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HeartbeatAnswer {
@@ -161,32 +177,35 @@ impl Registry {
     /// A broker process starts and registers from its data directory
     /// `directory`. The same incarnation again (a retried request), a node
     /// whose session expired or ended (a clean shutdown), or a new process
-    /// on the same data directory once the old registration has missed two
-    /// heartbeats (its predecessor, which held the directory's lock, is
-    /// gone; one still heartbeating runs on a copy of the directory)
-    /// registers anew with a higher epoch, fenced; another incarnation
+    /// on the same data directory holding the lock its predecessor held
+    /// (the predecessor is gone), or on the same data directory once the
+    /// old registration has missed two heartbeats (where the locks cannot
+    /// be compared: one still heartbeating runs on a copy of the
+    /// directory) registers anew with a higher epoch, fenced; another incarnation
     /// while the current one still has a session (fenced or not, as Kafka
     /// checks) is refused.
-    pub fn register(
+    pub fn register<'d>(
         &mut self,
         m: &Metadata,
         node: NodeId,
         incarnation: &str,
-        directory: &str,
+        directory: impl Into<DirectoryClaim<'d>>,
         endpoints: BTreeMap<String, String>,
         now_ms: u64,
     ) -> Result<MetadataRecord, RegistryError> {
+        let directory = directory.into();
         let old = m
             .brokers
             .get(&node)
             .filter(|_| self.in_process != Some(node));
         if let Some(old) = old {
-            let same_directory = !directory.is_empty() && old.directory == directory;
+            let same_directory = !directory.id.is_empty() && old.directory == directory.id;
+            let same_lock = !directory.lock.is_empty() && old.lock == directory.lock;
             if old.incarnation != incarnation && !old.shut_down && self.alive(node, now_ms) {
                 if !same_directory {
                     return Err(RegistryError::Duplicate(node));
                 }
-                if self.heartbeating(node, now_ms) {
+                if !same_lock && self.heartbeating(node, now_ms) {
                     return Err(RegistryError::PredecessorAlive(node));
                 }
             }
@@ -197,7 +216,8 @@ impl Registry {
             registration: BrokerRegistration {
                 epoch: m.last_broker_epoch + 1,
                 incarnation: incarnation.to_string(),
-                directory: directory.to_string(),
+                directory: directory.id.to_string(),
+                lock: directory.lock.to_string(),
                 endpoints,
                 fenced: true,
                 shut_down: false,
@@ -502,6 +522,45 @@ mod tests {
             })
             .collect();
         assert_eq!(fenced, vec![1, 3]);
+    }
+
+    #[test]
+    fn the_same_directory_lock_replaces_a_predecessor_at_once() {
+        let mut m = Metadata::new("c".into());
+        let mut r = Registry::new(9_000, 500);
+        let claim = |lock| DirectoryClaim { id: "dir-1", lock };
+        let rec = r
+            .register(&m, 1, "a", claim("boot:8:42"), endpoints(1), 0)
+            .unwrap();
+        commit(&mut m, &[rec]);
+        assert_eq!(m.brokers[&1].lock, "boot:8:42");
+        let a = r.heartbeat(&m, 1, 1, true, 100).unwrap();
+        commit(&mut m, &a.records);
+        // Another lock (a copy of the directory, another boot) or none
+        // proves nothing: the old registration still heartbeats.
+        for other in ["boot:8:43", "other-boot:8:42", ""] {
+            assert_eq!(
+                r.register(&m, 1, "b", claim(other), endpoints(1), 200),
+                Err(RegistryError::PredecessorAlive(1)),
+                "{other}"
+            );
+        }
+        // The same lock: the predecessor is gone, no wait.
+        let rec = r
+            .register(&m, 1, "b", claim("boot:8:42"), endpoints(1), 200)
+            .unwrap();
+        commit(&mut m, &[rec]);
+        assert_eq!(m.brokers[&1].epoch, 2);
+        assert_eq!(m.brokers[&1].incarnation, "b");
+        // Another directory id with that lock is still another broker.
+        let other = DirectoryClaim {
+            id: "dir-2",
+            lock: "boot:8:42",
+        };
+        assert_eq!(
+            r.register(&m, 1, "c", other, endpoints(1), 300),
+            Err(RegistryError::Duplicate(1))
+        );
     }
 
     #[test]

@@ -39,8 +39,14 @@ impl TestNode {
             format!("127.0.0.1:{}", config.kafka_addr.port()),
         )]
         .into();
-        let (broker, membership) =
-            block_on(&runtime, crate::cluster::join(config, endpoint, endpoints))?;
+        let joined = block_on(&runtime, crate::cluster::join(config, endpoint, endpoints));
+        let (broker, membership) = match joined {
+            Ok(j) => j,
+            Err(e) => {
+                shut_down(runtime);
+                return Err(e);
+            }
+        };
         Ok(TestNode {
             broker,
             membership: Some(membership),
@@ -80,16 +86,29 @@ impl Drop for TestNode {
             return;
         };
         let broker = self.broker.clone();
-        block_on(&runtime, async move {
+        let stop = async move {
             membership.stop_tasks().await;
             membership.controlled_shutdown().await;
             let _ = tokio::task::spawn_blocking(move || broker.shutdown()).await;
             membership.shutdown_controller().await;
-        });
-        // Not from inside another runtime (an async test's).
+        };
+        let stopped = std::thread::scope(|s| s.spawn(|| runtime.block_on(stop)).join());
+        if stopped.is_err() && !std::thread::panicking() {
+            panic!("the test node's shutdown panicked");
+        }
+        shut_down(runtime);
+    }
+}
+
+/// Shuts `runtime` down from a thread of its own: not from inside another
+/// runtime (an async test's), and without a second panic while a failed
+/// test unwinds.
+fn shut_down(runtime: tokio::runtime::Runtime) {
+    let stopped =
         std::thread::spawn(move || runtime.shutdown_timeout(std::time::Duration::from_secs(5)))
-            .join()
-            .expect("the test runtime shuts down");
+            .join();
+    if stopped.is_err() && !std::thread::panicking() {
+        panic!("the test runtime did not shut down");
     }
 }
 

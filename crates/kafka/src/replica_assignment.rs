@@ -1,7 +1,7 @@
 //! Manual replica assignments (CreateTopics, CreatePartitions,
 //! AlterPartitionReassignments) checked as Kafka's controller checks them
 //! (`ReplicationControlManager.validateManualPartitionAssignment`), against
-//! the brokers registered in this cluster (a single node: itself).
+//! the brokers registered in this cluster (a standalone node: itself).
 
 use kafka_protocol::messages::BrokerId;
 

@@ -13,13 +13,32 @@ use crate::{BrokerArgs, StandaloneArgs};
 /// Runs the broker until SIGTERM or SIGINT; exit code 0 after a clean
 /// shutdown, 1 on a start-up or shutdown failure, 2 on bad configuration.
 pub fn main(args: StandaloneArgs) -> ExitCode {
-    launch(build_config(&args))
+    // A quorum named in the configuration would make this node join it:
+    // that is `magnetar broker`, with a directory of its own.
+    let config = build_config(&args).and_then(|c| {
+        let voters = c.string_value("controller.quorum.voters");
+        if voters.is_empty() {
+            Ok(c)
+        } else {
+            Err(broker::Error::Config {
+                key: "controller.quorum.voters".into(),
+                reason: format!("{voters}: a standalone node is a quorum of one and joins no other; run magnetar broker to join a cluster"),
+            })
+        }
+    });
+    launch(config)
 }
 
 /// `magnetar broker`: as [`main`], as a node of the cluster the flags
 /// name.
 pub fn broker_main(args: BrokerArgs) -> ExitCode {
     let config = build_config(&args.node).and_then(|mut c| {
+        if args.controller_quorum.trim().is_empty() {
+            return Err(broker::Error::Config {
+                key: "--controller-quorum".into(),
+                reason: "empty: name the controller voters (id@host:port,...); a node of its own is magnetar standalone".into(),
+            });
+        }
         c.apply_assignment(&format!("node.id={}", args.node_id))?;
         c.apply_assignment(&format!(
             "controller.quorum.voters={}",

@@ -77,6 +77,29 @@ fn bad_configuration_fails_start_up_naming_the_key() {
     assert!(err.contains("did you mean num.partitions?"), "{err}");
     // Errors are printed once.
     assert_eq!(err.matches("num.partiton").count(), 1, "{err}");
+
+    // A standalone node joins no quorum, and a cluster node needs one.
+    let (code, err) = run_with(&["--set", "controller.quorum.voters=1@127.0.0.1:1"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("controller.quorum.voters") && err.contains("magnetar broker"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_magnetar"))
+        .args(["broker", "--node-id", "1", "--controller-quorum", ""])
+        .args(["--kafka-addr", "127.0.0.1:0"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--controller-quorum"), "{err}");
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "nothing made"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

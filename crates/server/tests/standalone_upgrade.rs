@@ -130,6 +130,43 @@ fn a_metadata_file_of_another_cluster_is_refused() {
         "{log}"
     );
     assert!(dir.join(FILE).exists(), "nothing is moved or lost");
+    assert!(dir.join("controller").exists(), "the quorum is kept");
+
+    // The same cluster's file again, beside the one imported: refused too.
+    std::fs::copy(dir.join(IMPORTED), dir.join(FILE)).unwrap();
+    let log = match BrokerProcess::try_start_standalone_on(dir.clone(), SETTINGS) {
+        Ok(b) => panic!("started:\n{}", b.log_text()),
+        Err(log) => log,
+    };
+    assert!(log.contains("is left from before"), "{log}");
+    assert!(dir.join(FILE).exists());
+
+    // Moved away: the quorum still holds everything, nothing is imported.
+    std::fs::remove_file(dir.join(FILE)).unwrap();
+    b.restart();
+    assert_eq!(imports(&b), 1, "the first start's only");
+    check_everything(&b);
+}
+
+/// An import that did not finish (here: the mark and the move undone
+/// after a whole import, which leaves the most behind) is made again from
+/// the file: what the quorum held of it is discarded first.
+#[test]
+fn an_unfinished_import_is_made_again() {
+    let (_tmp, dir) = fixture_copy();
+    let mut b = BrokerProcess::try_start_standalone_on(dir.clone(), SETTINGS)
+        .unwrap_or_else(|l| panic!("{l}"));
+    assert_eq!(imports(&b), 1);
+    assert_eq!(b.stop_with("-KILL"), None);
+    std::fs::rename(dir.join(IMPORTED), dir.join(FILE)).unwrap();
+    std::fs::remove_file(dir.join("meta.properties")).unwrap();
+    assert!(dir.join("controller").exists());
+    b.restart();
+    assert_eq!(imports(&b), 2, "{}", b.log_text());
+    assert!(b.log_text().contains("holds an import that did not finish"));
+    assert!(!dir.join(FILE).exists());
+    assert!(dir.join("meta.properties").exists());
+    check_everything(&b);
 }
 
 /// A first start that cannot import (here: the file's partitions are
@@ -242,11 +279,11 @@ fn the_other_kind_of_data_directory_is_refused() {
     };
     assert!(log.contains("holds a standalone node's data"), "{log}");
 
-    // And a combined node's directory started standalone.
-    let node = tmp.path().join("node");
-    let n =
-        BrokerProcess::try_start_node(node.clone(), &args, &[]).unwrap_or_else(|l| panic!("{l}"));
-    drop(n);
+    // And a combined node's directory started standalone (the harness
+    // starts it again on other ports if one was taken meanwhile).
+    let mut cluster = common::cluster::Cluster::start(1, &[]);
+    let node = cluster.node(1).data_dir.clone();
+    assert_eq!(cluster.node(1).stop_with("-TERM"), Some(0));
     let log = match BrokerProcess::try_start_standalone_on(node.clone(), &[]) {
         Ok(b) => panic!("started:\n{}", b.log_text()),
         Err(log) => log,

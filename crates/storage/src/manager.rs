@@ -30,6 +30,8 @@ pub struct LogManager {
     data_dir: PathBuf,
     /// Held for the manager's lifetime; the OS lock goes with the handle.
     _lock: File,
+    /// Which lock this is: see [`LogManager::lock_identity`].
+    lock_identity: Option<String>,
     clean_shutdown: bool,
     logs: RwLock<HashMap<TopicPartition, Arc<Log>>>,
     /// One lock per partition being opened, so partitions open in parallel
@@ -113,6 +115,7 @@ impl LogManager {
             }
             Err(TryLockError::Error(e)) => return Err(e).at(&lock_path),
         }
+        let lock_identity = lock_identity(&lock);
         let marker = data_dir.join(CLEAN_SHUTDOWN_MARKER);
         let clean_shutdown = match fs::remove_file(&marker) {
             Ok(()) => {
@@ -142,6 +145,7 @@ impl LogManager {
         Ok(LogManager {
             data_dir: data_dir.to_path_buf(),
             _lock: lock,
+            lock_identity,
             clean_shutdown,
             logs: RwLock::new(HashMap::new()),
             opening: Mutex::new(HashMap::new()),
@@ -168,6 +172,17 @@ impl LogManager {
     /// The data directory.
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
+    }
+
+    /// The lock this manager holds, as `{boot id}:{device}:{inode}` of the
+    /// lock file (`None` where the kernel's boot id cannot be read). Two
+    /// processes with the same identity ran under the same kernel boot and
+    /// locked the same file, so they never held the lock at once: a
+    /// predecessor that reported this identity is gone. A copy of the
+    /// directory (another inode) or another machine (another boot) never
+    /// has it.
+    pub fn lock_identity(&self) -> Option<&str> {
+        self.lock_identity.as_deref()
     }
 
     /// Whether the previous run shut down cleanly (logs opened by this
@@ -466,6 +481,27 @@ impl LogManager {
         tracing::info!(data_dir = %self.data_dir.display(), "clean shutdown");
         Ok(())
     }
+
+    /// Unlocks the directory as this manager found it, when nothing was
+    /// opened (a start refused after locking): a clean shutdown's marker,
+    /// taken by [`LogManager::open`], is put back so the next start does
+    /// not scan every log.
+    pub fn release(self) {
+        if self.clean_shutdown && self.logs.read().is_empty() {
+            let marker = self.data_dir.join(CLEAN_SHUTDOWN_MARKER);
+            if let Err(e) = write_atomic(&marker, b"") {
+                tracing::warn!(path = %marker.display(), "could not restore the clean shutdown marker: {e}");
+            }
+        }
+    }
+}
+
+fn lock_identity(lock: &File) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let boot = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let boot = boot.trim();
+    let meta = lock.metadata().ok()?;
+    (!boot.is_empty()).then(|| format!("{boot}:{}:{}", meta.dev(), meta.ino()))
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ impl ClusterDir {
     pub fn open(config: &BrokerConfig) -> Result<ClusterDir, Error> {
         let (logs, props) = lock(config)?;
         if standalone_dir(&config.data_dir) {
+            logs.release();
             return Err(refuse(format!(
                 "{} holds a standalone node's data (magnetar standalone); a cluster node needs its own data directory",
                 config.data_dir.display()
@@ -50,24 +51,35 @@ impl ClusterDir {
 
     /// As [`ClusterDir::open`] for the node of a quorum of one (`magnetar
     /// standalone`), which also takes the directory of a version that kept
-    /// its metadata in a file: that file's content is returned for the
-    /// quorum to import, and the directory is only marked as a cluster
-    /// member's once the import is done ([`ClusterDir::import_done`]), so
-    /// until then the older binary can still open it. A cluster node's
-    /// directory is refused.
-    pub fn open_in_process(
-        config: &BrokerConfig,
-    ) -> Result<(ClusterDir, Option<crate::metadata_store::Metadata>), Error> {
+    /// its metadata in a file: see [`MetadataFile`]. Until an import is
+    /// done the directory has no `meta.properties`, so the older binary can
+    /// still open it. A cluster node's directory is refused.
+    pub fn open_in_process(config: &BrokerConfig) -> Result<(ClusterDir, MetadataFile), Error> {
         let (logs, props) = lock(config)?;
         let dir = &config.data_dir;
         if props.contains_key("cluster.id") && !standalone_dir(dir) {
+            logs.release();
             return Err(refuse(format!(
                 "{} belongs to a node of a cluster (start it with magnetar broker); a standalone node needs its own data directory",
                 dir.display()
             )));
         }
-        let file = crate::metadata_store::MetadataStore::read_file(dir, config.node_id())?;
-        let d = Self::with_identity(config, logs, props, file.is_none())?;
+        let file = match crate::metadata_store::MetadataStore::read_file(dir, config.node_id()) {
+            Ok(file) => file,
+            Err(e) => {
+                logs.release();
+                return Err(e);
+            }
+        };
+        let file = match file {
+            None => MetadataFile::None,
+            // `meta.properties` is written once the quorum holds the
+            // metadata: at once in a new directory, after an import.
+            Some(m) if props.contains_key("directory.id") => MetadataFile::Imported(m),
+            Some(m) => MetadataFile::Import(m),
+        };
+        let write_now = !matches!(file, MetadataFile::Import(_));
+        let d = Self::with_identity(config, logs, props, write_now)?;
         Ok((d, file))
     }
 
@@ -81,6 +93,7 @@ impl ClusterDir {
         let node = config.node_id().to_string();
         if let Some(theirs) = props.get("node.id") {
             if *theirs != node {
+                logs.release();
                 return Err(refuse(format!(
                     "{} belongs to node {theirs}, not node {node}",
                     dir.display()
@@ -111,9 +124,11 @@ impl ClusterDir {
         &self.directory_id
     }
 
-    /// The metadata file in the directory is in the quorum now: renamed
-    /// out of the way and the directory marked as a cluster member's
-    /// (durably: a restart must not import it again). Blocking.
+    /// The metadata file in the directory is in the quorum now: the
+    /// directory is marked as a cluster member's (durably: from then on
+    /// the quorum is the metadata), then the file is renamed out of the
+    /// way. A crash in between leaves the file beside the mark, which the
+    /// next start only renames ([`MetadataFile::Imported`]). Blocking.
     pub fn import_done(&mut self, data_dir: &Path) -> Result<(), Error> {
         let from = data_dir.join(crate::metadata_store::FILE_NAME);
         let to = data_dir.join(format!(
@@ -124,15 +139,43 @@ impl ClusterDir {
             path: from.clone(),
             source,
         };
-        std::fs::rename(&from, &to).map_err(io)?;
-        std::fs::File::open(data_dir)
-            .and_then(|f| f.sync_all())
-            .map_err(io)?;
+        if to.exists() {
+            return Err(refuse(format!(
+                "{} is left from before this directory's metadata moved into its controller quorum ({} is the file that was imported); move it away",
+                from.display(),
+                to.display()
+            )));
+        }
         if let Some(props) = self.pending.take() {
             write(data_dir, &props)?;
         }
-        Ok(())
+        std::fs::rename(&from, &to).map_err(io)?;
+        std::fs::File::open(data_dir)
+            .and_then(|f| f.sync_all())
+            .map_err(io)
     }
+
+    /// Gives the directory back as this process found it, after a refusal
+    /// that touched nothing else: a clean shutdown's mark is kept, so the
+    /// next start does not recover every log. Blocking.
+    pub fn release(self) {
+        self.logs.release();
+    }
+}
+
+/// A single node's metadata file (`cluster-metadata.json`, written by
+/// `magnetar standalone` before it ran a quorum of one) in a standalone
+/// directory.
+#[derive(Debug)]
+pub enum MetadataFile {
+    /// None: the quorum holds the metadata.
+    None,
+    /// Not imported yet, or an import that did not finish: whatever
+    /// quorum the directory holds is discarded and the file imported.
+    Import(crate::metadata_store::Metadata),
+    /// Imported (the directory is marked) but not moved away: moved now
+    /// if it is the quorum's cluster, else refused.
+    Imported(crate::metadata_store::Metadata),
 }
 
 /// The suffix a single node's metadata file gets once its quorum of one

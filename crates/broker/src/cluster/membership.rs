@@ -1,5 +1,7 @@
-//! A node joining a cluster (`controller.quorum.voters` set): its
-//! controller in combined mode, its registration with the active
+//! A node joining its cluster: a `magnetar broker` node of the quorum
+//! `controller.quorum.voters` names, or a standalone node (no voters), the
+//! sole voter of a quorum of one inside its process. Its controller in
+//! combined mode, its registration with the active
 //! controller, catching up with the committed metadata before the broker
 //! opens (KIP-516: that first state names every partition it holds), and
 //! the tasks that keep it current afterwards: applying new metadata and
@@ -9,7 +11,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{run_fencing, BrokerService, ClusterDir, ClusterLink, ServiceRequest, ServiceResponse};
+use super::{
+    run_fencing, BrokerService, ClusterDir, ClusterLink, MetadataFile, ServiceRequest,
+    ServiceResponse,
+};
 use crate::config::BrokerConfig;
 use crate::metadata_machine::{MetadataBatch, MetadataMachine};
 use crate::metadata_records::MetadataRecord;
@@ -200,17 +205,34 @@ pub async fn join(
     // the live controller's Raft files nor replacing the registration of
     // the process that holds it.
     let c = config.clone();
-    let (dir, single_node_file) = tokio::task::spawn_blocking(move || {
+    let (dir, metadata_file) = tokio::task::spawn_blocking(move || {
         if in_process {
             ClusterDir::open_in_process(&c)
         } else {
-            ClusterDir::open(&c).map(|d| (d, None))
+            ClusterDir::open(&c).map(|d| (d, MetadataFile::None))
         }
     })
     .await
     .map_err(task_failed)??;
-    if let Some(file) = &single_node_file {
-        check_import(file, node, &config.data_dir)?;
+    if let MetadataFile::Import(file) = &metadata_file {
+        if let Err(e) = check_import(file, node, &config.data_dir) {
+            release(dir).await;
+            return Err(e);
+        }
+        // The directory is marked imported only once the whole file is in
+        // the quorum: a quorum found without the mark holds part of the
+        // file and nothing else (nothing registers before the mark).
+        let quorum = config.data_dir.join("controller");
+        if quorum.exists() {
+            warn!(
+                "{} holds an import that did not finish; importing the metadata file again",
+                quorum.display()
+            );
+            tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&quorum))
+                .await
+                .map_err(task_failed)?
+                .map_err(|e| startup!("removing the unfinished import: {e}"))?;
+        }
     }
     let (stop, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
@@ -258,37 +280,15 @@ pub async fn join(
         registered: None,
         superseded,
     };
-    let mut dir = dir;
-    if let Some(file) = single_node_file {
-        let imported = match import(&link, &membership, file, &config.data_dir).await {
-            Ok(()) => {
-                let data_dir = config.data_dir.clone();
-                tokio::task::spawn_blocking(move || dir.import_done(&data_dir).map(|()| dir))
-                    .await
-                    .map_err(task_failed)
-                    .and_then(|r| r)
-            }
-            Err(e) => Err(e),
-        };
-        match imported {
-            Ok(d) => dir = d,
-            Err(e) => {
-                let mut m = membership;
-                m.stop_tasks().await;
-                m.shutdown_controller().await;
-                // Until the import is done the file is the metadata and
-                // the quorum holds nothing else (nothing registered): the
-                // next start makes it afresh, under another node id too.
-                let quorum = config.data_dir.join("controller");
-                let removed =
-                    tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&quorum)).await;
-                if let Ok(Err(why)) = removed {
-                    warn!("could not remove the unfinished controller quorum: {why}");
-                }
-                return Err(e);
-            }
+    let dir = match settle_file(&link, &membership, metadata_file, dir, &config.data_dir).await {
+        Ok(dir) => dir,
+        Err(e) => {
+            let mut m = membership;
+            m.stop_tasks().await;
+            m.shutdown_controller().await;
+            return Err(e);
         }
-    }
+    };
     let joining = Joining {
         config,
         dir,
@@ -370,28 +370,13 @@ fn controller_transport(
 /// (`LogOptions::max_entry_bytes`), a large node's file is not.
 const IMPORT_BATCH_BYTES: usize = 4 << 20;
 
-/// The file's topics the quorum does not hold yet (`known`: its topics'
-/// ids by name), as batches of about `limit` bytes at most; a topic the
-/// quorum holds with another id is a conflict.
-fn import_batches(
-    file: &Metadata,
-    known: &BTreeMap<model::TopicName, model::TopicId>,
-    limit: usize,
-) -> std::result::Result<Vec<Vec<MetadataRecord>>, String> {
+/// The file's topics as batches of about `limit` bytes at most (a topic
+/// larger than that goes alone).
+fn import_batches(file: &Metadata, limit: usize) -> Vec<Vec<MetadataRecord>> {
     let mut batches = Vec::new();
     let mut batch = Vec::new();
     let mut bytes = 0;
     for t in file.topics.values() {
-        match known.get(&t.name) {
-            Some(id) if *id == t.id => continue,
-            Some(id) => {
-                return Err(format!(
-                    "topic {} has id {} there, {id} in the controller quorum",
-                    t.name, t.id
-                ))
-            }
-            None => {}
-        }
         let size = serde_json::to_vec(t).map_or(0, |v| v.len());
         if !batch.is_empty() && bytes + size > limit {
             batches.push(std::mem::take(&mut batch));
@@ -403,7 +388,7 @@ fn import_batches(
     if !batch.is_empty() {
         batches.push(batch);
     }
-    Ok(batches)
+    batches
 }
 
 /// Whether node `node` can import `file` (checked before its controller
@@ -429,10 +414,11 @@ fn check_import(
 }
 
 /// Makes a single node's metadata file (written by `magnetar standalone`
-/// before it ran a quorum of one) the first state of the node's quorum:
-/// everything but the topics in one record, then the topics in batches.
-/// Resumable: a start after a crash finds the file's cluster in the
-/// quorum and adds only the topics not there yet.
+/// before it ran a quorum of one) the first state of the node's new
+/// quorum: everything but the topics in one record, then the topics in
+/// batches. An import that does not finish is made again from the file
+/// (the directory is marked imported only at the end, and a quorum found
+/// unmarked is discarded before the controller starts).
 async fn import(
     link: &ClusterLink,
     membership: &Membership,
@@ -440,13 +426,45 @@ async fn import(
     data_dir: &std::path::Path,
 ) -> Result<()> {
     let path = data_dir.join(crate::metadata_store::FILE_NAME);
+    let current = quorum_cluster(membership).await?;
+    if !current.is_empty() {
+        fail!(
+            "the controller quorum to import {} into already holds cluster {current}",
+            path.display()
+        );
+    }
+    let submit = |records: Vec<MetadataRecord>| async {
+        let (index, answer) = link.submit(MetadataBatch(records)).await?;
+        answer.map_err(|e| startup!("importing {}: {e}", path.display()))?;
+        Ok::<u64, Error>(index)
+    };
+    let mut rest = file.clone();
+    rest.topics.clear();
+    let mut index = submit(vec![MetadataRecord::Imported {
+        metadata: Box::new(rest),
+    }])
+    .await?;
+    for batch in import_batches(&file, IMPORT_BATCH_BYTES) {
+        index = submit(batch).await?;
+    }
+    info!(
+        cluster_id = %file.cluster_id,
+        topics = file.topics.len(),
+        index,
+        "imported the single-node metadata file into the controller quorum"
+    );
+    Ok(())
+}
+
+/// The cluster id the quorum of one holds (empty if none yet), once
+/// everything already in its log is applied.
+async fn quorum_cluster(membership: &Membership) -> Result<String> {
     let controller = membership
         .controller
         .as_ref()
         .ok_or_else(|| startup!("a quorum of one runs its controller"))?
         .handle();
-    // Everything already in the log applied first: the leader's own entry
-    // commits once it leads.
+    // The leader's own entry commits once it leads.
     let limit = Duration::from_secs(30);
     if !controller.wait_leader(limit).await {
         fail!("the controller did not take the lead within {limit:?}");
@@ -457,48 +475,59 @@ async fn import(
             .await
             .map_err(|e| startup!("controller: {e}"))?;
     }
-    let (current, known) = controller.read(|sm| {
-        let m = &sm.metadata;
-        let ids: BTreeMap<_, _> = m.topics.iter().map(|(n, t)| (n.clone(), t.id)).collect();
-        (m.cluster_id.clone(), ids)
-    });
-    let submit = |records: Vec<MetadataRecord>| async {
-        let (index, answer) = link.submit(MetadataBatch(records)).await?;
-        answer.map_err(|e| startup!("importing {}: {e}", path.display()))?;
-        Ok::<u64, Error>(index)
+    Ok(controller.read(|sm| sm.metadata.cluster_id.clone()))
+}
+
+/// Brings a single node's metadata file into the quorum of one: imports
+/// it, or moves away one already imported; a file of another cluster is
+/// refused (the directory given back as found, the quorum untouched).
+async fn settle_file(
+    link: &ClusterLink,
+    membership: &Membership,
+    file: MetadataFile,
+    mut dir: ClusterDir,
+    data_dir: &std::path::Path,
+) -> Result<ClusterDir> {
+    let settled = match file {
+        MetadataFile::None => return Ok(dir),
+        MetadataFile::Import(file) => import(link, membership, file, data_dir).await,
+        MetadataFile::Imported(file) => match quorum_cluster(membership).await {
+            Ok(current) if current == file.cluster_id => {
+                warn!(
+                    "{} was imported before the last stop but not moved away; moving it now",
+                    data_dir.join(crate::metadata_store::FILE_NAME).display()
+                );
+                Ok(())
+            }
+            Ok(current) => Err(startup!(
+                "{} holds the metadata of cluster {} but its controller quorum is cluster {current}; move one of them away",
+                data_dir.join(crate::metadata_store::FILE_NAME).display(),
+                file.cluster_id
+            )),
+            Err(e) => Err(e),
+        },
     };
-    let mut index = None;
-    if current.is_empty() {
-        let mut rest = file.clone();
-        rest.topics.clear();
-        index = Some(
-            submit(vec![MetadataRecord::Imported {
-                metadata: Box::new(rest),
-            }])
-            .await?,
-        );
-    } else if current != file.cluster_id {
-        fail!(
-            "{} holds the metadata of cluster {} but its controller quorum is cluster {current}; move one of them away",
-            path.display(),
-            file.cluster_id
-        );
+    if let Err(e) = settled {
+        release(dir).await;
+        return Err(e);
     }
-    let batches = import_batches(&file, &known, IMPORT_BATCH_BYTES)
-        .map_err(|why| startup!("{}: {why}", path.display()))?;
-    let added: usize = batches.iter().map(Vec::len).sum();
-    for batch in batches {
-        index = Some(submit(batch).await?);
+    let data_dir = data_dir.to_path_buf();
+    tokio::task::spawn_blocking(move || match dir.import_done(&data_dir) {
+        Ok(()) => Ok(dir),
+        Err(e) => {
+            dir.release();
+            Err(e)
+        }
+    })
+    .await
+    .map_err(task_failed)?
+}
+
+/// Gives a data directory back as found, off the async workers.
+async fn release(dir: ClusterDir) {
+    if let Err(e) = tokio::task::spawn_blocking(move || dir.release()).await {
+        warn!("releasing the data directory: {e}");
     }
-    if let Some(index) = index {
-        info!(
-            cluster_id = %file.cluster_id,
-            topics = added,
-            index,
-            "imported the single-node metadata file into the controller quorum"
-        );
-    }
-    Ok(())
 }
 
 /// What a node brings to the cluster it joins.
@@ -529,10 +558,14 @@ async fn register_and_open(
         endpoints,
     } = joining;
     let node = config.node_id();
-    let incarnation = uuid::Uuid::new_v4().to_string();
-    let directory = dir.directory_id().to_string();
-    let (epoch, registered_at) =
-        register(&link, node, &incarnation, &directory, endpoints, session).await?;
+    let req = ServiceRequest::Register {
+        node,
+        incarnation: uuid::Uuid::new_v4().to_string(),
+        directory: dir.directory_id().to_string(),
+        lock: dir.logs.lock_identity().unwrap_or_default().to_string(),
+        endpoints,
+    };
+    let (epoch, registered_at) = register(&link, req, session).await?;
     info!(
         node,
         epoch,
@@ -573,20 +606,14 @@ async fn call(link: &ClusterLink, req: &ServiceRequest) -> Result<ServiceRespons
 /// expired (a crashed predecessor), then refused with a clear error.
 async fn register(
     link: &ClusterLink,
-    node: i32,
-    incarnation: &str,
-    directory: &str,
-    endpoints: BTreeMap<String, String>,
+    req: ServiceRequest,
     session: Duration,
 ) -> Result<(i64, u64)> {
+    let ServiceRequest::Register { node, .. } = req else {
+        fail!("not a registration: {req:?}");
+    };
     let started = Instant::now();
     let mut duplicate_since: Option<Instant> = None;
-    let req = ServiceRequest::Register {
-        node,
-        incarnation: incarnation.to_string(),
-        directory: directory.to_string(),
-        endpoints,
-    };
     let mut predecessor_since: Option<Instant> = None;
     loop {
         match call(link, &req).await {
@@ -817,13 +844,13 @@ mod tests {
     }
 
     #[test]
-    fn an_import_is_cut_into_bounded_batches_and_resumes_where_it_stopped() {
+    fn an_import_is_cut_into_bounded_batches() {
         let file = file_with(10);
         let one = serde_json::to_vec(&file.topics.values().next().unwrap())
             .unwrap()
             .len();
         // Three topics' worth per batch: 3 + 3 + 3 + 1, every topic once.
-        let batches = import_batches(&file, &BTreeMap::new(), one * 3 + one / 2).unwrap();
+        let batches = import_batches(&file, one * 3 + one / 2);
         assert_eq!(
             batches.iter().map(Vec::len).collect::<Vec<_>>(),
             [3, 3, 3, 1]
@@ -831,25 +858,7 @@ mod tests {
         let all: Vec<String> = batches.iter().flat_map(|b| names(b)).collect();
         assert_eq!(all, (0..10).map(|i| format!("t{i:03}")).collect::<Vec<_>>());
         // A topic larger than the limit still goes, alone.
-        assert_eq!(
-            import_batches(&file, &BTreeMap::new(), 1).unwrap().len(),
-            10
-        );
-
-        // After a crash: what the quorum holds with the same id is skipped.
-        let known: BTreeMap<_, _> = file
-            .topics
-            .values()
-            .take(7)
-            .map(|t| (t.name.clone(), t.id))
-            .collect();
-        let rest = import_batches(&file, &known, usize::MAX).unwrap();
-        assert_eq!(names(&rest[0]), ["t007", "t008", "t009"]);
-        // Another id under a name is a conflict, never an overwrite.
-        let mut other = known.clone();
-        other.insert(TopicName::new("t008").unwrap(), TopicId::random());
-        let e = import_batches(&file, &other, usize::MAX).unwrap_err();
-        assert!(e.contains("topic t008 has id"), "{e}");
+        assert_eq!(import_batches(&file, 1).len(), 10);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
-pub use dir::{ClusterDir, IMPORTED_SUFFIX, MEMBERSHIP_FILE};
+pub use dir::{ClusterDir, MetadataFile, IMPORTED_SUFFIX, MEMBERSHIP_FILE};
 pub use link::ClusterLink;
 pub use membership::{join, Membership};
 pub(crate) use ops::next_cluster_producer_id;

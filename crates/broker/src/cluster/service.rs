@@ -14,7 +14,7 @@ use tracing::{info, warn};
 
 use crate::metadata_machine::{MetadataBatch, MetadataMachine};
 use crate::metadata_records::{MetadataRecord, NodeId};
-use crate::registry::{Registry, RegistryError};
+use crate::registry::{DirectoryClaim, Registry, RegistryError};
 
 /// A request of a broker to the active controller.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -28,6 +28,9 @@ pub enum ServiceRequest {
         /// The id of its data directory (`directory.id`).
         #[serde(default)]
         directory: String,
+        /// The identity of the directory lock it holds (empty if unknown).
+        #[serde(default)]
+        lock: String,
         /// Listener name → advertised `host:port`.
         endpoints: BTreeMap<String, String>,
     },
@@ -267,10 +270,15 @@ impl BrokerService {
                     node,
                     incarnation,
                     directory,
+                    lock,
                     endpoints,
                 } => {
+                    let claim = DirectoryClaim {
+                        id: &directory,
+                        lock: &lock,
+                    };
                     let rec = registry
-                        .register(m, node, &incarnation, &directory, endpoints, now)
+                        .register(m, node, &incarnation, claim, endpoints, now)
                         .map_err(refused)?;
                     let MetadataRecord::BrokerRegistered { registration, .. } = &rec else {
                         unreachable!("register answers BrokerRegistered")

@@ -32,6 +32,41 @@ fn the_data_directory_is_locked_exclusively() {
 }
 
 #[test]
+fn the_lock_identity_is_the_same_file_and_boot_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("node");
+    let first = LogManager::open(&dir).unwrap();
+    let Some(id) = first.lock_identity().map(str::to_string) else {
+        // No readable boot id here: callers then fall back to waiting.
+        return;
+    };
+    drop(first);
+    let again = LogManager::open(&dir).unwrap();
+    assert_eq!(again.lock_identity(), Some(id.as_str()));
+    drop(again);
+    // A copy of the directory locks another file.
+    let copy = tmp.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    std::fs::copy(dir.join(LOCK_FILE), copy.join(LOCK_FILE)).unwrap();
+    let copied = LogManager::open(&copy).unwrap();
+    assert_ne!(copied.lock_identity(), Some(id.as_str()));
+}
+
+#[test]
+fn a_release_without_opening_keeps_the_clean_shutdown() {
+    let tmp = tempfile::tempdir().unwrap();
+    LogManager::open(tmp.path()).unwrap().shutdown().unwrap();
+    let refused = LogManager::open(tmp.path()).unwrap();
+    assert!(refused.had_clean_shutdown());
+    refused.release();
+    let again = LogManager::open(tmp.path()).unwrap();
+    assert!(again.had_clean_shutdown(), "still clean after a release");
+    drop(again);
+    // Dropped without a release or shutdown: a crash, as before.
+    assert!(!LogManager::open(tmp.path()).unwrap().had_clean_shutdown());
+}
+
+#[test]
 fn clean_shutdown_is_detected_once() {
     let tmp = tempfile::tempdir().unwrap();
     let id = TopicId::random();
