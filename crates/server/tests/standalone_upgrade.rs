@@ -141,6 +141,39 @@ fn a_metadata_file_of_another_cluster_is_refused() {
     assert!(log.contains("is left from before"), "{log}");
     assert!(dir.join(FILE).exists());
 
+    // A file that changed after its import (as if the older binary ran
+    // between the mark and the move): refused, the quorum kept.
+    std::fs::rename(dir.join(IMPORTED), dir.join("imported.bak")).unwrap();
+    std::fs::write(
+        dir.join(FILE),
+        text.replace(
+            "7b790e90-4ad0-4ee1-ba7a-3bd516e2017c",
+            "7b790e90-4ad0-4ee1-ba7a-3bd516e2017d",
+        ),
+    )
+    .unwrap();
+    let log = match BrokerProcess::try_start_standalone_on(dir.clone(), SETTINGS) {
+        Ok(b) => panic!("started:\n{}", b.log_text()),
+        Err(log) => log,
+    };
+    assert!(
+        log.contains("holds topic orders") && log.contains("the file changed after the import"),
+        "{log}"
+    );
+    std::fs::rename(dir.join("imported.bak"), dir.join(IMPORTED)).unwrap();
+
+    // Without the mark, a file beside the imported one is refused too:
+    // the quorum it would discard holds more than an unfinished import.
+    let props = std::fs::read(dir.join("meta.properties")).unwrap();
+    std::fs::remove_file(dir.join("meta.properties")).unwrap();
+    let log = match BrokerProcess::try_start_standalone_on(dir.clone(), SETTINGS) {
+        Ok(b) => panic!("started:\n{}", b.log_text()),
+        Err(log) => log,
+    };
+    assert!(log.contains("is here beside"), "{log}");
+    assert!(dir.join("controller").exists(), "the quorum is kept");
+    std::fs::write(dir.join("meta.properties"), props).unwrap();
+
     // Moved away: the quorum still holds everything, nothing is imported.
     std::fs::remove_file(dir.join(FILE)).unwrap();
     b.restart();
@@ -191,6 +224,10 @@ fn a_refused_import_leaves_the_directory_as_it_was() {
     assert!(dir.join(FILE).exists());
     assert!(!dir.join("meta.properties").exists());
     assert!(dir.join("orders-1").exists(), "no partition staged");
+    assert!(
+        dir.join(".magnetar-clean-shutdown").exists(),
+        "the clean shutdown is kept: the next start recovers nothing"
+    );
     let port = free_port();
     let log = match BrokerProcess::try_start_node(dir.clone(), &broker_only_flags(port), &[]) {
         Ok(b) => panic!("started:\n{}", b.log_text()),

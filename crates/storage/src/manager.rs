@@ -496,8 +496,34 @@ impl LogManager {
     }
 }
 
+/// Local filesystems whose `flock` the kernel alone arbitrates (a network
+/// filesystem can drop a lock while its holder runs): ext2/3/4, XFS,
+/// Btrfs, tmpfs, ZFS, F2FS, overlayfs.
+const LOCAL_FILESYSTEMS: [u64; 7] = [
+    0xEF53,
+    0x5846_5342,
+    0x9123_683E,
+    0x0102_1994,
+    0x2FC1_2FC1,
+    0xF2F5_2010,
+    0x794C_7630,
+];
+
 fn lock_identity(lock: &File) -> Option<String> {
+    use std::os::fd::AsRawFd;
     use std::os::unix::fs::MetadataExt;
+    // SAFETY: fstatfs writes into the zeroed struct it is given, for an
+    // open descriptor this function borrows.
+    let mut fs_info: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatfs(lock.as_raw_fd(), &mut fs_info) } != 0 {
+        return None;
+    }
+    // The type's width differs between targets; magic numbers fit 32 bits.
+    #[allow(clippy::unnecessary_cast)]
+    let kind = fs_info.f_type as u64 & 0xFFFF_FFFF;
+    if !LOCAL_FILESYSTEMS.contains(&kind) {
+        return None;
+    }
     let boot = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
     let boot = boot.trim();
     let meta = lock.metadata().ok()?;

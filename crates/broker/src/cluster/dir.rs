@@ -39,84 +39,50 @@ impl ClusterDir {
     /// Blocking.
     pub fn open(config: &BrokerConfig) -> Result<ClusterDir, Error> {
         let (logs, props) = lock(config)?;
-        if standalone_dir(&config.data_dir) {
-            logs.release();
-            return Err(refuse(format!(
+        let identity = if standalone_dir(&config.data_dir) {
+            Err(refuse(format!(
                 "{} holds a standalone node's data (magnetar standalone); a cluster node needs its own data directory",
                 config.data_dir.display()
-            )));
-        }
-        Self::with_identity(config, logs, props, true)
+            )))
+        } else {
+            identity(config, props, true)
+        };
+        Self::locked(logs, identity)
     }
 
     /// As [`ClusterDir::open`] for the node of a quorum of one (`magnetar
     /// standalone`), which also takes the directory of a version that kept
     /// its metadata in a file: see [`MetadataFile`]. Until an import is
     /// done the directory has no `meta.properties`, so the older binary can
-    /// still open it. A cluster node's directory is refused.
+    /// still open it; an import that did not finish is discarded here, to
+    /// be made again. A cluster node's directory is refused. Blocking.
     pub fn open_in_process(config: &BrokerConfig) -> Result<(ClusterDir, MetadataFile), Error> {
         let (logs, props) = lock(config)?;
-        let dir = &config.data_dir;
-        if props.contains_key("cluster.id") && !standalone_dir(dir) {
-            logs.release();
-            return Err(refuse(format!(
-                "{} belongs to a node of a cluster (start it with magnetar broker); a standalone node needs its own data directory",
-                dir.display()
-            )));
-        }
-        let file = match crate::metadata_store::MetadataStore::read_file(dir, config.node_id()) {
-            Ok(file) => file,
-            Err(e) => {
-                logs.release();
-                return Err(e);
-            }
-        };
-        let file = match file {
-            None => MetadataFile::None,
-            // `meta.properties` is written once the quorum holds the
-            // metadata: at once in a new directory, after an import.
-            Some(m) if props.contains_key("directory.id") => MetadataFile::Imported(m),
-            Some(m) => MetadataFile::Import(m),
-        };
-        let write_now = !matches!(file, MetadataFile::Import(_));
-        let d = Self::with_identity(config, logs, props, write_now)?;
-        Ok((d, file))
+        let mut file = MetadataFile::None;
+        let identity = in_process_file(config, &props).and_then(|f| {
+            file = f;
+            identity(config, props, !matches!(file, MetadataFile::Import(_)))
+        });
+        Ok((Self::locked(logs, identity)?, file))
     }
 
-    fn with_identity(
-        config: &BrokerConfig,
+    /// The directory, or the refusal with the directory given back as
+    /// found.
+    fn locked(
         logs: LogManager,
-        mut props: BTreeMap<String, String>,
-        write_now: bool,
+        identity: Result<(String, Option<BTreeMap<String, String>>), Error>,
     ) -> Result<ClusterDir, Error> {
-        let dir = &config.data_dir;
-        let node = config.node_id().to_string();
-        if let Some(theirs) = props.get("node.id") {
-            if *theirs != node {
+        match identity {
+            Ok((directory_id, pending)) => Ok(ClusterDir {
+                logs,
+                directory_id,
+                pending,
+            }),
+            Err(e) => {
                 logs.release();
-                return Err(refuse(format!(
-                    "{} belongs to node {theirs}, not node {node}",
-                    dir.display()
-                )));
+                Err(e)
             }
         }
-        let directory_id = match props.get("directory.id") {
-            Some(id) if !id.is_empty() => id.clone(),
-            _ => {
-                let id = crate::metadata_store::new_cluster_id();
-                props.insert("node.id".into(), node);
-                props.insert("directory.id".into(), id.clone());
-                if write_now {
-                    write(dir, &props)?;
-                }
-                id
-            }
-        };
-        Ok(ClusterDir {
-            logs,
-            directory_id,
-            pending: (!write_now).then_some(props),
-        })
     }
 
     /// The directory's id, as registered with the controller.
@@ -185,8 +151,13 @@ pub const IMPORTED_SUFFIX: &str = ".imported";
 /// Locks and prepares the data directory; its `meta.properties`.
 fn lock(config: &BrokerConfig) -> Result<(LogManager, BTreeMap<String, String>), Error> {
     let logs = prepare_data_dir(config)?;
-    let props = read(&config.data_dir)?;
-    Ok((logs, props))
+    match read(&config.data_dir) {
+        Ok(props) => Ok((logs, props)),
+        Err(e) => {
+            logs.release();
+            Err(e)
+        }
+    }
 }
 
 /// Whether `dir` is a standalone node's: its metadata in a file (before it
@@ -197,6 +168,120 @@ fn standalone_dir(dir: &Path) -> bool {
         || dir.join(format!("{file}{IMPORTED_SUFFIX}")).exists()
         || std::fs::read_to_string(dir.join("controller").join("controller.id"))
             .is_ok_and(|t| t.contains(controller::transport::IN_PROCESS_ADDR))
+}
+
+/// What the metadata file in a standalone directory asks of the start,
+/// with `props` its `meta.properties`; an unfinished import's quorum is
+/// removed here. Blocking.
+fn in_process_file(
+    config: &BrokerConfig,
+    props: &BTreeMap<String, String>,
+) -> Result<MetadataFile, Error> {
+    let dir = &config.data_dir;
+    if props.contains_key("cluster.id") && !standalone_dir(dir) {
+        return Err(refuse(format!(
+            "{} belongs to a node of a cluster (start it with magnetar broker); a standalone node needs its own data directory",
+            dir.display()
+        )));
+    }
+    let file = match crate::metadata_store::MetadataStore::read_file(dir, config.node_id())? {
+        None => return Ok(MetadataFile::None),
+        // `meta.properties` is written once the quorum holds the
+        // metadata: at once in a new directory, after an import.
+        Some(m) if props.contains_key("directory.id") => return Ok(MetadataFile::Imported(m)),
+        Some(m) => m,
+    };
+    let path = dir.join(crate::metadata_store::FILE_NAME);
+    let imported = dir.join(format!(
+        "{}{IMPORTED_SUFFIX}",
+        crate::metadata_store::FILE_NAME
+    ));
+    if imported.exists() {
+        return Err(refuse(format!(
+            "{} is here beside {}, a file imported before; move one of them away",
+            path.display(),
+            imported.display()
+        )));
+    }
+    check_import(&file, config.node_id(), &path)?;
+    // Nothing registers before the import is marked done: a quorum found
+    // without the mark holds part of the file and nothing else, unless
+    // it is not this node's quorum of one at all.
+    let quorum = dir.join("controller");
+    if quorum.exists() {
+        let id = std::fs::read_to_string(quorum.join("controller.id")).unwrap_or_default();
+        if !id.is_empty() && !id.contains(controller::transport::IN_PROCESS_ADDR) {
+            return Err(refuse(format!(
+                "{} holds a cluster controller's state beside {}; a standalone node needs its own data directory",
+                quorum.display(),
+                path.display()
+            )));
+        }
+        tracing::warn!(
+            "{} holds an import that did not finish; importing the metadata file again",
+            quorum.display()
+        );
+        std::fs::remove_dir_all(&quorum).map_err(|source| Error::MetadataIo {
+            path: quorum.clone(),
+            source,
+        })?;
+    }
+    Ok(MetadataFile::Import(file))
+}
+
+/// Whether node `node` can import `file` from `path`: partitions placed
+/// on another node would all be stale here.
+pub(crate) fn check_import(
+    file: &crate::metadata_store::Metadata,
+    node: crate::metadata_records::NodeId,
+    path: &Path,
+) -> Result<(), Error> {
+    let other = file
+        .topics
+        .values()
+        .flat_map(|t| &t.placements)
+        .flat_map(|p| p.replicas.iter().chain([&p.leader]))
+        .find(|n| **n != node);
+    match other {
+        Some(other) => Err(Error::Startup(format!(
+            "{} places partitions on node {other}, not on this node ({node}); start it with --set node.id={other}",
+            path.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The directory's id and, when `write_now` is false, the
+/// `meta.properties` to write once an import is done; refused if the
+/// directory is another node's. Blocking.
+fn identity(
+    config: &BrokerConfig,
+    mut props: BTreeMap<String, String>,
+    write_now: bool,
+) -> Result<(String, Option<BTreeMap<String, String>>), Error> {
+    let dir = &config.data_dir;
+    let node = config.node_id().to_string();
+    if let Some(theirs) = props.get("node.id") {
+        if *theirs != node {
+            return Err(refuse(format!(
+                "{} belongs to node {theirs}, not node {node}",
+                dir.display()
+            )));
+        }
+    }
+    let directory_id = match props.get("directory.id") {
+        Some(id) if !id.is_empty() => id.clone(),
+        _ => {
+            let id = crate::metadata_store::new_cluster_id();
+            props.insert("node.id".into(), node);
+            props.insert("directory.id".into(), id.clone());
+            if write_now {
+                write(dir, &props)?;
+            }
+            id
+        }
+    };
+    Ok((directory_id, (!write_now).then_some(props)))
 }
 
 fn refuse(reason: String) -> Error {

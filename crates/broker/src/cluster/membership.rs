@@ -214,37 +214,30 @@ pub async fn join(
     })
     .await
     .map_err(task_failed)??;
-    if let MetadataFile::Import(file) = &metadata_file {
-        if let Err(e) = check_import(file, node, &config.data_dir) {
-            release(dir).await;
-            return Err(e);
-        }
-        // The directory is marked imported only once the whole file is in
-        // the quorum: a quorum found without the mark holds part of the
-        // file and nothing else (nothing registers before the mark).
-        let quorum = config.data_dir.join("controller");
-        if quorum.exists() {
-            warn!(
-                "{} holds an import that did not finish; importing the metadata file again",
-                quorum.display()
-            );
-            tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&quorum))
-                .await
-                .map_err(task_failed)?
-                .map_err(|e| startup!("removing the unfinished import: {e}"))?;
-        }
-    }
     let (stop, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     let transport: Arc<dyn controller::transport::Transport> = if in_process {
         Arc::new(InProcessTransport)
     } else {
-        controller_transport(&config)?
+        match controller_transport(&config) {
+            Ok(t) => t,
+            Err(e) => {
+                release(dir).await;
+                return Err(e);
+            }
+        }
     };
     let controller = if combined {
-        let c = Controller::start_with(cc.clone(), MetadataMachine::new(), transport.clone(), None)
-            .await
-            .map_err(|e| startup!("controller: {e}"))?;
+        let started =
+            Controller::start_with(cc.clone(), MetadataMachine::new(), transport.clone(), None)
+                .await;
+        let c = match started {
+            Ok(c) => c,
+            Err(e) => {
+                release(dir).await;
+                fail!("controller: {e}");
+            }
+        };
         let service = if in_process {
             let slots = config.int_value("offsets.topic.num.partitions").max(1) as usize;
             BrokerService::in_process(c.handle(), node, slots, heartbeat)
@@ -280,13 +273,21 @@ pub async fn join(
         registered: None,
         superseded,
     };
-    let dir = match settle_file(&link, &membership, metadata_file, dir, &config.data_dir).await {
-        Ok(dir) => dir,
-        Err(e) => {
+    let (dir, settled) =
+        settle_file(&link, &membership, metadata_file, dir, &config.data_dir).await;
+    let dir = match (dir, settled) {
+        (Some(dir), Ok(())) => dir,
+        (dir, settled) => {
             let mut m = membership;
             m.stop_tasks().await;
             m.shutdown_controller().await;
-            return Err(e);
+            // Unlocked only now: the quorum's files are closed.
+            if let Some(dir) = dir {
+                release(dir).await;
+            }
+            return Err(settled
+                .err()
+                .unwrap_or_else(|| startup!("the import's task failed")));
         }
     };
     let joining = Joining {
@@ -391,28 +392,6 @@ fn import_batches(file: &Metadata, limit: usize) -> Vec<Vec<MetadataRecord>> {
     batches
 }
 
-/// Whether node `node` can import `file` (checked before its controller
-/// starts): partitions placed on another node would all be stale here.
-fn check_import(
-    file: &Metadata,
-    node: crate::metadata_records::NodeId,
-    data_dir: &std::path::Path,
-) -> Result<()> {
-    if let Some(other) = file
-        .topics
-        .values()
-        .flat_map(|t| &t.placements)
-        .flat_map(|p| p.replicas.iter().chain([&p.leader]))
-        .find(|n| **n != node)
-    {
-        fail!(
-            "{} places partitions on node {other}, not on this node ({node}); start it with --set node.id={other}",
-            data_dir.join(crate::metadata_store::FILE_NAME).display()
-        );
-    }
-    Ok(())
-}
-
 /// Makes a single node's metadata file (written by `magnetar standalone`
 /// before it ran a quorum of one) the first state of the node's new
 /// quorum: everything but the topics in one record, then the topics in
@@ -426,7 +405,7 @@ async fn import(
     data_dir: &std::path::Path,
 ) -> Result<()> {
     let path = data_dir.join(crate::metadata_store::FILE_NAME);
-    let current = quorum_cluster(membership).await?;
+    let (current, _) = quorum_state(membership).await?;
     if !current.is_empty() {
         fail!(
             "the controller quorum to import {} into already holds cluster {current}",
@@ -456,9 +435,11 @@ async fn import(
     Ok(())
 }
 
-/// The cluster id the quorum of one holds (empty if none yet), once
-/// everything already in its log is applied.
-async fn quorum_cluster(membership: &Membership) -> Result<String> {
+/// The cluster id the quorum of one holds (empty if none yet) and its
+/// topics' ids, once everything already in its log is applied.
+async fn quorum_state(
+    membership: &Membership,
+) -> Result<(String, BTreeMap<model::TopicName, model::TopicId>)> {
     let controller = membership
         .controller
         .as_ref()
@@ -475,52 +456,70 @@ async fn quorum_cluster(membership: &Membership) -> Result<String> {
             .await
             .map_err(|e| startup!("controller: {e}"))?;
     }
-    Ok(controller.read(|sm| sm.metadata.cluster_id.clone()))
+    Ok(controller.read(|sm| {
+        let m = &sm.metadata;
+        let ids = m.topics.iter().map(|(n, t)| (n.clone(), t.id)).collect();
+        (m.cluster_id.clone(), ids)
+    }))
 }
 
 /// Brings a single node's metadata file into the quorum of one: imports
-/// it, or moves away one already imported; a file of another cluster is
-/// refused (the directory given back as found, the quorum untouched).
+/// it, or moves away one already imported; refused (the quorum untouched)
+/// if the quorum holds another cluster or lacks what the file holds. The
+/// directory comes back unless a blocking task failed with it.
 async fn settle_file(
     link: &ClusterLink,
     membership: &Membership,
     file: MetadataFile,
     mut dir: ClusterDir,
     data_dir: &std::path::Path,
-) -> Result<ClusterDir> {
+) -> (Option<ClusterDir>, Result<()>) {
+    let path = data_dir.join(crate::metadata_store::FILE_NAME);
     let settled = match file {
-        MetadataFile::None => return Ok(dir),
+        MetadataFile::None => return (Some(dir), Ok(())),
         MetadataFile::Import(file) => import(link, membership, file, data_dir).await,
-        MetadataFile::Imported(file) => match quorum_cluster(membership).await {
-            Ok(current) if current == file.cluster_id => {
-                warn!(
-                    "{} was imported before the last stop but not moved away; moving it now",
-                    data_dir.join(crate::metadata_store::FILE_NAME).display()
-                );
-                Ok(())
+        MetadataFile::Imported(file) => match quorum_state(membership).await {
+            // Marked, then the import left nothing (a user emptied it).
+            Ok((current, _)) if current.is_empty() => {
+                import(link, membership, file, data_dir).await
             }
-            Ok(current) => Err(startup!(
+            Ok((current, _)) if current != file.cluster_id => Err(startup!(
                 "{} holds the metadata of cluster {} but its controller quorum is cluster {current}; move one of them away",
-                data_dir.join(crate::metadata_store::FILE_NAME).display(),
+                path.display(),
                 file.cluster_id
             )),
+            Ok((_, known)) => match file.topics.values().find(|t| known.get(&t.name) != Some(&t.id)) {
+                // The older binary ran between the mark and the move.
+                Some(t) => Err(startup!(
+                    "{} holds topic {} (id {}), which the controller quorum it was imported into does not: the file changed after the import; remove meta.properties to import it again (discarding the quorum), or move it away",
+                    path.display(),
+                    t.name,
+                    t.id
+                )),
+                None => {
+                    warn!(
+                        "{} was imported before the last stop but not moved away; moving it now",
+                        path.display()
+                    );
+                    Ok(())
+                }
+            },
             Err(e) => Err(e),
         },
     };
     if let Err(e) = settled {
-        release(dir).await;
-        return Err(e);
+        return (Some(dir), Err(e));
     }
     let data_dir = data_dir.to_path_buf();
-    tokio::task::spawn_blocking(move || match dir.import_done(&data_dir) {
-        Ok(()) => Ok(dir),
-        Err(e) => {
-            dir.release();
-            Err(e)
-        }
+    match tokio::task::spawn_blocking(move || {
+        let done = dir.import_done(&data_dir);
+        (dir, done)
     })
     .await
-    .map_err(task_failed)?
+    {
+        Ok((dir, done)) => (Some(dir), done),
+        Err(e) => (None, Err(task_failed(e))),
+    }
 }
 
 /// Gives a data directory back as found, off the async workers.
@@ -558,6 +557,12 @@ async fn register_and_open(
         endpoints,
     } = joining;
     let node = config.node_id();
+    if dir.logs.lock_identity().is_none() {
+        info!(
+            node,
+            "this data directory's lock cannot prove a crashed predecessor gone (not a local filesystem, or no kernel boot id): a restart after a crash waits for it to miss two heartbeats"
+        );
+    }
     let req = ServiceRequest::Register {
         node,
         incarnation: uuid::Uuid::new_v4().to_string(),
@@ -864,8 +869,8 @@ mod tests {
     #[test]
     fn a_file_placing_partitions_on_another_node_is_refused() {
         let file = file_with(2);
-        assert!(check_import(&file, 1, std::path::Path::new("/d")).is_ok());
-        let e = check_import(&file, 2, std::path::Path::new("/d")).unwrap_err();
+        assert!(super::super::dir::check_import(&file, 1, std::path::Path::new("/d")).is_ok());
+        let e = super::super::dir::check_import(&file, 2, std::path::Path::new("/d")).unwrap_err();
         assert!(e.to_string().contains("--set node.id=1"), "{e}");
     }
 }
