@@ -126,7 +126,7 @@ fn a_metadata_file_of_another_cluster_is_refused() {
         Err(log) => log,
     };
     assert!(
-        log.contains(&format!("holds the metadata of cluster AnotherClusterIdAAAAA but its controller quorum is cluster {CLUSTER_ID}")),
+        log.contains(&format!("(cluster AnotherClusterIdAAAAA) is not the metadata file this directory imported; its metadata is in its controller quorum (cluster {CLUSTER_ID})")),
         "{log}"
     );
     assert!(dir.join(FILE).exists(), "nothing is moved or lost");
@@ -142,7 +142,8 @@ fn a_metadata_file_of_another_cluster_is_refused() {
     assert!(dir.join(FILE).exists());
 
     // A file that changed after its import (as if the older binary ran
-    // between the mark and the move): refused, the quorum kept.
+    // between the mark and the move): not the file the mark's digest
+    // names, so refused, the quorum kept.
     std::fs::rename(dir.join(IMPORTED), dir.join("imported.bak")).unwrap();
     std::fs::write(
         dir.join(FILE),
@@ -157,7 +158,9 @@ fn a_metadata_file_of_another_cluster_is_refused() {
         Err(log) => log,
     };
     assert!(
-        log.contains("holds topic orders") && log.contains("the file changed after the import"),
+        log.contains(&format!(
+            "(cluster {CLUSTER_ID}) is not the metadata file this directory imported"
+        )),
         "{log}"
     );
     std::fs::rename(dir.join("imported.bak"), dir.join(IMPORTED)).unwrap();

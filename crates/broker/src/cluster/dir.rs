@@ -12,6 +12,7 @@ use storage::LogManager;
 use crate::config::BrokerConfig;
 use crate::core::prepare_data_dir;
 use crate::Error;
+use sha2::Digest;
 
 /// The membership file in a cluster member's data directory.
 pub const MEMBERSHIP_FILE: &str = "meta.properties";
@@ -61,7 +62,14 @@ impl ClusterDir {
         let mut file = MetadataFile::None;
         let identity = in_process_file(config, &props).and_then(|f| {
             file = f;
-            identity(config, props, !matches!(file, MetadataFile::Import(_)))
+            match &file {
+                MetadataFile::Import { digest, .. } => {
+                    let mut props = props;
+                    props.insert(IMPORTED_DIGEST.into(), digest.clone());
+                    identity(config, props, false)
+                }
+                _ => identity(config, props, true),
+            }
         });
         Ok((Self::locked(logs, identity)?, file))
     }
@@ -136,12 +144,17 @@ impl ClusterDir {
 pub enum MetadataFile {
     /// None: the quorum holds the metadata.
     None,
-    /// Not imported yet, or an import that did not finish: whatever
-    /// quorum the directory holds is discarded and the file imported.
-    Import(crate::metadata_store::Metadata),
-    /// Imported (the directory is marked) but not moved away: moved now
-    /// if it is the quorum's cluster, else refused.
-    Imported(crate::metadata_store::Metadata),
+    /// Not imported yet, or an import that did not finish (the quorum it
+    /// left is already discarded): imported now.
+    Import {
+        /// The file's content.
+        file: Box<crate::metadata_store::Metadata>,
+        /// Its SHA-256, recorded with the done-mark.
+        digest: String,
+    },
+    /// The very file the directory's quorum imported (the done-mark
+    /// records its digest), not moved away before a crash: moved now.
+    Imported,
 }
 
 /// The suffix a single node's metadata file gets once its quorum of one
@@ -170,6 +183,10 @@ fn standalone_dir(dir: &Path) -> bool {
             .is_ok_and(|t| t.contains(controller::transport::IN_PROCESS_ADDR))
 }
 
+/// The `meta.properties` key recording the SHA-256 of the metadata file
+/// an import brought in: only that very file is moved away later.
+const IMPORTED_DIGEST: &str = "imported.metadata.sha256";
+
 /// What the metadata file in a standalone directory asks of the start,
 /// with `props` its `meta.properties`; an unfinished import's quorum is
 /// removed here. Blocking.
@@ -184,14 +201,36 @@ fn in_process_file(
             dir.display()
         )));
     }
-    let file = match crate::metadata_store::MetadataStore::read_file(dir, config.node_id())? {
-        None => return Ok(MetadataFile::None),
-        // `meta.properties` is written once the quorum holds the
-        // metadata: at once in a new directory, after an import.
-        Some(m) if props.contains_key("directory.id") => return Ok(MetadataFile::Imported(m)),
-        Some(m) => m,
-    };
+    check_node(config, props)?;
     let path = dir.join(crate::metadata_store::FILE_NAME);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(MetadataFile::None),
+        Err(source) => return Err(Error::MetadataIo { path, source }),
+    };
+    let digest: String = sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    // `meta.properties` is written once the quorum holds the metadata: at
+    // once in a new directory, with the file's digest after an import.
+    if props.contains_key("directory.id") {
+        if props.get(IMPORTED_DIGEST) == Some(&digest) {
+            return Ok(MetadataFile::Imported);
+        }
+        let cluster = crate::metadata_store::MetadataStore::read_file(dir, config.node_id())
+            .ok()
+            .flatten()
+            .map_or_else(|| "unreadable".to_string(), |m| m.cluster_id);
+        return Err(refuse(format!(
+            "{} (cluster {cluster}) is not the metadata file this directory imported; its metadata is in its controller quorum (cluster {}): move the file away",
+            path.display(),
+            props.get("cluster.id").map_or("", String::as_str)
+        )));
+    }
+    let Some(file) = crate::metadata_store::MetadataStore::read_file(dir, config.node_id())? else {
+        return Ok(MetadataFile::None);
+    };
     let imported = dir.join(format!(
         "{}{IMPORTED_SUFFIX}",
         crate::metadata_store::FILE_NAME
@@ -209,10 +248,25 @@ fn in_process_file(
     // it is not this node's quorum of one at all.
     let quorum = dir.join("controller");
     if quorum.exists() {
-        let id = std::fs::read_to_string(quorum.join("controller.id")).unwrap_or_default();
-        if !id.is_empty() && !id.contains(controller::transport::IN_PROCESS_ADDR) {
+        let id_path = quorum.join("controller.id");
+        let id = match std::fs::read_to_string(&id_path) {
+            Ok(id) => Some(id),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => {
+                return Err(Error::MetadataIo {
+                    path: id_path,
+                    source,
+                })
+            }
+        };
+        let node = config.node_id();
+        let ours = format!(
+            "node.id={node}\ncontroller.quorum.voters={node}@{}\n",
+            controller::transport::IN_PROCESS_ADDR
+        );
+        if id.is_some_and(|id| id != ours) {
             return Err(refuse(format!(
-                "{} holds a cluster controller's state beside {}; a standalone node needs its own data directory",
+                "{} holds another controller's state beside {}; a standalone node needs its own data directory",
                 quorum.display(),
                 path.display()
             )));
@@ -226,7 +280,22 @@ fn in_process_file(
             source,
         })?;
     }
-    Ok(MetadataFile::Import(file))
+    Ok(MetadataFile::Import {
+        file: Box::new(file),
+        digest,
+    })
+}
+
+/// Refuses another node's directory.
+fn check_node(config: &BrokerConfig, props: &BTreeMap<String, String>) -> Result<(), Error> {
+    let node = config.node_id().to_string();
+    match props.get("node.id") {
+        Some(theirs) if *theirs != node => Err(refuse(format!(
+            "{} belongs to node {theirs}, not node {node}",
+            config.data_dir.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Whether node `node` can import `file` from `path`: partitions placed
@@ -261,14 +330,7 @@ fn identity(
 ) -> Result<(String, Option<BTreeMap<String, String>>), Error> {
     let dir = &config.data_dir;
     let node = config.node_id().to_string();
-    if let Some(theirs) = props.get("node.id") {
-        if *theirs != node {
-            return Err(refuse(format!(
-                "{} belongs to node {theirs}, not node {node}",
-                dir.display()
-            )));
-        }
-    }
+    check_node(config, &props)?;
     let directory_id = match props.get("directory.id") {
         Some(id) if !id.is_empty() => id.clone(),
         _ => {
@@ -363,4 +425,113 @@ pub(crate) fn check_membership(dir: &Path, cluster_id: &str, node: i32) -> Resul
         write(dir, &props)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../server/tests/fixtures/standalone-file-metadata/cluster-metadata.json"
+    );
+
+    fn config(dir: &Path) -> BrokerConfig {
+        BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap())
+    }
+
+    /// A directory holding the previous version's metadata file.
+    fn with_file() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::copy(FIXTURE, tmp.path().join(crate::metadata_store::FILE_NAME)).unwrap();
+        tmp
+    }
+
+    fn controller_id(dir: &Path, text: &str) {
+        std::fs::create_dir_all(dir.join("controller")).unwrap();
+        std::fs::write(dir.join("controller").join("controller.id"), text).unwrap();
+    }
+
+    #[test]
+    fn only_this_nodes_unfinished_import_is_discarded() {
+        // Its own quorum of one, without the done-mark: discarded, imported.
+        let tmp = with_file();
+        controller_id(
+            tmp.path(),
+            "node.id=1\ncontroller.quorum.voters=1@in-process:0\n",
+        );
+        let (d, file) = ClusterDir::open_in_process(&config(tmp.path())).unwrap();
+        assert!(matches!(file, MetadataFile::Import { .. }));
+        assert!(!tmp.path().join("controller").exists());
+        assert!(
+            !tmp.path().join(MEMBERSHIP_FILE).exists(),
+            "marked only once imported"
+        );
+        drop(d);
+
+        // Another node's or a network quorum's state: refused, kept.
+        for other in [
+            "node.id=2\ncontroller.quorum.voters=2@in-process:0\n",
+            "node.id=1\ncontroller.quorum.voters=1@10.0.0.1:9093\n",
+        ] {
+            let tmp = with_file();
+            controller_id(tmp.path(), other);
+            let e = ClusterDir::open_in_process(&config(tmp.path())).unwrap_err();
+            assert!(e.to_string().contains("another controller's state"), "{e}");
+            assert!(tmp.path().join("controller").exists());
+        }
+
+        // Another node's directory is refused before anything is removed.
+        let tmp = with_file();
+        controller_id(
+            tmp.path(),
+            "node.id=1\ncontroller.quorum.voters=1@in-process:0\n",
+        );
+        std::fs::write(tmp.path().join(MEMBERSHIP_FILE), "node.id=2\n").unwrap();
+        let e = ClusterDir::open_in_process(&config(tmp.path())).unwrap_err();
+        assert!(e.to_string().contains("belongs to node 2"), "{e}");
+        assert!(tmp.path().join("controller").exists());
+    }
+
+    #[test]
+    fn only_the_file_the_mark_names_is_moved_away() {
+        let tmp = with_file();
+        let (mut d, file) = ClusterDir::open_in_process(&config(tmp.path())).unwrap();
+        assert!(matches!(file, MetadataFile::Import { .. }));
+        d.import_done(tmp.path()).unwrap();
+        drop(d);
+        let props = read(tmp.path()).unwrap();
+        assert_eq!(props.get(IMPORTED_DIGEST).map(String::len), Some(64));
+        let file = tmp.path().join(crate::metadata_store::FILE_NAME);
+        let imported = tmp.path().join(format!(
+            "{}{IMPORTED_SUFFIX}",
+            crate::metadata_store::FILE_NAME
+        ));
+        assert!(!file.exists() && imported.exists());
+
+        // A crash between the mark and the move: the same file is moved.
+        std::fs::rename(&imported, &file).unwrap();
+        let (_d, again) = ClusterDir::open_in_process(&config(tmp.path())).unwrap();
+        assert!(matches!(again, MetadataFile::Imported));
+        drop(_d);
+
+        // A changed file is refused.
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(
+            &file,
+            text.replace("\"producer_id_limit\": 1000", "\"producer_id_limit\": 2000"),
+        )
+        .unwrap();
+        assert_ne!(
+            std::fs::read_to_string(&file).unwrap(),
+            text,
+            "the fixture changed"
+        );
+        let e = ClusterDir::open_in_process(&config(tmp.path())).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("is not the metadata file this directory imported"),
+            "{e}"
+        );
+    }
 }

@@ -313,10 +313,13 @@ pub async fn join(
             membership.registered = Some(registered);
             Ok((broker, membership))
         }
-        Err(e) => {
+        Err((e, dir)) => {
             let mut m = membership;
             m.stop_tasks().await;
             m.shutdown_controller().await;
+            if let Some(dir) = dir {
+                release(*dir).await;
+            }
             Err(e)
         }
     }
@@ -405,7 +408,7 @@ async fn import(
     data_dir: &std::path::Path,
 ) -> Result<()> {
     let path = data_dir.join(crate::metadata_store::FILE_NAME);
-    let (current, _) = quorum_state(membership).await?;
+    let current = quorum_cluster(membership).await?;
     if !current.is_empty() {
         fail!(
             "the controller quorum to import {} into already holds cluster {current}",
@@ -435,11 +438,9 @@ async fn import(
     Ok(())
 }
 
-/// The cluster id the quorum of one holds (empty if none yet) and its
-/// topics' ids, once everything already in its log is applied.
-async fn quorum_state(
-    membership: &Membership,
-) -> Result<(String, BTreeMap<model::TopicName, model::TopicId>)> {
+/// The cluster id the quorum of one holds (empty if none yet), once
+/// everything already in its log is applied.
+async fn quorum_cluster(membership: &Membership) -> Result<String> {
     let controller = membership
         .controller
         .as_ref()
@@ -456,17 +457,13 @@ async fn quorum_state(
             .await
             .map_err(|e| startup!("controller: {e}"))?;
     }
-    Ok(controller.read(|sm| {
-        let m = &sm.metadata;
-        let ids = m.topics.iter().map(|(n, t)| (n.clone(), t.id)).collect();
-        (m.cluster_id.clone(), ids)
-    }))
+    Ok(controller.read(|sm| sm.metadata.cluster_id.clone()))
 }
 
 /// Brings a single node's metadata file into the quorum of one: imports
-/// it, or moves away one already imported; refused (the quorum untouched)
-/// if the quorum holds another cluster or lacks what the file holds. The
-/// directory comes back unless a blocking task failed with it.
+/// it, then marks the directory and moves the file away (only the latter
+/// for the file a crash left behind after its import). The directory
+/// comes back unless a blocking task failed with it.
 async fn settle_file(
     link: &ClusterLink,
     membership: &Membership,
@@ -474,41 +471,17 @@ async fn settle_file(
     mut dir: ClusterDir,
     data_dir: &std::path::Path,
 ) -> (Option<ClusterDir>, Result<()>) {
-    let path = data_dir.join(crate::metadata_store::FILE_NAME);
-    let settled = match file {
+    match file {
         MetadataFile::None => return (Some(dir), Ok(())),
-        MetadataFile::Import(file) => import(link, membership, file, data_dir).await,
-        MetadataFile::Imported(file) => match quorum_state(membership).await {
-            // Marked, then the import left nothing (a user emptied it).
-            Ok((current, _)) if current.is_empty() => {
-                import(link, membership, file, data_dir).await
+        MetadataFile::Import { file, .. } => {
+            if let Err(e) = import(link, membership, *file, data_dir).await {
+                return (Some(dir), Err(e));
             }
-            Ok((current, _)) if current != file.cluster_id => Err(startup!(
-                "{} holds the metadata of cluster {} but its controller quorum is cluster {current}; move one of them away",
-                path.display(),
-                file.cluster_id
-            )),
-            Ok((_, known)) => match file.topics.values().find(|t| known.get(&t.name) != Some(&t.id)) {
-                // The older binary ran between the mark and the move.
-                Some(t) => Err(startup!(
-                    "{} holds topic {} (id {}), which the controller quorum it was imported into does not: the file changed after the import; remove meta.properties to import it again (discarding the quorum), or move it away",
-                    path.display(),
-                    t.name,
-                    t.id
-                )),
-                None => {
-                    warn!(
-                        "{} was imported before the last stop but not moved away; moving it now",
-                        path.display()
-                    );
-                    Ok(())
-                }
-            },
-            Err(e) => Err(e),
-        },
-    };
-    if let Err(e) = settled {
-        return (Some(dir), Err(e));
+        }
+        MetadataFile::Imported => warn!(
+            "{} was imported before the last stop but not moved away; moving it now",
+            data_dir.join(crate::metadata_store::FILE_NAME).display()
+        ),
     }
     let data_dir = data_dir.to_path_buf();
     match tokio::task::spawn_blocking(move || {
@@ -529,6 +502,14 @@ async fn release(dir: ClusterDir) {
     }
 }
 
+/// A registered node's broker, its tasks, and what its controlled
+/// shutdown needs (link, node id, registration epoch).
+type Joined = (
+    Arc<Broker>,
+    Vec<JoinHandle<()>>,
+    (Arc<ClusterLink>, i32, i64),
+);
+
 /// What a node brings to the cluster it joins.
 struct Joining {
     config: BrokerConfig,
@@ -545,11 +526,7 @@ async fn register_and_open(
     heartbeat: Duration,
     stop: watch::Receiver<bool>,
     superseded: watch::Sender<Option<String>>,
-) -> Result<(
-    Arc<Broker>,
-    Vec<JoinHandle<()>>,
-    (Arc<ClusterLink>, i32, i64),
-)> {
+) -> std::result::Result<Joined, (Error, Option<Box<ClusterDir>>)> {
     let Joining {
         config,
         dir,
@@ -570,20 +547,35 @@ async fn register_and_open(
         lock: dir.logs.lock_identity().unwrap_or_default().to_string(),
         endpoints,
     };
-    let (epoch, registered_at) = register(&link, req, session).await?;
+    let (epoch, registered_at) = match register(&link, req, session).await {
+        Ok(r) => r,
+        Err(e) => return Err((e, Some(Box::new(dir)))),
+    };
     info!(
         node,
         epoch,
         index = registered_at,
         "registered with the controller quorum"
     );
-    let (metadata, applied) = catch_up(&link, registered_at).await?;
+    let (metadata, applied) = match catch_up(&link, registered_at).await {
+        Ok(m) => m,
+        Err(e) => return Err((e, Some(Box::new(dir)))),
+    };
     let l = link.clone();
-    let broker = tokio::task::spawn_blocking(move || {
-        Broker::open_cluster(config, dir, endpoint, l, metadata, applied)
+    let opened = tokio::task::spawn_blocking(move || {
+        // A directory of another cluster or node is refused before any
+        // log opens, so it is given back as found.
+        let data_dir = config.data_dir.clone();
+        if let Err(e) = super::dir::check_membership(&data_dir, &metadata.cluster_id, node) {
+            return Err((e, Some(Box::new(dir))));
+        }
+        Broker::open_cluster(config, dir, endpoint, l, metadata, applied).map_err(|e| (e, None))
     })
-    .await
-    .map_err(task_failed)??;
+    .await;
+    let broker = match opened {
+        Ok(opened) => opened?,
+        Err(e) => return Err((task_failed(e), None)),
+    };
     let tasks = vec![
         tokio::spawn(follow(broker.clone(), link.clone(), stop.clone())),
         tokio::spawn(heartbeats(
