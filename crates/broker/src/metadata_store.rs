@@ -225,7 +225,17 @@ impl MetadataStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(Error::MetadataIo { path, source }),
         };
-        let mut data = parse(&path, &bytes, node)?;
+        Self::parse_file(&path, &bytes, node).map(Some)
+    }
+
+    /// As [`MetadataStore::read_file`], of the file's bytes read from
+    /// `path` already.
+    pub fn parse_file(
+        path: &Path,
+        bytes: &[u8],
+        node: crate::metadata_records::NodeId,
+    ) -> Result<Metadata, Error> {
+        let mut data = parse(path, bytes, node)?;
         for rec in data.topics.values_mut() {
             if rec.placements.len() != rec.partitions as usize {
                 rec.placements = (0..rec.partitions)
@@ -233,7 +243,7 @@ impl MetadataStore {
                     .collect();
             }
         }
-        Ok(Some(data))
+        Ok(data)
     }
 }
 

@@ -126,7 +126,7 @@ fn a_metadata_file_of_another_cluster_is_refused() {
         Err(log) => log,
     };
     assert!(
-        log.contains(&format!("(cluster AnotherClusterIdAAAAA) is not the metadata file this directory imported; its metadata is in its controller quorum (cluster {CLUSTER_ID})")),
+        log.contains(&format!("is not the metadata file this directory imported: its cluster is AnotherClusterIdAAAAA; this directory's metadata is in its controller quorum (cluster {CLUSTER_ID})")),
         "{log}"
     );
     assert!(dir.join(FILE).exists(), "nothing is moved or lost");
@@ -159,7 +159,7 @@ fn a_metadata_file_of_another_cluster_is_refused() {
     };
     assert!(
         log.contains(&format!(
-            "(cluster {CLUSTER_ID}) is not the metadata file this directory imported"
+            "is not the metadata file this directory imported: its cluster is {CLUSTER_ID};"
         )),
         "{log}"
     );

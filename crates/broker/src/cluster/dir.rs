@@ -212,25 +212,31 @@ fn in_process_file(
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
+    let file = crate::metadata_store::MetadataStore::parse_file(&path, &bytes, config.node_id());
     // `meta.properties` is written once the quorum holds the metadata: at
     // once in a new directory, with the file's digest after an import.
-    if props.contains_key("directory.id") {
-        if props.get(IMPORTED_DIGEST) == Some(&digest) {
+    if marked(props) {
+        let quorum = dir.join("controller").join("controller.id");
+        let named = props.get(IMPORTED_DIGEST) == Some(&digest);
+        if named && quorum.exists() {
             return Ok(MetadataFile::Imported);
         }
-        let cluster = crate::metadata_store::MetadataStore::read_file(dir, config.node_id())
-            .ok()
-            .flatten()
-            .map_or_else(|| "unreadable".to_string(), |m| m.cluster_id);
+        let why = if named {
+            format!("the controller quorum it was imported into is missing ({} is absent): restore it, or remove meta.properties to import the file again", quorum.display())
+        } else {
+            let cluster = file.map_or_else(|_| "unreadable".to_string(), |m| m.cluster_id);
+            match props.get("cluster.id") {
+                Some(ours) => format!("its cluster is {cluster}; this directory's metadata is in its controller quorum (cluster {ours}): move the file away"),
+                // The node never ran on what it imported.
+                None => format!("its cluster is {cluster}; this directory's quorum holds an earlier import and nothing else: move the file away, or remove meta.properties to import this file instead"),
+            }
+        };
         return Err(refuse(format!(
-            "{} (cluster {cluster}) is not the metadata file this directory imported; its metadata is in its controller quorum (cluster {}): move the file away",
-            path.display(),
-            props.get("cluster.id").map_or("", String::as_str)
+            "{} is not the metadata file this directory imported: {why}",
+            path.display()
         )));
     }
-    let Some(file) = crate::metadata_store::MetadataStore::read_file(dir, config.node_id())? else {
-        return Ok(MetadataFile::None);
-    };
+    let file = file?;
     let imported = dir.join(format!(
         "{}{IMPORTED_SUFFIX}",
         crate::metadata_store::FILE_NAME
@@ -287,6 +293,12 @@ fn in_process_file(
 }
 
 /// Refuses another node's directory.
+/// Whether `meta.properties` marks the directory as the quorum's: it has
+/// an id (written at once in a new directory, after an import otherwise).
+fn marked(props: &BTreeMap<String, String>) -> bool {
+    props.get("directory.id").is_some_and(|id| !id.is_empty())
+}
+
 fn check_node(config: &BrokerConfig, props: &BTreeMap<String, String>) -> Result<(), Error> {
     let node = config.node_id().to_string();
     match props.get("node.id") {
@@ -509,8 +521,19 @@ mod tests {
         ));
         assert!(!file.exists() && imported.exists());
 
-        // A crash between the mark and the move: the same file is moved.
+        // A crash between the mark and the move: the same file is moved,
+        // if the quorum it went into is there.
         std::fs::rename(&imported, &file).unwrap();
+        let e = ClusterDir::open_in_process(&config(tmp.path())).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("quorum it was imported into is missing"),
+            "{e}"
+        );
+        controller_id(
+            tmp.path(),
+            "node.id=1\ncontroller.quorum.voters=1@in-process:0\n",
+        );
         let (_d, again) = ClusterDir::open_in_process(&config(tmp.path())).unwrap();
         assert!(matches!(again, MetadataFile::Imported));
         drop(_d);
@@ -530,7 +553,9 @@ mod tests {
         let e = ClusterDir::open_in_process(&config(tmp.path())).unwrap_err();
         assert!(
             e.to_string()
-                .contains("is not the metadata file this directory imported"),
+                .contains("is not the metadata file this directory imported")
+                && e.to_string()
+                    .contains("remove meta.properties to import this file instead"),
             "{e}"
         );
     }
