@@ -78,7 +78,7 @@ pub use client::{ClientOptions, ControllerClient};
 pub use config::{Bootstrap, ControllerConfig, Voters};
 pub use error::{ControllerError, Result};
 pub use io::IoMode;
-pub use node::{Controller, Status};
+pub use node::{identity_of, Controller, Status};
 pub use openraft::ServerState;
 pub use rpc::{Fetched, SnapshotData, Submitted};
 pub use service::{ControllerHandle, Service, ServiceFuture};

@@ -102,23 +102,34 @@ impl Refused {
     }
 }
 
+/// The node id and voter set the controller state in `dir` was made for
+/// (`None`: no state there yet).
+pub fn identity_of(dir: &Path) -> Result<Option<(NodeId, String)>> {
+    let path = dir.join(IDENTITY_FILE);
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ControllerError::io(&path, e)),
+    };
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix('=')))
+            .map(str::to_string)
+    };
+    let id = field("node.id").and_then(|v| v.parse::<NodeId>().ok());
+    match (id, field("controller.quorum.voters")) {
+        (Some(id), Some(voters)) => Ok(Some((id, voters))),
+        _ => Err(ControllerError::corrupt(&path, "unreadable identity file")),
+    }
+}
+
 /// Checks that `dir` was made for this node and voter set, or records them.
 fn check_identity(dir: &Path, node_id: NodeId, voters: &Voters) -> Result<()> {
     fs::create_dir_all(dir).map_err(|e| ControllerError::io(dir, e))?;
     let path = dir.join(IDENTITY_FILE);
     let want = format!("node.id={node_id}\ncontroller.quorum.voters={voters}\n");
-    match fs::read_to_string(&path) {
-        Ok(text) => {
-            let field = |k: &str| {
-                text.lines()
-                    .find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix('=')))
-                    .map(str::to_string)
-            };
-            let id = field("node.id").and_then(|v| v.parse::<NodeId>().ok());
-            let on_disk = field("controller.quorum.voters");
-            let (Some(id), Some(on_disk)) = (id, on_disk) else {
-                return Err(ControllerError::corrupt(&path, "unreadable identity file"));
-            };
+    match identity_of(dir)? {
+        Some((id, on_disk)) => {
             if id != node_id {
                 return Err(ControllerError::NodeIdMismatch {
                     configured: node_id,
@@ -136,7 +147,7 @@ fn check_identity(dir: &Path, node_id: NodeId, voters: &Voters) -> Result<()> {
             }
             Ok(())
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        None => {
             let tmp = dir.join(format!("{IDENTITY_FILE}.tmp"));
             let mut f = fs::File::create(&tmp).map_err(|e| ControllerError::io(&tmp, e))?;
             f.write_all(want.as_bytes())
@@ -145,7 +156,6 @@ fn check_identity(dir: &Path, node_id: NodeId, voters: &Voters) -> Result<()> {
             fs::rename(&tmp, &path).map_err(|e| ControllerError::io(&path, e))?;
             sync_dir(dir)
         }
-        Err(e) => Err(ControllerError::io(&path, e)),
     }
 }
 

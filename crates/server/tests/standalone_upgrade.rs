@@ -65,6 +65,14 @@ fn check_everything(b: &BrokerProcess) {
     );
 }
 
+/// The log of a start that must be refused.
+fn refused(start: Result<BrokerProcess, String>) -> String {
+    match start {
+        Ok(b) => panic!("started:\n{}", b.log_text()),
+        Err(log) => log,
+    }
+}
+
 fn imports(b: &BrokerProcess) -> usize {
     b.log
         .lock()
@@ -121,10 +129,10 @@ fn a_metadata_file_of_another_cluster_is_refused() {
         text.replace(CLUSTER_ID, "AnotherClusterIdAAAAA"),
     )
     .unwrap();
-    let log = match BrokerProcess::try_start_standalone_on(dir.clone(), SETTINGS) {
-        Ok(b) => panic!("started:\n{}", b.log_text()),
-        Err(log) => log,
-    };
+    let log = refused(BrokerProcess::try_start_standalone_on(
+        dir.clone(),
+        SETTINGS,
+    ));
     assert!(
         log.contains(&format!("is not the metadata file this directory imported: its cluster is AnotherClusterIdAAAAA; this directory's metadata is in its controller quorum (cluster {CLUSTER_ID})")),
         "{log}"
@@ -134,10 +142,10 @@ fn a_metadata_file_of_another_cluster_is_refused() {
 
     // The same cluster's file again, beside the one imported: refused too.
     std::fs::copy(dir.join(IMPORTED), dir.join(FILE)).unwrap();
-    let log = match BrokerProcess::try_start_standalone_on(dir.clone(), SETTINGS) {
-        Ok(b) => panic!("started:\n{}", b.log_text()),
-        Err(log) => log,
-    };
+    let log = refused(BrokerProcess::try_start_standalone_on(
+        dir.clone(),
+        SETTINGS,
+    ));
     assert!(log.contains("is left from before"), "{log}");
     assert!(dir.join(FILE).exists());
 
@@ -153,10 +161,10 @@ fn a_metadata_file_of_another_cluster_is_refused() {
         ),
     )
     .unwrap();
-    let log = match BrokerProcess::try_start_standalone_on(dir.clone(), SETTINGS) {
-        Ok(b) => panic!("started:\n{}", b.log_text()),
-        Err(log) => log,
-    };
+    let log = refused(BrokerProcess::try_start_standalone_on(
+        dir.clone(),
+        SETTINGS,
+    ));
     assert!(
         log.contains(&format!(
             "is not the metadata file this directory imported: its cluster is {CLUSTER_ID};"
@@ -169,10 +177,10 @@ fn a_metadata_file_of_another_cluster_is_refused() {
     // the quorum it would discard holds more than an unfinished import.
     let props = std::fs::read(dir.join("meta.properties")).unwrap();
     std::fs::remove_file(dir.join("meta.properties")).unwrap();
-    let log = match BrokerProcess::try_start_standalone_on(dir.clone(), SETTINGS) {
-        Ok(b) => panic!("started:\n{}", b.log_text()),
-        Err(log) => log,
-    };
+    let log = refused(BrokerProcess::try_start_standalone_on(
+        dir.clone(),
+        SETTINGS,
+    ));
     assert!(log.contains("is here beside"), "{log}");
     assert!(dir.join("controller").exists(), "the quorum is kept");
     std::fs::write(dir.join("meta.properties"), props).unwrap();
@@ -214,10 +222,10 @@ fn a_refused_import_leaves_the_directory_as_it_was() {
     let (_tmp, dir) = fixture_copy();
     let mut settings = SETTINGS.to_vec();
     settings.push("node.id=2");
-    let log = match BrokerProcess::try_start_standalone_on(dir.clone(), &settings) {
-        Ok(b) => panic!("started:\n{}", b.log_text()),
-        Err(log) => log,
-    };
+    let log = refused(BrokerProcess::try_start_standalone_on(
+        dir.clone(),
+        &settings,
+    ));
     assert!(
         log.contains(
             "places partitions on node 1, not on this node (2); start it with --set node.id=1"
@@ -232,10 +240,11 @@ fn a_refused_import_leaves_the_directory_as_it_was() {
         "the clean shutdown is kept: the next start recovers nothing"
     );
     let port = free_port();
-    let log = match BrokerProcess::try_start_node(dir.clone(), &broker_only_flags(port), &[]) {
-        Ok(b) => panic!("started:\n{}", b.log_text()),
-        Err(log) => log,
-    };
+    let log = refused(BrokerProcess::try_start_node(
+        dir.clone(),
+        &broker_only_flags(port),
+        &[],
+    ));
     assert!(log.contains("holds a standalone node's data"), "{log}");
     // The right node id imports it.
     let b = BrokerProcess::try_start_standalone_on(dir.clone(), SETTINGS)
@@ -277,10 +286,10 @@ fn the_other_kind_of_data_directory_is_refused() {
         "cluster.id=SomeClusterAAAAAAAAAAAA\ndirectory.id=SomeDirectoryAAAAAAAAA\nnode.id=1\n",
     )
     .unwrap();
-    let log = match BrokerProcess::try_start_standalone_on(broker_only.clone(), &[]) {
-        Ok(b) => panic!("started:\n{}", b.log_text()),
-        Err(log) => log,
-    };
+    let log = refused(BrokerProcess::try_start_standalone_on(
+        broker_only.clone(),
+        &[],
+    ));
     assert!(log.contains("belongs to a node of a cluster"), "{log}");
     assert!(
         !broker_only.join("controller").exists(),
@@ -293,11 +302,8 @@ fn the_other_kind_of_data_directory_is_refused() {
     let mut b = BrokerProcess::try_start_standalone_on(single.clone(), &[])
         .unwrap_or_else(|l| panic!("{l}"));
     assert_eq!(b.stop_with("-TERM"), Some(0));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Nothing binds it: both starts are refused first.
+    let port = free_port();
     let args: Vec<String> = [
         "--node-id".to_string(),
         "1".into(),
@@ -307,16 +313,14 @@ fn the_other_kind_of_data_directory_is_refused() {
         format!("127.0.0.1:{port}"),
     ]
     .into();
-    let log = match BrokerProcess::try_start_node(single.clone(), &args, &[]) {
-        Ok(b) => panic!("started:\n{}", b.log_text()),
-        Err(log) => log,
-    };
+    let log = refused(BrokerProcess::try_start_node(single.clone(), &args, &[]));
     assert!(log.contains("holds a standalone node's data"), "{log}");
     // A broker-only node too, before it registers anywhere.
-    let log = match BrokerProcess::try_start_node(single.clone(), &broker_only_flags(port), &[]) {
-        Ok(b) => panic!("started:\n{}", b.log_text()),
-        Err(log) => log,
-    };
+    let log = refused(BrokerProcess::try_start_node(
+        single.clone(),
+        &broker_only_flags(port),
+        &[],
+    ));
     assert!(log.contains("holds a standalone node's data"), "{log}");
 
     // And a combined node's directory started standalone (the harness
@@ -324,9 +328,6 @@ fn the_other_kind_of_data_directory_is_refused() {
     let mut cluster = common::cluster::Cluster::start(1, &[]);
     let node = cluster.node(1).data_dir.clone();
     assert_eq!(cluster.node(1).stop_with("-TERM"), Some(0));
-    let log = match BrokerProcess::try_start_standalone_on(node.clone(), &[]) {
-        Ok(b) => panic!("started:\n{}", b.log_text()),
-        Err(log) => log,
-    };
+    let log = refused(BrokerProcess::try_start_standalone_on(node.clone(), &[]));
     assert!(log.contains("belongs to a node of a cluster"), "{log}");
 }

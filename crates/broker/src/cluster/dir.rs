@@ -105,10 +105,7 @@ impl ClusterDir {
     /// next start only renames ([`MetadataFile::Imported`]). Blocking.
     pub fn import_done(&mut self, data_dir: &Path) -> Result<(), Error> {
         let from = data_dir.join(crate::metadata_store::FILE_NAME);
-        let to = data_dir.join(format!(
-            "{}{IMPORTED_SUFFIX}",
-            crate::metadata_store::FILE_NAME
-        ));
+        let to = imported_path(data_dir);
         let io = |source| Error::MetadataIo {
             path: from.clone(),
             source,
@@ -176,11 +173,29 @@ fn lock(config: &BrokerConfig) -> Result<(LogManager, BTreeMap<String, String>),
 /// Whether `dir` is a standalone node's: its metadata in a file (before it
 /// ran a quorum of one), imported from one, or in an in-process quorum.
 fn standalone_dir(dir: &Path) -> bool {
-    let file = crate::metadata_store::FILE_NAME;
-    dir.join(file).exists()
-        || dir.join(format!("{file}{IMPORTED_SUFFIX}")).exists()
-        || std::fs::read_to_string(dir.join("controller").join("controller.id"))
-            .is_ok_and(|t| t.contains(controller::transport::IN_PROCESS_ADDR))
+    dir.join(crate::metadata_store::FILE_NAME).exists()
+        || imported_path(dir).exists()
+        || quorum_of(dir).is_ok_and(|q| q.is_some_and(|(_, in_process)| in_process))
+}
+
+/// Where the metadata file goes once imported.
+fn imported_path(dir: &Path) -> std::path::PathBuf {
+    dir.join(format!(
+        "{}{IMPORTED_SUFFIX}",
+        crate::metadata_store::FILE_NAME
+    ))
+}
+
+/// The node id the controller state under `dir` was made for, and
+/// whether it is that node's in-process quorum of one (`None`: no state).
+fn quorum_of(dir: &Path) -> Result<Option<(u64, bool)>, Error> {
+    let in_process = |node: u64, voters: String| {
+        let ours = format!("{node}@{}", controller::transport::IN_PROCESS_ADDR);
+        (node, voters == ours)
+    };
+    controller::identity_of(&dir.join("controller"))
+        .map(|id| id.map(|(node, voters)| in_process(node, voters)))
+        .map_err(|e| Error::Startup(e.to_string()))
 }
 
 /// The `meta.properties` key recording the SHA-256 of the metadata file
@@ -237,10 +252,7 @@ fn in_process_file(
         )));
     }
     let file = file?;
-    let imported = dir.join(format!(
-        "{}{IMPORTED_SUFFIX}",
-        crate::metadata_store::FILE_NAME
-    ));
+    let imported = imported_path(dir);
     if imported.exists() {
         return Err(refuse(format!(
             "{} is here beside {}, a file imported before; move one of them away",
@@ -254,28 +266,17 @@ fn in_process_file(
     // it is not this node's quorum of one at all.
     let quorum = dir.join("controller");
     if quorum.exists() {
-        let id_path = quorum.join("controller.id");
-        let id = match std::fs::read_to_string(&id_path) {
-            Ok(id) => Some(id),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(source) => {
-                return Err(Error::MetadataIo {
-                    path: id_path,
-                    source,
-                })
+        let node = config.node_id() as u64;
+        match quorum_of(dir)? {
+            Some((n, true)) if n == node => {}
+            None => {}
+            Some(_) => {
+                return Err(refuse(format!(
+                    "{} holds another controller's state beside {}; a standalone node needs its own data directory",
+                    quorum.display(),
+                    path.display()
+                )))
             }
-        };
-        let node = config.node_id();
-        let ours = format!(
-            "node.id={node}\ncontroller.quorum.voters={node}@{}\n",
-            controller::transport::IN_PROCESS_ADDR
-        );
-        if id.is_some_and(|id| id != ours) {
-            return Err(refuse(format!(
-                "{} holds another controller's state beside {}; a standalone node needs its own data directory",
-                quorum.display(),
-                path.display()
-            )));
         }
         tracing::warn!(
             "{} holds an import that did not finish; importing the metadata file again",
@@ -292,13 +293,13 @@ fn in_process_file(
     })
 }
 
-/// Refuses another node's directory.
 /// Whether `meta.properties` marks the directory as the quorum's: it has
 /// an id (written at once in a new directory, after an import otherwise).
 fn marked(props: &BTreeMap<String, String>) -> bool {
     props.get("directory.id").is_some_and(|id| !id.is_empty())
 }
 
+/// Refuses another node's directory.
 fn check_node(config: &BrokerConfig, props: &BTreeMap<String, String>) -> Result<(), Error> {
     let node = config.node_id().to_string();
     match props.get("node.id") {
@@ -515,10 +516,7 @@ mod tests {
         let props = read(tmp.path()).unwrap();
         assert_eq!(props.get(IMPORTED_DIGEST).map(String::len), Some(64));
         let file = tmp.path().join(crate::metadata_store::FILE_NAME);
-        let imported = tmp.path().join(format!(
-            "{}{IMPORTED_SUFFIX}",
-            crate::metadata_store::FILE_NAME
-        ));
+        let imported = imported_path(tmp.path());
         assert!(!file.exists() && imported.exists());
 
         // A crash between the mark and the move: the same file is moved,

@@ -273,22 +273,9 @@ pub async fn join(
         registered: None,
         superseded,
     };
-    let (dir, settled) =
-        settle_file(&link, &membership, metadata_file, dir, &config.data_dir).await;
-    let dir = match (dir, settled) {
-        (Some(dir), Ok(())) => dir,
-        (dir, settled) => {
-            let mut m = membership;
-            m.stop_tasks().await;
-            m.shutdown_controller().await;
-            // Unlocked only now: the quorum's files are closed.
-            if let Some(dir) = dir {
-                release(dir).await;
-            }
-            return Err(settled
-                .err()
-                .unwrap_or_else(|| startup!("the import's task failed")));
-        }
+    let dir = match settle_file(&link, &membership, metadata_file, dir, &config.data_dir).await {
+        Ok(dir) => dir,
+        Err(failed) => return Err(abandon(membership, failed).await),
     };
     let joining = Joining {
         config,
@@ -313,16 +300,24 @@ pub async fn join(
             membership.registered = Some(registered);
             Ok((broker, membership))
         }
-        Err((e, dir)) => {
-            let mut m = membership;
-            m.stop_tasks().await;
-            m.shutdown_controller().await;
-            if let Some(dir) = dir {
-                release(*dir).await;
-            }
-            Err(e)
-        }
+        Err(failed) => Err(abandon(membership, failed).await),
     }
+}
+
+/// A start that failed once the directory was locked: why, and the
+/// directory if this process still holds it.
+type Abandoned = (Error, Option<Box<ClusterDir>>);
+
+/// Stops what a failed start began (tasks, then the controller), then
+/// gives the directory back: unlocked only once the quorum's files are
+/// closed.
+async fn abandon(mut membership: Membership, (error, dir): Abandoned) -> Error {
+    membership.stop_tasks().await;
+    membership.shutdown_controller().await;
+    if let Some(dir) = dir {
+        release(*dir).await;
+    }
+    error
 }
 
 /// How nodes reach the controller port: TCP, or mutual TLS
@@ -462,20 +457,19 @@ async fn quorum_cluster(membership: &Membership) -> Result<String> {
 
 /// Brings a single node's metadata file into the quorum of one: imports
 /// it, then marks the directory and moves the file away (only the latter
-/// for the file a crash left behind after its import). The directory
-/// comes back unless a blocking task failed with it.
+/// for the file a crash left behind after its import).
 async fn settle_file(
     link: &ClusterLink,
     membership: &Membership,
     file: MetadataFile,
     mut dir: ClusterDir,
     data_dir: &std::path::Path,
-) -> (Option<ClusterDir>, Result<()>) {
+) -> std::result::Result<ClusterDir, Abandoned> {
     match file {
-        MetadataFile::None => return (Some(dir), Ok(())),
+        MetadataFile::None => return Ok(dir),
         MetadataFile::Import { file, .. } => {
             if let Err(e) = import(link, membership, *file, data_dir).await {
-                return (Some(dir), Err(e));
+                return Err((e, Some(Box::new(dir))));
             }
         }
         MetadataFile::Imported => warn!(
@@ -484,15 +478,12 @@ async fn settle_file(
         ),
     }
     let data_dir = data_dir.to_path_buf();
-    match tokio::task::spawn_blocking(move || {
-        let done = dir.import_done(&data_dir);
-        (dir, done)
+    let done = tokio::task::spawn_blocking(move || match dir.import_done(&data_dir) {
+        Ok(()) => Ok(dir),
+        Err(e) => Err((e, Some(Box::new(dir)))),
     })
-    .await
-    {
-        Ok((dir, done)) => (Some(dir), done),
-        Err(e) => (None, Err(task_failed(e))),
-    }
+    .await;
+    done.unwrap_or_else(|e| Err((task_failed(e), None)))
 }
 
 /// Gives a data directory back as found, off the async workers.
@@ -526,7 +517,7 @@ async fn register_and_open(
     heartbeat: Duration,
     stop: watch::Receiver<bool>,
     superseded: watch::Sender<Option<String>>,
-) -> std::result::Result<Joined, (Error, Option<Box<ClusterDir>>)> {
+) -> std::result::Result<Joined, Abandoned> {
     let Joining {
         config,
         dir,
