@@ -9,6 +9,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
+use crate::auth::PeerAuth;
 use crate::config::{ControllerConfig, Voters};
 use crate::error::{ControllerError, Result};
 use crate::network::{CallError, NetOptions, Peer};
@@ -32,9 +33,17 @@ pub struct ClientOptions {
     pub backoff_max: Duration,
     /// Largest frame sent or accepted.
     pub max_frame_bytes: usize,
+    /// How the client proves itself to the quorum's nodes (and checks
+    /// them): the nodes' own setting.
+    pub auth: PeerAuth,
+    /// The node id the client names in its handshake (a broker-only node's
+    /// own); `None` for a client that is no node.
+    pub node_id: Option<NodeId>,
 }
 
 impl From<&ControllerConfig> for ClientOptions {
+    /// The options of a client on node `c.node_id` (a voter, or a
+    /// broker-only node given a configuration for its id).
     fn from(c: &ControllerConfig) -> Self {
         ClientOptions {
             connect_timeout: c.connect_timeout,
@@ -43,6 +52,8 @@ impl From<&ControllerConfig> for ClientOptions {
             backoff_min: c.backoff_min,
             backoff_max: c.backoff_max,
             max_frame_bytes: c.max_frame_bytes,
+            auth: c.auth.clone(),
+            node_id: Some(c.node_id),
         }
     }
 }
@@ -95,8 +106,15 @@ impl<S: StateMachine> ControllerClient<S> {
                 backoff_min: self.opts.backoff_min,
                 backoff_max: self.opts.backoff_max,
                 max_frame_bytes: self.opts.max_frame_bytes,
+                auth: self.opts.auth.clone(),
+                node_id: self.opts.node_id,
             };
-            Peer::new(addr.to_string(), self.transport.clone(), opts)
+            let expect = self
+                .voters
+                .iter()
+                .find(|(_, a)| *a == addr)
+                .map(|(id, _)| id);
+            Peer::new(addr.to_string(), expect, self.transport.clone(), opts)
         });
         let r = peer.call(req, timeout).await;
         if r.is_ok() {

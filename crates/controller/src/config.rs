@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::auth::PeerAuth;
 use crate::error::{ControllerError, Result};
 use crate::log_store::LogOptions;
 use crate::types::NodeId;
@@ -117,6 +118,18 @@ impl fmt::Display for Voters {
     }
 }
 
+/// Whether `addr` (`host:port`) is on loopback: `localhost`, 127.0.0.0/8
+/// or `::1`. A name other than `localhost` is not (it could resolve to
+/// anything).
+pub fn is_loopback(addr: &str) -> bool {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Who initializes a new cluster.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Bootstrap {
@@ -173,8 +186,23 @@ pub struct ControllerConfig {
     pub backoff_min: Duration,
     /// Longest retry delay.
     pub backoff_max: Duration,
-    /// Largest frame sent or accepted (a snapshot travels in one frame).
+    /// Largest frame sent or accepted (a snapshot travels in one frame);
+    /// also what one connection may hold (one request at a time).
     pub max_frame_bytes: usize,
+    /// Most request bytes the port holds at once over all its connections
+    /// (taken as they arrive, past each frame's first 64 KiB, until the
+    /// request is answered; a frame waits while it is reached). At least
+    /// `max_frame_bytes`.
+    pub queued_max_request_bytes: usize,
+    /// A frame that has started arriving and then gets no byte for this
+    /// long is dropped with its connection (and every frame must arrive
+    /// whole within `snapshot_timeout`).
+    pub frame_timeout: Duration,
+    /// How peers prove who they are ([`PeerAuth`]). Without a secret, the
+    /// transport must authenticate peers (mutual TLS), or this node's
+    /// listen address and every voter must be loopback: anything else is
+    /// refused at start.
+    pub auth: PeerAuth,
     /// Inbound connections served at once; more are closed on accept.
     pub max_connections: usize,
     /// Submissions waiting for their commit at once; more wait for a slot.
@@ -207,6 +235,9 @@ impl ControllerConfig {
             backoff_min: Duration::from_millis(100),
             backoff_max: Duration::from_secs(2),
             max_frame_bytes: 64 << 20,
+            queued_max_request_bytes: 256 << 20,
+            frame_timeout: Duration::from_secs(10),
+            auth: PeerAuth::None,
             max_connections: 256,
             max_inflight_submits: 1024,
             log: LogOptions::default(),
@@ -235,6 +266,32 @@ impl ControllerConfig {
         (low, low + width / 2)
     }
 
+    /// The address this node listens on.
+    pub(crate) fn listen_addr(&self) -> String {
+        self.listen_addr
+            .clone()
+            .or_else(|| self.voters.addr(self.node_id).map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    /// Refuses a port nobody authenticates (no secret, and a transport that
+    /// does not authenticate peers) anywhere but on loopback.
+    pub(crate) fn check_unauthenticated(&self, transport_authenticates: bool) -> Result<()> {
+        if !matches!(self.auth, PeerAuth::None) || transport_authenticates {
+            return Ok(());
+        }
+        let listen = self.listen_addr();
+        let off = std::iter::once(listen.as_str())
+            .chain(self.voters.iter().map(|(_, a)| a))
+            .find(|a| !is_loopback(a));
+        match off {
+            None => Ok(()),
+            Some(addr) => Err(ControllerError::InvalidConfig(format!(
+                "a controller port that authenticates nobody (no cluster secret, no mutual TLS) must be on loopback with every voter, and {addr} is not: give the nodes a cluster secret"
+            ))),
+        }
+    }
+
     /// Checks the values and builds openraft's configuration.
     pub(crate) fn raft_config(&self) -> Result<openraft::Config> {
         if self.voters.addr(self.node_id).is_none() {
@@ -252,6 +309,17 @@ impl ControllerConfig {
         if self.max_frame_bytes < 1024 || self.max_frame_bytes > u32::MAX as usize {
             return Err(ControllerError::InvalidConfig(
                 "max_frame_bytes must be between 1 KiB and 4 GiB".into(),
+            ));
+        }
+        if self.queued_max_request_bytes < self.max_frame_bytes {
+            return Err(ControllerError::InvalidConfig(format!(
+                "queued_max_request_bytes ({}) must be at least max_frame_bytes ({}), or the largest frame could never be read",
+                self.queued_max_request_bytes, self.max_frame_bytes
+            )));
+        }
+        if self.frame_timeout.is_zero() {
+            return Err(ControllerError::InvalidConfig(
+                "frame_timeout must be positive".into(),
             ));
         }
         if self.log.max_entry_bytes + 4096 > self.max_frame_bytes {
@@ -318,6 +386,57 @@ mod tests {
         ] {
             assert!(bad.parse::<Voters>().is_err(), "{bad:?} accepted");
         }
+    }
+
+    #[test]
+    fn loopback_addresses() {
+        for a in [
+            "127.0.0.1:1",
+            "127.3.0.1:1",
+            "[::1]:1",
+            "localhost:9",
+            "LOCALHOST:9",
+        ] {
+            assert!(is_loopback(a), "{a}");
+        }
+        for a in [
+            "0.0.0.0:1",
+            "10.0.0.1:1",
+            "[::]:1",
+            "example.com:1",
+            "n1:9000",
+        ] {
+            assert!(!is_loopback(a), "{a}");
+        }
+    }
+
+    #[test]
+    fn an_unauthenticated_port_only_on_loopback() {
+        let local = ControllerConfig::new(1, "1@127.0.0.1:1,2@[::1]:2".parse().unwrap(), "/tmp");
+        local.check_unauthenticated(false).unwrap();
+        let mut wide = local.clone();
+        wide.listen_addr = Some("0.0.0.0:1".into());
+        let e = wide.check_unauthenticated(false).unwrap_err().to_string();
+        assert!(
+            e.contains("0.0.0.0:1") && e.contains("cluster secret"),
+            "{e}"
+        );
+        wide.check_unauthenticated(true).unwrap();
+        let far = ControllerConfig::new(1, "1@127.0.0.1:1,2@10.0.0.2:2".parse().unwrap(), "/tmp");
+        assert!(far.check_unauthenticated(false).is_err());
+        let mut secret = far.clone();
+        secret.auth = PeerAuth::Secret(crate::ClusterSecret::new(vec![7; 32]).unwrap());
+        secret.check_unauthenticated(false).unwrap();
+    }
+
+    #[test]
+    fn the_budget_holds_the_largest_frame() {
+        let mut c = ControllerConfig::new(1, "1@a:1".parse().unwrap(), "/tmp");
+        c.queued_max_request_bytes = c.max_frame_bytes - 1;
+        assert!(matches!(
+            c.raft_config(),
+            Err(ControllerError::InvalidConfig(_))
+        ));
     }
 
     #[test]

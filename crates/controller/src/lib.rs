@@ -22,8 +22,17 @@
 //!   temporary file, synced and renamed). Both pass openraft's storage test
 //!   suite. File work runs on a writer thread or `spawn_blocking`
 //!   ([`IoMode`]).
-//! - Network: length-prefixed postcard frames over TCP ([`transport`]),
-//!   size-limited, with timeouts; a bad frame closes the connection.
+//! - Network: length-prefixed postcard frames over TCP or TLS
+//!   ([`transport`], [`tls`]), size-limited, with timeouts; a bad frame
+//!   closes the connection. Every connection starts with a handshake
+//!   ([`PeerAuth`]): with the cluster secret, a mutual challenge-response
+//!   and then an HMAC on every frame; without it the transport must
+//!   authenticate peers (mutual TLS) or everything must be on loopback.
+//!   Raft RPCs are served only from the voter they name. The port holds
+//!   at most `queued_max_request_bytes` of requests at once, taken as
+//!   they arrive; a peer holds 1 KiB until it is authenticated.
+//! - [`probe`]: a peer for testing a running quorum, misbehaving ones
+//!   included.
 //!
 //! # Why openraft 0.9
 //!
@@ -56,15 +65,18 @@
 
 #![warn(missing_docs)]
 
+mod auth;
 mod client;
 mod codec;
 mod config;
 mod error;
 mod io;
 mod log_file;
+mod log_limit;
 pub mod log_store;
 mod network;
 mod node;
+pub mod probe;
 mod rpc;
 mod server;
 mod service;
@@ -74,8 +86,9 @@ pub mod tls;
 pub mod transport;
 pub mod types;
 
+pub use auth::{ClusterSecret, PeerAuth, HANDSHAKE_MAX_FRAME, MIN_SECRET_BYTES, PROTOCOL_VERSION};
 pub use client::{ClientOptions, ControllerClient};
-pub use config::{Bootstrap, ControllerConfig, Voters};
+pub use config::{is_loopback, Bootstrap, ControllerConfig, Voters};
 pub use error::{ControllerError, Result};
 pub use io::IoMode;
 pub use node::{identity_of, Controller, Status};

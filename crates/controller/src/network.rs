@@ -16,9 +16,11 @@ use openraft::raft::{
 };
 use openraft::RPCTypes;
 
-use crate::codec::{read_frame, write_frame};
+use crate::auth::PeerAuth;
+use crate::codec::{Channel, ReadLimits};
+use crate::log_limit::warn_refused;
 use crate::rpc::{Request, Response};
-use crate::transport::{BoxConn, Transport};
+use crate::transport::Transport;
 use crate::types::{Node, NodeId, TypeConfig, Vote};
 use crate::StateMachine;
 
@@ -30,6 +32,10 @@ pub(crate) struct NetOptions {
     pub backoff_min: Duration,
     pub backoff_max: Duration,
     pub max_frame_bytes: usize,
+    /// How this side proves itself, and checks the other.
+    pub auth: PeerAuth,
+    /// This side's node id, named in the handshake.
+    pub node_id: Option<NodeId>,
 }
 
 /// Why an exchange failed.
@@ -37,6 +43,8 @@ pub(crate) struct NetOptions {
 pub(crate) enum CallError {
     /// No connection could be made.
     Unreachable(String),
+    /// The other side refused us, or could not prove who it is.
+    Handshake(String),
     /// No answer in time.
     Timeout,
     /// The connection broke or carried a bad frame.
@@ -47,24 +55,61 @@ impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CallError::Unreachable(e) => write!(f, "unreachable: {e}"),
+            CallError::Handshake(e) => write!(f, "handshake failed: {e}"),
             CallError::Timeout => f.write_str("timed out"),
             CallError::Broken(e) => write!(f, "connection failed: {e}"),
         }
     }
 }
 
-/// A connection to one address, opened on first use and after a failure.
+/// A connection to one address, opened (and authenticated) on first use
+/// and after a failure.
 pub(crate) struct Peer {
     pub addr: String,
-    conn: Option<BoxConn>,
+    /// The node expected at `addr`, when known: another one is refused.
+    expect: Option<NodeId>,
+    conn: Option<Channel>,
     transport: Arc<dyn Transport>,
     opts: NetOptions,
 }
 
+/// Connects to `addr` and runs the handshake, as `opts` says, within
+/// `opts.connect_timeout`.
+pub(crate) async fn open(
+    transport: &dyn Transport,
+    addr: &str,
+    expect: Option<NodeId>,
+    opts: &NetOptions,
+) -> Result<Channel, CallError> {
+    let limit = opts.connect_timeout;
+    let steps = async {
+        let mut conn = transport
+            .connect(addr)
+            .await
+            .map_err(|e| CallError::Unreachable(e.to_string()))?;
+        let session = crate::auth::connect(&mut conn, &opts.auth, opts.node_id, expect)
+            .await
+            .map_err(|why| {
+                warn_refused!(%addr, "controller: handshake with {addr} failed: {why}");
+                CallError::Handshake(why)
+            })?;
+        Ok(Channel::new(conn, session.keys))
+    };
+    tokio::time::timeout(limit, steps)
+        .await
+        .map_err(|_| CallError::Unreachable(format!("no connection within {limit:?}")))?
+}
+
 impl Peer {
-    pub(crate) fn new(addr: String, transport: Arc<dyn Transport>, opts: NetOptions) -> Self {
+    pub(crate) fn new(
+        addr: String,
+        expect: Option<NodeId>,
+        transport: Arc<dyn Transport>,
+        opts: NetOptions,
+    ) -> Self {
         Peer {
             addr,
+            expect,
             conn: None,
             transport,
             opts,
@@ -81,19 +126,18 @@ impl Peer {
     ) -> Result<Response<S>, CallError> {
         let conn = self.conn.take();
         let (transport, addr, opts) = (&self.transport, &self.addr, &self.opts);
+        let expect = self.expect;
         let exchange = async move {
             let mut conn = match conn {
                 Some(c) => c,
-                None => tokio::time::timeout(opts.connect_timeout, transport.connect(addr))
-                    .await
-                    .map_err(|_| CallError::Unreachable("connect timed out".into()))?
-                    .map_err(|e| CallError::Unreachable(e.to_string()))?,
+                None => open(transport.as_ref(), addr, expect, opts).await?,
             };
-            write_frame(&mut conn, req, opts.max_frame_bytes)
+            conn.send(req, opts.max_frame_bytes)
                 .await
                 .map_err(|e| CallError::Broken(e.to_string()))?;
-            match read_frame::<_, Response<S>>(&mut conn, opts.max_frame_bytes).await {
-                Ok(Some(resp)) => Ok((conn, resp)),
+            let limits = ReadLimits::caller(opts.max_frame_bytes);
+            match conn.recv::<Response<S>>(&limits).await {
+                Ok(Some((resp, _))) => Ok((conn, resp)),
                 Ok(None) => Err(CallError::Broken("closed by the peer".into())),
                 Err(e) => Err(CallError::Broken(e.to_string())),
             }
@@ -123,7 +167,12 @@ impl<S: StateMachine> RaftNetworkFactory<TypeConfig<S>> for NetworkFactory {
         RaftPeer {
             id: self.id,
             target,
-            peer: Peer::new(node.addr.clone(), self.transport.clone(), self.opts.clone()),
+            peer: Peer::new(
+                node.addr.clone(),
+                Some(target),
+                self.transport.clone(),
+                self.opts.clone(),
+            ),
         }
     }
 }
@@ -147,7 +196,7 @@ impl RaftPeer {
         ttl: Duration,
     ) -> RPCError<NodeId, Node, E> {
         match e {
-            CallError::Unreachable(m) => {
+            CallError::Unreachable(m) | CallError::Handshake(m) => {
                 RPCError::Unreachable(Unreachable::new(&io::Error::other(m)))
             }
             CallError::Timeout => RPCError::Timeout(Timeout {
@@ -235,9 +284,9 @@ impl<S: StateMachine> RaftNetwork<TypeConfig<S>> for RaftPeer {
                 RemoteError::new(self.target, fatal),
             )),
             Ok(_) => Err(StreamingError::Network(NetworkError::new(&unexpected()))),
-            Err(CallError::Unreachable(m)) => Err(StreamingError::Unreachable(Unreachable::new(
-                &io::Error::other(m),
-            ))),
+            Err(CallError::Unreachable(m) | CallError::Handshake(m)) => Err(
+                StreamingError::Unreachable(Unreachable::new(&io::Error::other(m))),
+            ),
             Err(CallError::Timeout) => Err(StreamingError::Timeout(Timeout {
                 action: RPCTypes::InstallSnapshot,
                 id: self.id,

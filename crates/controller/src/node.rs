@@ -176,6 +176,7 @@ impl<S: StateMachine> Controller<S> {
         listener: Option<Box<dyn Listener>>,
     ) -> Result<Self> {
         let raft_config = Arc::new(config.raft_config()?);
+        config.check_unauthenticated(transport.authenticates_peers())?;
         let id = config.node_id;
         let dir = config.data_dir.clone();
         check_identity(&dir, id, &config.voters)?;
@@ -187,11 +188,7 @@ impl<S: StateMachine> Controller<S> {
         let listener = match listener {
             Some(l) => l,
             None => {
-                let addr = config
-                    .listen_addr
-                    .clone()
-                    .or_else(|| config.voters.addr(id).map(str::to_string))
-                    .unwrap_or_default();
+                let addr = config.listen_addr();
                 transport
                     .bind(&addr)
                     .await
@@ -211,6 +208,8 @@ impl<S: StateMachine> Controller<S> {
                 backoff_min: config.backoff_min,
                 backoff_max: config.backoff_max,
                 max_frame_bytes: config.max_frame_bytes,
+                auth: config.auth.clone(),
+                node_id: Some(id),
             },
         };
         let raft = Raft::<S>::new(id, raft_config, network, log, sm)

@@ -1,66 +1,23 @@
-//! The serving side: accepts connections (up to a limit) and answers one
-//! request at a time on each. A bad frame, an idle connection or a failed
-//! write closes the connection.
+//! The serving side: accepts connections (up to a limit), authenticates
+//! each ([`crate::auth`], bounded in time and size), then answers one
+//! request at a time on it. A failed handshake, a bad frame, a Raft RPC
+//! from a peer that is not the voter it names, an idle connection or a
+//! failed write closes the connection; refusals are logged, rate-limited.
 
 use std::sync::Arc;
 
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
-use crate::codec::{read_frame, write_frame};
+use crate::auth;
+use crate::codec::{ByteBudget, Channel, ReadLimits};
+use crate::error::ControllerError;
+use crate::log_limit::warn_refused;
 use crate::node::Inner;
 use crate::rpc::{Refused, Request, Response};
-use crate::transport::{BoxConn, Listener};
+use crate::transport::{BoxConn, Handshake, Listener};
+use crate::types::NodeId;
 use crate::StateMachine;
-
-/// Refused connections are logged at most this many times a second.
-static REFUSED_LOG: LogLimit = LogLimit::new(10);
-
-/// A per-second budget of log lines a peer can provoke.
-struct LogLimit {
-    per_second: u64,
-    /// The second (since the process's first use) and its count, packed.
-    state: std::sync::atomic::AtomicU64,
-    start: std::sync::OnceLock<std::time::Instant>,
-}
-
-impl LogLimit {
-    const fn new(per_second: u64) -> Self {
-        LogLimit {
-            per_second,
-            state: std::sync::atomic::AtomicU64::new(0),
-            start: std::sync::OnceLock::new(),
-        }
-    }
-
-    fn allow(&self) -> bool {
-        use std::sync::atomic::Ordering;
-        let second = self
-            .start
-            .get_or_init(std::time::Instant::now)
-            .elapsed()
-            .as_secs();
-        let mut cur = self.state.load(Ordering::Relaxed);
-        loop {
-            let (s, n) = (cur >> 20, cur & 0xF_FFFF);
-            let next = if s == second {
-                (s << 20) | (n + 1)
-            } else {
-                (second << 20) | 1
-            };
-            if s == second && n >= self.per_second {
-                return false;
-            }
-            match self
-                .state
-                .compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return true,
-                Err(now) => cur = now,
-            }
-        }
-    }
-}
 
 /// Serves `listener` until `stop` turns true (or its sender is dropped).
 pub(crate) async fn serve<S: StateMachine>(
@@ -69,6 +26,7 @@ pub(crate) async fn serve<S: StateMachine>(
     mut stop: watch::Receiver<bool>,
 ) {
     let permits = Arc::new(Semaphore::new(inner.config.max_connections));
+    let budget = ByteBudget::new(inner.config.queued_max_request_bytes);
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
@@ -83,35 +41,18 @@ pub(crate) async fn serve<S: StateMachine>(
                     Ok(permit) => {
                         let inner = inner.clone();
                         let handshake = listener.handshake();
+                        let budget = budget.clone();
                         conns.spawn(async move {
-                            let conn = match handshake {
-                                None => conn,
-                                Some(h) => {
-                                    // A peer gets as long as a request may take.
-                                    let limit = inner.config.request_timeout;
-                                    match tokio::time::timeout(limit, h(conn)).await {
-                                        Ok(Ok(c)) => c,
-                                        Ok(Err(e)) => {
-                                            if REFUSED_LOG.allow() {
-                                                tracing::warn!(%peer, "controller: refusing connection: {e}");
-                                            }
-                                            return;
-                                        }
-                                        Err(_) => {
-                                            if REFUSED_LOG.allow() {
-                                                tracing::warn!(%peer, "controller: refusing connection: no handshake within {limit:?}");
-                                            }
-                                            return;
-                                        }
-                                    }
-                                }
-                            };
-                            serve_conn(inner, conn, &peer).await;
+                            if let Some((channel, node)) =
+                                establish(&inner, conn, handshake, &peer).await
+                            {
+                                serve_conn(inner, channel, node, &peer, &budget).await;
+                            }
                             drop(permit);
                         });
                     }
                     Err(_) => {
-                        tracing::warn!(%peer, "controller: connection limit reached, closing");
+                        warn_refused!(%peer, "controller: connection limit reached, closing");
                     }
                 },
                 Err(e) => {
@@ -125,32 +66,121 @@ pub(crate) async fn serve<S: StateMachine>(
     conns.shutdown().await;
 }
 
-async fn serve_conn<S: StateMachine>(inner: Arc<Inner<S>>, mut conn: BoxConn, peer: &str) {
+/// The transport's handshake (TLS), then the controller's, together
+/// within the request timeout; `None` (refusal logged) if the peer does
+/// not get through.
+async fn establish<S: StateMachine>(
+    inner: &Inner<S>,
+    conn: BoxConn,
+    handshake: Option<Handshake>,
+    peer: &str,
+) -> Option<(Channel, Option<NodeId>)> {
+    let limit = inner.config.request_timeout;
+    let steps = async {
+        let mut conn = match handshake {
+            None => conn,
+            Some(h) => h(conn).await.map_err(|e| e.to_string())?,
+        };
+        let session = auth::accept(&mut conn, &inner.config.auth, inner.id).await?;
+        Ok::<_, String>((conn, session))
+    };
+    match tokio::time::timeout(limit, steps).await {
+        Ok(Ok((conn, session))) => Some((Channel::new(conn, session.keys), session.peer)),
+        Ok(Err(why)) => {
+            warn_refused!(%peer, "controller: refusing connection: {why}");
+            None
+        }
+        Err(_) => {
+            warn_refused!(%peer, "controller: refusing connection: no handshake within {limit:?}");
+            None
+        }
+    }
+}
+
+async fn serve_conn<S: StateMachine>(
+    inner: Arc<Inner<S>>,
+    mut channel: Channel,
+    node: Option<NodeId>,
+    peer: &str,
+    budget: &ByteBudget,
+) {
     let cfg = &inner.config;
+    let limits = ReadLimits {
+        max: cfg.max_frame_bytes,
+        idle: Some(cfg.idle_timeout),
+        stall: Some(cfg.frame_timeout),
+        total: Some(cfg.snapshot_timeout),
+        budget: Some(budget),
+    };
     loop {
-        let req = match tokio::time::timeout(
-            cfg.idle_timeout,
-            read_frame::<_, Request<S>>(&mut conn, cfg.max_frame_bytes),
-        )
-        .await
-        {
-            Err(_) | Ok(Ok(None)) => return,
-            Ok(Err(e)) => {
-                tracing::debug!(%peer, error = %e, "controller: closing connection");
+        let (req, held) = match channel.recv::<Request<S>>(&limits).await {
+            Ok(Some(r)) => r,
+            Ok(None) => return,
+            Err(ControllerError::BadFrame(e)) => {
+                warn_refused!(%peer, ?node, "controller: closing connection: bad frame: {e}");
                 return;
             }
-            Ok(Ok(Some(req))) => req,
+            Err(e) => {
+                tracing::debug!(%peer, ?node, error = %e, "controller: closing connection");
+                return;
+            }
         };
+        if let Err(why) = check_sender(&inner, node, &req) {
+            warn_refused!(%peer, ?node, "controller: refusing a Raft request: {why}; closing");
+            return;
+        }
         let resp = handle(&inner, req).await;
+        drop(held);
         let written = tokio::time::timeout(
             cfg.request_timeout,
-            write_frame(&mut conn, &resp, cfg.max_frame_bytes),
+            channel.send(&resp, cfg.max_frame_bytes),
         )
         .await;
         if !matches!(written, Ok(Ok(()))) {
             return;
         }
     }
+}
+
+/// The node a Raft RPC comes from, as it says (the candidate of a vote,
+/// the leader of an append or snapshot); `None` for other requests.
+fn raft_sender<S: StateMachine>(req: &Request<S>) -> Option<(&'static str, Option<NodeId>)> {
+    match req {
+        Request::AppendEntries(r) => Some(("AppendEntries", r.vote.leader_id().voted_for())),
+        Request::Vote(r) => Some(("Vote", r.vote.leader_id().voted_for())),
+        Request::InstallSnapshot { vote, .. } => {
+            Some(("InstallSnapshot", vote.leader_id().voted_for()))
+        }
+        _ => None,
+    }
+}
+
+/// Raft RPCs are served only from another voter of the configuration,
+/// on a connection authenticated as that voter.
+fn check_sender<S: StateMachine>(
+    inner: &Inner<S>,
+    conn_node: Option<NodeId>,
+    req: &Request<S>,
+) -> Result<(), String> {
+    let Some((kind, sender)) = raft_sender(req) else {
+        return Ok(());
+    };
+    let Some(sender) = sender else {
+        return Err(format!("{kind} names no sender"));
+    };
+    if inner.config.voters.addr(sender).is_none() {
+        return Err(format!("{kind} from node {sender}, not a voter"));
+    }
+    if sender == inner.id {
+        return Err(format!("{kind} in this node's own name ({sender})"));
+    }
+    if conn_node != Some(sender) {
+        return Err(format!(
+            "{kind} in the name of node {sender} on a connection of node {}",
+            conn_node.map_or_else(|| "(none)".to_string(), |n| n.to_string())
+        ));
+    }
+    Ok(())
 }
 
 async fn handle<S: StateMachine>(inner: &Inner<S>, req: Request<S>) -> Response<S> {

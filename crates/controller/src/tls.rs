@@ -1,11 +1,19 @@
-//! Mutual TLS between controller nodes and the brokers that talk to them
-//! (`controller.security.protocol=SSL`): each side presents its
-//! certificate and verifies the other's against the trusted CAs, the
-//! client also the server's name (the host of its address); the serving
-//! side then asks `check` whether the peer's certificate may talk to the
-//! controller (the broker makes that: super users only, when an
-//! authorizer is set). The handshake runs on the connection's own task,
-//! bounded in time, so a slow peer holds up no one else.
+//! TLS between controller nodes and the brokers that talk to them.
+//!
+//! Mutual TLS ([`TlsTransport::new`], `controller.security.protocol=SSL`):
+//! each side presents its certificate and verifies the other's against
+//! the trusted CAs, the client also the server's name (the host of its
+//! address); the serving side then asks `check` whether the peer's
+//! certificate may talk to the controller (the broker makes that: super
+//! users only, when an authorizer is set).
+//!
+//! Server-only TLS ([`TlsTransport::server_only`], `SASL_SSL`): the client
+//! verifies the server's certificate and name, the server asks for no
+//! certificate; the cluster secret ([`crate::PeerAuth`]) authenticates
+//! clients inside the TLS session.
+//!
+//! The handshake runs on the connection's own task, bounded in time, so a
+//! slow peer holds up no one else.
 
 use std::io;
 use std::sync::Arc;
@@ -19,12 +27,13 @@ use crate::transport::{BoxConn, BoxFuture, Handshake, Listener, TcpListener, Tra
 /// `Err` says why not.
 pub type PeerCheck = Arc<dyn Fn(&[u8]) -> Result<(), String> + Send + Sync>;
 
-/// TCP with mutual TLS.
+/// TCP with TLS: mutual, or the server's certificate only.
 #[derive(Clone)]
 pub struct TlsTransport {
     server: Arc<ServerConfig>,
     client: Arc<ClientConfig>,
-    check: PeerCheck,
+    /// `None`: clients present no certificate.
+    check: Option<PeerCheck>,
 }
 
 impl std::fmt::Debug for TlsTransport {
@@ -41,7 +50,18 @@ impl TlsTransport {
         TlsTransport {
             server,
             client,
-            check,
+            check: Some(check),
+        }
+    }
+
+    /// A transport serving with `server` (which asks for no client
+    /// certificate) and connecting with `client` (which verifies the
+    /// server's): peers must authenticate otherwise (the cluster secret).
+    pub fn server_only(server: Arc<ServerConfig>, client: Arc<ClientConfig>) -> Self {
+        TlsTransport {
+            server,
+            client,
+            check: None,
         }
     }
 }
@@ -76,13 +96,17 @@ impl Transport for TlsTransport {
             }) as Box<dyn Listener>)
         })
     }
+
+    fn authenticates_peers(&self) -> bool {
+        self.check.is_some()
+    }
 }
 
 /// A TCP listener whose connections are TLS.
 pub struct TlsListener {
     inner: TcpListener,
     acceptor: tokio_rustls::TlsAcceptor,
-    check: PeerCheck,
+    check: Option<PeerCheck>,
 }
 
 impl TlsListener {
@@ -113,6 +137,9 @@ impl Listener for TlsListener {
             let check = check.clone();
             Box::pin(async move {
                 let tls = acceptor.accept(conn).await?;
+                let Some(check) = check else {
+                    return Ok(Box::new(tls) as BoxConn);
+                };
                 let der = tls
                     .get_ref()
                     .1

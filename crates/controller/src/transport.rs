@@ -41,6 +41,13 @@ pub trait Transport: Send + Sync + 'static {
     fn connect<'a>(&'a self, addr: &'a str) -> BoxFuture<'a, io::Result<BoxConn>>;
     /// Listens on `addr`.
     fn bind<'a>(&'a self, addr: &'a str) -> BoxFuture<'a, io::Result<Box<dyn Listener>>>;
+    /// Whether every stream its listeners accept comes from a peer the
+    /// transport authenticated (mutual TLS), or they accept none. Without
+    /// it, a controller port that uses no cluster secret may only be on
+    /// loopback.
+    fn authenticates_peers(&self) -> bool {
+        false
+    }
 }
 
 /// TCP (with `TCP_NODELAY`: the RPCs are small request/response pairs).
@@ -121,5 +128,10 @@ impl Transport for InProcessTransport {
 
     fn bind<'a>(&'a self, _addr: &'a str) -> BoxFuture<'a, io::Result<Box<dyn Listener>>> {
         Box::pin(async move { Ok(Box::new(NoListener) as Box<dyn Listener>) })
+    }
+
+    fn authenticates_peers(&self) -> bool {
+        // Nobody can connect at all.
+        true
     }
 }

@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use controller::transport::{BoxConn, BoxFuture, Listener, Transport};
 use controller::{
-    ClientOptions, Controller, ControllerConfig, IoMode, KvMap, KvRecord, ServerState, Voters,
+    ClientOptions, ClusterSecret, Controller, ControllerConfig, IoMode, KvMap, KvRecord, PeerAuth,
+    ServerState, Voters,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -106,6 +107,11 @@ fn config(id: u64, dir: PathBuf) -> ControllerConfig {
     c.submit_timeout = Duration::from_secs(3);
     c.snapshot_after_entries = 25;
     c.entries_kept_after_snapshot = 5;
+    // The simulated hosts are not loopback: the nodes (and the client)
+    // authenticate with a cluster secret, as in production.
+    c.auth = PeerAuth::Secret(
+        ClusterSecret::new(b"the simulation's cluster secret!!".to_vec()).unwrap(),
+    );
     c
 }
 

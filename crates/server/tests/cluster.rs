@@ -625,7 +625,7 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
         "--controller-quorum".to_string(),
         c.voters.clone(),
     ];
-    let settings: Vec<&str> = SETTINGS.to_vec();
+    let settings: Vec<&str> = c.with_secret(SETTINGS);
     let four = common::BrokerProcess::start_node(c.dir().join("node-4"), &args, &settings);
     wait_brokers(&c, &[1, 2, 3], 4).await;
     create(
@@ -691,7 +691,7 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
     }
 
     // Node id 4 again, from another process and data directory.
-    let out = run_node("4", &c.voters, &[], &c.dir().join("node-4-twin"), SETTINGS);
+    let out = run_node("4", &c.voters, &[], &c.dir().join("node-4-twin"), &settings);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -699,7 +699,13 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
         "{stderr}"
     );
     // A voter's id as a broker-only node is refused at once.
-    let out = run_node("2", &c.voters, &[], &c.dir().join("node-2-twin"), &[]);
+    let out = run_node(
+        "2",
+        &c.voters,
+        &[],
+        &c.dir().join("node-2-twin"),
+        &c.with_secret(&[]),
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -721,7 +727,7 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
         &c.voters,
         &["--controller-addr", &two_controller],
         &c.dir().join("node-2"),
-        SETTINGS,
+        &settings,
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -784,7 +790,7 @@ async fn a_broker_only_node_joins_and_its_node_id_cannot_be_taken_twice() {
         .unwrap();
     assert!(cp.success());
     let started = std::time::Instant::now();
-    let out = run_node("4", &c.voters, &[], &copy, SETTINGS);
+    let out = run_node("4", &c.voters, &[], &copy, &settings);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::controller_port::controller_security;
 use super::{
     run_fencing, BrokerService, ClusterDir, ClusterLink, MetadataFile, ServiceRequest,
     ServiceResponse,
@@ -164,7 +165,8 @@ pub async fn join(
         for (key, default) in [
             ("process.roles", "broker,controller"),
             ("controller.listen.address", ""),
-            ("controller.security.protocol", "PLAINTEXT"),
+            ("controller.security.protocol", "SASL_PLAINTEXT"),
+            ("controller.cluster.secret.file", ""),
         ] {
             if config.string_value(key) != default {
                 warn!(
@@ -196,6 +198,9 @@ pub async fn join(
     if !listen.is_empty() && !in_process {
         cc.listen_addr = Some(listen.trim_start_matches("PLAINTEXT://").to_string());
     }
+    cc.queued_max_request_bytes =
+        usize::try_from(config.int_value("controller.queued.max.request.bytes"))
+            .unwrap_or(usize::MAX);
     let session =
         Duration::from_millis(config.int_value("broker.session.timeout.ms").max(1) as u64);
     let heartbeat =
@@ -219,8 +224,16 @@ pub async fn join(
     let transport: Arc<dyn controller::transport::Transport> = if in_process {
         Arc::new(InProcessTransport)
     } else {
-        match controller_transport(&config) {
-            Ok(t) => t,
+        let listen = combined.then(|| {
+            cc.listen_addr
+                .clone()
+                .unwrap_or_else(|| voters.addr(node as u64).unwrap_or_default().to_string())
+        });
+        match controller_security(&config, &voters, listen.as_deref()) {
+            Ok((transport, auth)) => {
+                cc.auth = auth;
+                transport
+            }
             Err(e) => {
                 release(dir).await;
                 return Err(e);
@@ -318,51 +331,6 @@ async fn abandon(mut membership: Membership, (error, dir): Abandoned) -> Error {
         release(*dir).await;
     }
     error
-}
-
-/// How nodes reach the controller port: TCP, or mutual TLS
-/// (`controller.security.protocol=SSL`) admitting peers whose certificate
-/// maps (`ssl.principal.mapping.rules`) to a super user when an
-/// authorizer is set, any certificate of the trusted CAs otherwise.
-fn controller_transport(
-    config: &BrokerConfig,
-) -> Result<Arc<dyn controller::transport::Transport>> {
-    if config.string_value("controller.security.protocol") != "SSL" {
-        return Ok(Arc::new(controller::transport::TcpTransport));
-    }
-    let settings = config.tls_settings().ok_or_else(|| {
-        startup!("controller.security.protocol=SSL but ssl.keystore.location is not set")
-    })?;
-    let (server, client) =
-        crate::security::tls::mutual(&settings).map_err(|e| startup!("controller TLS: {e}"))?;
-    let rules = settings.principal_rules.clone();
-    let supers = if config.string_value("authorizer.class.name").is_empty() {
-        None
-    } else {
-        Some(
-            crate::security::acl::AuthorizerConfig::parse_super_users(
-                config.string_value("super.users"),
-            )
-            .map_err(|e| startup!("super.users: {e}"))?,
-        )
-    };
-    let check = Arc::new(move |der: &[u8]| -> std::result::Result<(), String> {
-        let dn = crate::security::tls::subject_of_certificate(der)
-            .ok_or("the peer certificate's subject cannot be read")?;
-        let principal = rules
-            .map(&dn)
-            .map(crate::security::Principal::user)
-            .ok_or_else(|| format!("no ssl.principal.mapping.rules rule applies to {dn}"))?;
-        match &supers {
-            Some(s) if !s.contains(&principal.to_string()) => Err(format!(
-                "{principal} is not a super user (controller peers must be, with an authorizer)"
-            )),
-            _ => Ok(()),
-        }
-    });
-    Ok(Arc::new(controller::tls::TlsTransport::new(
-        server, client, check,
-    )))
 }
 
 /// Most bytes of topics in one import batch: a Raft entry is bounded

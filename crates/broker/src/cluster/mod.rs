@@ -8,6 +8,7 @@
 //! quorum of one inside its process (see [`membership`]).
 
 mod apply;
+mod controller_port;
 mod dir;
 mod link;
 mod membership;

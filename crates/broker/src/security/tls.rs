@@ -292,6 +292,29 @@ pub fn mutual(s: &TlsSettings) -> Result<(Arc<ServerConfig>, Arc<rustls::ClientC
     Ok((server, Arc::new(client)))
 }
 
+/// TLS for the controller port with `controller.security.protocol=SASL_SSL`:
+/// a server configuration asking for no client certificate (the cluster
+/// secret authenticates peers) and a client configuration verifying the
+/// server's certificate and name against `ssl.truststore.location`.
+pub fn server_only(
+    s: &TlsSettings,
+) -> Result<(Arc<ServerConfig>, Arc<rustls::ClientConfig>), String> {
+    let path = s.truststore.as_ref().ok_or(
+        "controller.security.protocol=SASL_SSL needs ssl.truststore.location (the CAs node certificates chain to)",
+    )?;
+    let server = build(&TlsSettings {
+        client_auth: ClientAuth::None,
+        ..s.clone()
+    })?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions(s))
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(roots(path)?)
+        .with_no_client_auth();
+    Ok((server, Arc::new(client)))
+}
+
 /// A client configuration for a broker asking another broker's HTTPS
 /// service on a caller's behalf: it trusts the truststore's CAs and
 /// presents the keystore's certificate (so a listener requiring client

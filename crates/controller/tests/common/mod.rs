@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use controller::transport::{Listener, TcpListener, TcpTransport};
 use controller::{
-    ClientOptions, Controller, ControllerClient, ControllerConfig, KvMap, KvRecord, ServerState,
-    Voters,
+    ClientOptions, ClusterSecret, Controller, ControllerClient, ControllerConfig, KvMap, KvRecord,
+    PeerAuth, ServerState, Voters,
 };
 use tokio::time::Instant;
 
@@ -42,6 +42,11 @@ pub struct Cluster {
 }
 
 pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// The test clusters' secret.
+pub fn secret() -> PeerAuth {
+    PeerAuth::Secret(ClusterSecret::new(b"a test cluster's secret, 32 bytes+".to_vec()).unwrap())
+}
 
 pub fn fast(c: &mut ControllerConfig) {
     c.election_timeout_min = Duration::from_millis(300);
@@ -81,6 +86,7 @@ impl Cluster {
     pub fn config(&self, id: u64) -> ControllerConfig {
         let mut cfg =
             ControllerConfig::new(id, self.voters.clone(), self.dirs[id as usize - 1].path());
+        cfg.auth = secret();
         (self.tweak)(&mut cfg);
         cfg
     }

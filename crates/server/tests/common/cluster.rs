@@ -106,17 +106,41 @@ pub const FAST_SETTINGS: &[&str] = &[
     "auto.create.topics.enable=false",
 ];
 
+/// Writes a cluster secret (32 random bytes, readable by its owner only)
+/// to `dir/cluster.secret`; the `--set` assignment naming it.
+pub fn write_secret(dir: &std::path::Path) -> String {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join("cluster.secret");
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .expect("random bytes");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .expect("a new secret file");
+    std::io::Write::write_all(&mut f, &bytes).expect("write the secret");
+    format!("controller.cluster.secret.file={}", path.display())
+}
+
 /// Nodes 1..=n of one cluster.
 pub struct Cluster {
     /// The nodes, node `i` at index `i - 1`.
     pub nodes: Vec<BrokerProcess>,
     /// `controller.quorum.voters`.
     pub voters: String,
+    /// The `--set` assignment of the cluster's secret file
+    /// (`controller.cluster.secret.file=...`), for nodes started besides.
+    pub secret: String,
     tmp: tempfile::TempDir,
 }
 
 impl Cluster {
     /// Starts `n` combined nodes with the `--set` assignments `settings`
+    /// (and the cluster's own secret file, unless `settings` name one)
     /// and waits until each serves Kafka (registered and caught up).
     pub fn start(n: usize, settings: &[&str]) -> Cluster {
         // The controller ports are reserved and released before the nodes
@@ -150,7 +174,14 @@ impl Cluster {
             .map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1))
             .collect::<Vec<_>>()
             .join(",");
-        let settings: Vec<String> = settings.iter().map(|s| s.to_string()).collect();
+        let secret = write_secret(tmp.path());
+        let mut settings: Vec<String> = settings.iter().map(|s| s.to_string()).collect();
+        if !settings
+            .iter()
+            .any(|s| s.starts_with("controller.cluster.secret.file="))
+        {
+            settings.push(secret.clone());
+        }
         // Started together: each waits for a quorum before it is ready.
         let handles: Vec<_> = (1..=n)
             .map(|id| {
@@ -181,7 +212,12 @@ impl Cluster {
         match failed {
             // The others are stopped when dropped.
             Some(log) => Err(log),
-            None => Ok(Cluster { nodes, voters, tmp }),
+            None => Ok(Cluster {
+                nodes,
+                voters,
+                secret,
+                tmp,
+            }),
         }
     }
 
@@ -204,6 +240,13 @@ impl Cluster {
             }
         }
         out.join(",")
+    }
+
+    /// `settings` and the cluster's secret, for a node started besides.
+    pub fn with_secret<'a>(&'a self, settings: &[&'a str]) -> Vec<&'a str> {
+        let mut all = settings.to_vec();
+        all.push(&self.secret);
+        all
     }
 
     /// Where the data directories live.
