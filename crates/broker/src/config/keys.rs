@@ -71,6 +71,8 @@ pub enum ValueKind {
     /// Principals separated by `;` (`User:a;User:b`), as `super.users`
     /// (LIST).
     Principals,
+    /// One principal, `User:name`; empty = unset (STRING).
+    Principal,
     /// `ssl.principal.mapping.rules` (STRING).
     PrincipalRules,
 }
@@ -113,6 +115,7 @@ impl ValueKind {
             | ValueKind::Listeners
             | ValueKind::ProtocolMap
             | ValueKind::PrincipalRules
+            | ValueKind::Principal
             | ValueKind::Text => KafkaType::String,
             ValueKind::Class(_) => KafkaType::Class,
             ValueKind::List(_) | ValueKind::ReplicaList | ValueKind::Principals => KafkaType::List,
@@ -234,6 +237,13 @@ impl ValueKind {
                 crate::security::principal_mapping::PrincipalMapper::parse(v)?;
                 Ok(v.to_string())
             }
+            ValueKind::Principal => {
+                if v.is_empty() {
+                    return Ok(String::new());
+                }
+                parse_user_principal(v)?;
+                Ok(v.to_string())
+            }
             ValueKind::Principals => {
                 let users = crate::security::acl::AuthorizerConfig::parse_super_users(v)?;
                 Ok(users.into_iter().collect::<Vec<_>>().join(";"))
@@ -266,6 +276,17 @@ fn java_double(n: f64) -> String {
     let sci = format!("{n:e}");
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     format!("{}E{exp}", with_fraction(mantissa.to_string()))
+}
+
+/// Parses a single principal, `User:name` (the only type principals have
+/// here).
+pub fn parse_user_principal(v: &str) -> Result<crate::security::Principal, String> {
+    match v.trim().split_once(':') {
+        Some(("User", name)) if !name.is_empty() => Ok(crate::security::Principal::user(name)),
+        _ => Err(format!(
+            "invalid principal {v:?}: expected User:name, e.g. User:guest"
+        )),
+    }
 }
 
 /// Parses `PLAINTEXT://host:port` or `host:port`.
@@ -490,6 +511,7 @@ mod readme {
                 | ValueKind::ProtocolMap
                 | ValueKind::Class(_)
                 | ValueKind::Principals
+                | ValueKind::Principal
                 | ValueKind::PrincipalRules
                 | ValueKind::Text => format!("{:?}", k.default),
             };

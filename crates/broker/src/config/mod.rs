@@ -726,6 +726,45 @@ mod tests {
         );
     }
 
+    /// A front end's clients without credentials are `User:ANONYMOUS` only
+    /// when nothing depends on who they are; otherwise the named principal,
+    /// or none (refused).
+    #[test]
+    fn anonymous_principals_per_front_end() {
+        use crate::security::Principal;
+        let mut c = cfg();
+        assert_eq!(c.pulsar_anonymous_principal(), Some(Principal::anonymous()));
+        assert_eq!(c.http_anonymous_principal(), Some(Principal::anonymous()));
+        c.apply_assignment("pulsar.authentication.enabled=true")
+            .unwrap();
+        assert_eq!(c.pulsar_anonymous_principal(), None);
+        assert_eq!(c.http_anonymous_principal(), Some(Principal::anonymous()));
+        let mut c = cfg();
+        c.apply_assignment(
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        )
+        .unwrap();
+        c.apply_assignment("super.users=User:ANONYMOUS").unwrap();
+        assert_eq!(c.pulsar_anonymous_principal(), None);
+        assert_eq!(c.http_anonymous_principal(), None);
+        c.apply_assignment("pulsar.anonymous.principal=User:guest")
+            .unwrap();
+        c.apply_assignment("http.anonymous.principal=User:ANONYMOUS")
+            .unwrap();
+        assert_eq!(
+            c.pulsar_anonymous_principal(),
+            Some(Principal::user("guest"))
+        );
+        assert_eq!(c.http_anonymous_principal(), Some(Principal::anonymous()));
+        for bad in ["guest", "Group:x", "User:"] {
+            let e = c
+                .apply_assignment(&format!("pulsar.anonymous.principal={bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("User:name"), "{bad}: {e}");
+        }
+    }
+
     #[test]
     fn listener_settings() {
         let mut c = cfg();
