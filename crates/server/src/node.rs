@@ -38,6 +38,9 @@ impl Node {
     /// Binds the listeners `config` names, opens the broker (recovering
     /// its logs on a blocking thread) and starts serving.
     pub async fn start(config: BrokerConfig) -> anyhow::Result<Node> {
+        for (key, why) in config.unenforced_settings() {
+            tracing::warn!("{key} is set but not acted on: {why}");
+        }
         let specs = config.kafka_listeners()?;
         let mut kafka_listeners = Vec::new();
         for spec in specs {
