@@ -353,18 +353,23 @@ impl Broker {
         // holds what it was given, whatever the start-up values below it.
         let base = BrokerConfig::new(&self.static_config.data_dir, self.static_config.kafka_addr);
         for (k, v) in changes {
-            let spec = crate::config::BROKER_KEYS
-                .iter()
-                .find(|s| s.name == k)
-                .ok_or_else(|| Error::InvalidConfig {
-                    key: k.clone(),
-                    reason: "unknown broker configuration key".into(),
-                })?;
+            let spec = crate::config::broker_key(k).ok_or_else(|| Error::InvalidConfig {
+                key: k.clone(),
+                reason: "unknown broker configuration key".into(),
+            })?;
             if !spec.dynamic {
                 return Err(Error::InvalidConfig {
                     key: k.clone(),
                     reason: "this key cannot be changed while the broker runs".into(),
                 });
+            }
+            // Kafka's per-broker keys have no cluster-wide default; a
+            // replacement of that layer (legacy AlterConfigs) may still
+            // name them without a value, which removes nothing.
+            if spec.per_broker && scope == BrokerScope::ClusterDefault && v.is_some() {
+                return Err(Error::InvalidRequest(format!(
+                    "Cannot update these configs at default cluster level, broker id must be specified: {k}"
+                )));
             }
             match v {
                 Some(v) => {
@@ -422,7 +427,7 @@ impl Broker {
                 out.push((v.to_string(), s));
             }
         }
-        if let Some(spec) = crate::config::BROKER_KEYS.iter().find(|k| k.name == key) {
+        if let Some(spec) = crate::config::broker_key(key) {
             out.push((spec.default.to_string(), ConfigSource::Default));
         }
         out

@@ -5,9 +5,11 @@
 //! `Authorization: Basic` (a user's password checked against its stored
 //! SCRAM credential, principal `User:<name>`). Missing or bad credentials
 //! are answered 401 (bad ones after `connection.failed.authentication.delay.ms`);
-//! a request the authorizer refuses is answered 403. Without
-//! authentication every request is `User:ANONYMOUS`, still subject to the
-//! authorizer when one is configured.
+//! a request the authorizer refuses is answered 403. A request without
+//! credentials (every request without authentication) is
+//! `http.anonymous.principal`; unset, it is `User:ANONYMOUS` only when no
+//! authorizer is configured and answered 401 otherwise, so that it never
+//! inherits what a Kafka listener's `User:ANONYMOUS` may do.
 //!
 //! Each route's operation is in [`rule`]: reads of a topic need Describe
 //! (Read to peek at messages), creating one Create, growing it Alter,
@@ -37,10 +39,14 @@ use crate::{ApiError, AppState};
 static AUTH_FAILURE_LOG: RateLimiter = RateLimiter::new(10, Duration::from_secs(1));
 
 /// How HTTP clients prove who they are.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct HttpSecurity {
     /// The credentials accepted; `None` = no authentication.
     pub methods: Option<Vec<HttpAuthMethod>>,
+    /// The principal of a request without credentials (of every request
+    /// without authentication); `None` = such requests are answered 401
+    /// (`http.anonymous.principal`).
+    pub anonymous: Option<Arc<Principal>>,
     /// Checks bearer tokens, when token keys are configured.
     pub tokens: Option<Arc<TokenValidator>>,
     /// How long a failed authentication waits before its answer.
@@ -48,6 +54,26 @@ pub struct HttpSecurity {
     /// Basic credentials recently verified.
     pub basic: Arc<BasicCache>,
 }
+
+impl Default for HttpSecurity {
+    /// No authentication, and every request `User:ANONYMOUS`.
+    fn default() -> Self {
+        HttpSecurity {
+            methods: None,
+            anonymous: Some(Arc::new(Principal::anonymous())),
+            tokens: None,
+            failed_delay: Duration::ZERO,
+            basic: Arc::default(),
+        }
+    }
+}
+
+/// What a request without credentials is told when no principal is given
+/// to such requests and HTTP authentication is off (an authorizer is set).
+const ANONYMOUS_REFUSED: &str = "authentication required: this broker has an authorizer and HTTP \
+     requests must be authenticated; the broker needs http.authentication.enabled=true (then send \
+     Authorization: Bearer <token> or Basic <user:password>) or http.anonymous.principal naming \
+     the principal of requests without credentials";
 
 /// How long a verified Basic credential is taken without a new key
 /// derivation.
@@ -140,6 +166,15 @@ fn unauthorized(reason: &str) -> Response {
     r
 }
 
+/// The 401 of a request without credentials when no principal is named
+/// for such requests.
+fn anonymous_refused(security: &HttpSecurity) -> Response {
+    match security.methods {
+        Some(_) => unauthorized("authentication required"),
+        None => ApiError::new(StatusCode::UNAUTHORIZED, ANONYMOUS_REFUSED).into_response(),
+    }
+}
+
 /// Authenticates the request and records its [`Caller`].
 pub async fn authenticate(
     State(state): State<Arc<AppState>>,
@@ -153,31 +188,34 @@ pub async fn authenticate(
         .unwrap_or_default();
     let security = &state.config.security;
     let principal = match &security.methods {
-        None => Principal::anonymous(),
-        Some(_) if open_path(req.uri().path()) => Principal::anonymous(),
+        _ if open_path(req.uri().path()) => Arc::new(Principal::anonymous()),
+        None => match &security.anonymous {
+            Some(p) => p.clone(),
+            None => return anonymous_refused(security),
+        },
         Some(methods) => {
             let header = req
                 .headers()
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
-            let Some(header) = header else {
-                return unauthorized("authentication required");
-            };
-            match credentials_of(&state, methods, &header).await {
-                Ok(p) => p,
-                Err(detail) => {
-                    warn_limited!(AUTH_FAILURE_LOG, peer = %host, "HTTP authentication failed: {detail}");
-                    tokio::time::sleep(security.failed_delay).await;
-                    return unauthorized("invalid credentials");
-                }
+            match header {
+                None => match &security.anonymous {
+                    Some(p) => p.clone(),
+                    None => return anonymous_refused(security),
+                },
+                Some(header) => match credentials_of(&state, methods, &header).await {
+                    Ok(p) => Arc::new(p),
+                    Err(detail) => {
+                        warn_limited!(AUTH_FAILURE_LOG, peer = %host, "HTTP authentication failed: {detail}");
+                        tokio::time::sleep(security.failed_delay).await;
+                        return unauthorized("invalid credentials");
+                    }
+                },
             }
         }
     };
-    req.extensions_mut().insert(Caller {
-        principal: Arc::new(principal),
-        host,
-    });
+    req.extensions_mut().insert(Caller { principal, host });
     next.run(req).await
 }
 

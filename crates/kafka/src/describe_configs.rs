@@ -12,7 +12,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::error::response_error;
 use super::Versions;
-use broker::config::{ConfigKey, ConfigSource, BROKER_KEYS, TOPIC_KEYS};
+use broker::config::{broker_keys, ConfigKey, ConfigSource, ValueKind, TOPIC_KEYS};
 use broker::{Broker, BrokerScope};
 
 /// Implemented versions.
@@ -150,10 +150,18 @@ pub(crate) fn handle(
             let entry = |spec: &ConfigKey,
                          value: &str,
                          source: ConfigSource,
-                         synonyms: Vec<DescribeConfigsSynonym>| {
+                         mut synonyms: Vec<DescribeConfigsSynonym>| {
+                // Secrets are never sent back, as Kafka hides them.
+                let sensitive = matches!(spec.kind, ValueKind::Password);
+                if sensitive {
+                    for s in &mut synonyms {
+                        s.value = None;
+                    }
+                }
                 let mut e = DescribeConfigsResourceResult::default()
                     .with_name(StrBytes::from_static_str(spec.name))
-                    .with_value(Some(StrBytes::from_string(value.to_string())))
+                    .with_value((!sensitive).then(|| StrBytes::from_string(value.to_string())))
+                    .with_is_sensitive(sensitive)
                     .with_read_only(!spec.dynamic)
                     .with_config_source(source_code(source))
                     .with_synonyms(if req.include_synonyms {
@@ -213,8 +221,7 @@ pub(crate) fn handle(
                     // the default resource.
                     Some(BrokerScope::ClusterDefault) => {
                         let defaults = broker.dynamic_broker_configs(BrokerScope::ClusterDefault);
-                        let configs = BROKER_KEYS
-                            .iter()
+                        let configs = broker_keys()
                             .filter(|k| wanted(k.name))
                             .filter_map(|spec| {
                                 let v = defaults.get(spec.name)?;
@@ -225,8 +232,7 @@ pub(crate) fn handle(
                         out.with_configs(configs)
                     }
                     Some(BrokerScope::ThisBroker) => {
-                        let configs = BROKER_KEYS
-                            .iter()
+                        let configs = broker_keys()
                             .filter(|k| wanted(k.name))
                             .filter_map(|spec| {
                                 let (v, s) = broker_config.get(spec.name)?;

@@ -79,12 +79,10 @@ pub fn storage_error(e: &storage::Error) -> ResponseError {
         // Kafka's split: a batch whose records break a rule is an invalid
         // record (not retried by clients); a malformed header or a bad CRC
         // is a corrupt message.
-        S::Batch(storage::BatchError::InvalidRecords { error, .. })
-            if error.is_invalid_timestamp() =>
-        {
-            R::InvalidTimestamp
-        }
-        S::Batch(storage::BatchError::InvalidRecords { .. }) => R::InvalidRecord,
+        S::Batch(b) if b.is_invalid_timestamp() => R::InvalidTimestamp,
+        S::Batch(
+            storage::BatchError::InvalidRecords { .. } | storage::BatchError::RecordsRefused { .. },
+        ) => R::InvalidRecord,
         S::Batch(_) => R::CorruptMessage,
         S::RecordBatchTooLarge { .. } => R::MessageTooLarge,
         S::OffsetOutOfRange { .. } => R::OffsetOutOfRange,
@@ -124,24 +122,89 @@ pub fn fenced_as_epoch(e: ResponseError, old: bool) -> ResponseError {
     }
 }
 
-/// Produce v8+'s per-record errors for a refused append: the index within
-/// its batch of the record at fault and what is wrong with it (empty when
-/// the fault is not one record's).
-pub fn record_errors(e: &Error) -> Vec<BatchIndexAndErrorMessage> {
+/// Produce v8+'s per-record errors for a refused append to partition
+/// `partition` of `topic`: each record at fault with its index within its
+/// batch and Kafka's message for it (empty when the fault is not one
+/// record's), as Kafka's `LogValidator` lists them (KIP-467).
+pub fn record_errors(e: &Error, topic: &str, partition: i32) -> Vec<BatchIndexAndErrorMessage> {
+    let entry = |index: u32, message: String| {
+        BatchIndexAndErrorMessage::default()
+            .with_batch_index(i32::try_from(index).unwrap_or(i32::MAX))
+            .with_batch_index_error_message(Some(StrBytes::from_string(message)))
+    };
     match e {
         Error::Storage {
-            source:
-                storage::Error::Batch(storage::BatchError::InvalidRecords {
-                    record_index: Some(index),
-                    error,
-                    ..
-                }),
+            source: storage::Error::Batch(batch),
             ..
-        } => vec![BatchIndexAndErrorMessage::default()
-            .with_batch_index(i32::try_from(*index).unwrap_or(i32::MAX))
-            .with_batch_index_error_message(Some(StrBytes::from_string(error.to_string())))],
+        } => match batch {
+            storage::BatchError::InvalidRecords {
+                record_index: Some(index),
+                error,
+                ..
+            } => vec![entry(*index, error.to_string())],
+            storage::BatchError::RecordsRefused { records, .. } => records
+                .iter()
+                .map(|r| entry(r.index, record_message(&r.error, topic, partition)))
+                .collect(),
+            _ => Vec::new(),
+        },
         _ => Vec::new(),
     }
+}
+
+/// Kafka's `LogValidator` message for a refused record.
+fn record_message(error: &storage::RecordError, topic: &str, partition: i32) -> String {
+    use storage::RecordError as R;
+    match error {
+        R::MissingKey => format!(
+            "Compacted topic cannot accept message without key in topic partition {topic}-{partition}."
+        ),
+        R::TimestampOutOfRange {
+            timestamp,
+            offset,
+            min,
+            max,
+        } => format!(
+            "Timestamp {timestamp} of message with offset {offset} is out of range. The timestamp should be within [{min}, {max}]"
+        ),
+        R::LogAppendTimeFromProducer => {
+            "Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime."
+                .to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The partition-level message of a Produce refused for its records, as
+/// Kafka words it (the per-record messages follow in `record_errors`);
+/// `None` for other errors.
+pub fn records_refused_message(errors: &[BatchIndexAndErrorMessage], e: &Error) -> Option<String> {
+    let Error::Storage {
+        source: storage::Error::Batch(batch @ storage::BatchError::RecordsRefused { .. }),
+        ..
+    } = e
+    else {
+        return None;
+    };
+    if batch.is_invalid_timestamp() {
+        return Some("One or more records have been rejected due to invalid timestamp".into());
+    }
+    let shown: Vec<String> = errors
+        .iter()
+        .take(3)
+        .map(|r| {
+            format!(
+                "RecordError(batchIndex={}, message='{}')",
+                r.batch_index,
+                r.batch_index_error_message.as_deref().unwrap_or("null")
+            )
+        })
+        .collect();
+    Some(format!(
+        "One or more records have been rejected due to {} record errors in total, and only showing the first three errors at most: [{}]",
+        errors.len(),
+        shown.join(", ")
+    ))
 }
 
 /// The code and message for an optional error.

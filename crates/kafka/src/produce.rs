@@ -21,7 +21,7 @@ use model::{PartitionId, TopicId};
 use storage::{AppendOutcome, SyncWork};
 use tracing::warn;
 
-use super::error::{record_errors, response_error};
+use super::error::{record_errors, records_refused_message, response_error};
 use super::{Outcome, Versions};
 use crate::authz::Access;
 use broker::security::acl::Operation;
@@ -110,7 +110,12 @@ pub(crate) async fn handle(
                             &mut disk_work,
                         )
                     }
-                    .map_err(|e| (response_error(&e), Some(e.to_string()), record_errors(&e))),
+                    .map_err(|e| {
+                        let records = record_errors(&e, t.name.as_str(), index);
+                        let message =
+                            records_refused_message(&records, &e).unwrap_or_else(|| e.to_string());
+                        (response_error(&e), Some(message), records)
+                    }),
                 };
                 match result {
                     Ok(r) => r.with_index(index),

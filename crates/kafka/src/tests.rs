@@ -600,8 +600,16 @@ async fn invalid_records_are_reported_per_record_from_v8() {
                 .batch_index_error_message
                 .as_ref()
                 .unwrap();
-            assert!(msg.contains("without a key"), "{msg}");
-            assert!(p.error_message.as_ref().unwrap().contains("record 1"));
+            assert_eq!(
+                msg.as_str(),
+                "Compacted topic cannot accept message without key in topic partition compacted-0."
+            );
+            let whole = p.error_message.as_ref().unwrap();
+            assert!(whole.contains("due to 1 record errors"), "{whole}");
+            assert!(
+                whole.contains("RecordError(batchIndex=1, message='Compacted topic"),
+                "{whole}"
+            );
         } else {
             assert!(p.record_errors.is_empty());
         }

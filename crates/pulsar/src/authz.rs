@@ -30,15 +30,31 @@ use crate::topics;
 pub const REFRESH_AUTH_DATA: &[u8] = b"PulsarAuthRefresh";
 
 /// How Pulsar clients prove who they are.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct PulsarSecurity {
-    /// The accepted providers; `None` = no authentication (everyone is
-    /// `User:ANONYMOUS`).
+    /// The accepted providers; `None` = no authentication (every client is
+    /// `anonymous`).
     pub authentication: Option<Vec<PulsarAuthProvider>>,
+    /// The principal of a client that sends no credentials (of every client
+    /// without authentication); `None` = such clients are refused
+    /// (`pulsar.anonymous.principal`).
+    pub anonymous: Option<Arc<Principal>>,
     /// Checks tokens, when token keys are configured.
     pub tokens: Option<Arc<TokenValidator>>,
     /// How long a failed authentication waits before its answer.
     pub failed_delay: std::time::Duration,
+}
+
+impl Default for PulsarSecurity {
+    /// No authentication, and every client `User:ANONYMOUS`.
+    fn default() -> Self {
+        PulsarSecurity {
+            authentication: None,
+            anonymous: Some(Arc::new(Principal::anonymous())),
+            tokens: None,
+            failed_delay: std::time::Duration::ZERO,
+        }
+    }
 }
 
 /// An authenticated connection's identity.
@@ -52,6 +68,9 @@ pub struct Identity {
     pub expires_ms: Option<i64>,
     /// The method it authenticated with (`token`, `tls`), if any.
     pub method: Option<String>,
+    /// Why this connection may do nothing: it did not authenticate, and
+    /// the authorizer gives such clients no principal.
+    pub refusal: Option<Arc<str>>,
 }
 
 impl Requester for Identity {
@@ -61,6 +80,10 @@ impl Requester for Identity {
 
     fn client_host(&self) -> &str {
         &self.host
+    }
+
+    fn refusal(&self) -> Option<&str> {
+        self.refusal.as_deref()
     }
 }
 
@@ -96,13 +119,29 @@ pub fn authenticate(
         host: host.to_string(),
         expires_ms,
         method: Some(method.to_string()),
+        refusal: None,
+    };
+    let anonymous = |principal: &Arc<Principal>| Identity {
+        principal: principal.clone(),
+        host: host.to_string(),
+        expires_ms: None,
+        method: None,
+        refusal: None,
     };
     let Some(providers) = &security.authentication else {
-        return Ok(Identity {
-            principal: Arc::new(Principal::anonymous()),
-            host: host.to_string(),
-            expires_ms: None,
-            method: None,
+        // CONNECT is accepted so that every command can say why it is
+        // refused: the official clients report an AuthorizationError at
+        // once, where a refused CONNECT leaves them retrying until they
+        // time out. The principal is one no ACL or super user names.
+        return Ok(match &security.anonymous {
+            Some(p) => anonymous(p),
+            None => Identity {
+                refusal: Some(Arc::from(UNAUTHENTICATED_REFUSED)),
+                ..anonymous(&Arc::new(Principal {
+                    kind: "Unauthenticated".into(),
+                    name: "pulsar-client".into(),
+                }))
+            },
         });
     };
     match method.filter(|m| !m.is_empty() && *m != "none") {
@@ -135,12 +174,20 @@ pub fn authenticate(
             "authentication method not enabled",
             format!("authentication method {other:?} is not in pulsar.authentication.providers"),
         )),
-        None => Err(failure(
-            "authentication required",
-            "a client without credentials (pulsar.authentication.enabled)",
-        )),
+        None => match &security.anonymous {
+            Some(p) => Ok(anonymous(p)),
+            None => Err(failure(
+                "authentication required",
+                "a client without credentials (pulsar.authentication.enabled)",
+            )),
+        },
     }
 }
+
+/// What every command of a client without a principal is answered (an
+/// authorizer is set, Pulsar authentication is off and no
+/// `pulsar.anonymous.principal` is named).
+pub const UNAUTHENTICATED_REFUSED: &str = "this broker has an authorizer and Pulsar clients must authenticate: the broker needs pulsar.authentication.enabled=true (clients then send a token or a TLS certificate) or pulsar.anonymous.principal naming the principal of clients without credentials";
 
 /// The method and data of CONNECT.
 pub fn connect_credentials(c: &CommandConnect) -> (Option<&str>, Option<&[u8]>) {
@@ -164,6 +211,9 @@ pub fn check_topic(
     operation: Operation,
     creates: bool,
 ) -> Result<(), PulsarError> {
+    if let Some(why) = who.refusal() {
+        return Err(PulsarError::new(ServerError::AuthorizationError, why));
+    }
     let access = Access::of(broker, who);
     if !access.checks() {
         return Ok(());
@@ -191,6 +241,9 @@ pub fn check_subscription(
     who: &dyn Requester,
     subscription: &str,
 ) -> Result<(), PulsarError> {
+    if let Some(why) = who.refusal() {
+        return Err(PulsarError::new(ServerError::AuthorizationError, why));
+    }
     if Access::of(broker, who).may(Operation::Read, ResourceType::Group, subscription) {
         Ok(())
     } else {
@@ -210,8 +263,44 @@ mod tests {
     fn sec(providers: &[PulsarAuthProvider]) -> PulsarSecurity {
         PulsarSecurity {
             authentication: Some(providers.to_vec()),
+            anonymous: None,
             ..Default::default()
         }
+    }
+
+    /// Without authentication and with no principal for anonymous clients
+    /// (an authorizer is set), every client is connected but may do
+    /// nothing, whatever it sends, and is told which keys decide; `pulsar.anonymous.principal` names them,
+    /// with or without authentication.
+    #[test]
+    fn clients_without_credentials_get_only_the_named_principal() {
+        let closed = PulsarSecurity {
+            anonymous: None,
+            ..Default::default()
+        };
+        for (method, data) in [(None, None), (Some("token"), Some(&b"x"[..]))] {
+            let id = authenticate(&closed, method, data, None, "h", 0).unwrap();
+            let why = id.refusal().expect("refused");
+            assert!(why.contains("pulsar.anonymous.principal"), "{why}");
+            assert!(why.contains("pulsar.authentication.enabled"), "{why}");
+            assert_ne!(*id.principal, Principal::anonymous());
+        }
+        let guest = Arc::new(Principal::user("guest"));
+        let named = PulsarSecurity {
+            anonymous: Some(guest.clone()),
+            ..Default::default()
+        };
+        let id = authenticate(&named, None, None, None, "h", 0).unwrap();
+        assert_eq!(id.principal, guest);
+        let with_tokens = PulsarSecurity {
+            anonymous: Some(guest.clone()),
+            ..sec(&[PulsarAuthProvider::Token])
+        };
+        let id = authenticate(&with_tokens, Some("none"), None, None, "h", 0).unwrap();
+        assert_eq!(id.principal, guest);
+        assert!(id.method.is_none());
+        // Credentials that fail are still refused: no fallback to anonymous.
+        assert!(authenticate(&with_tokens, Some("tls"), None, None, "h", 0).is_err());
     }
 
     #[test]

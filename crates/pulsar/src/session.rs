@@ -86,6 +86,7 @@ impl Session {
                 host: peer.ip().to_canonical().to_string(),
                 expires_ms: None,
                 method: None,
+                refusal: None,
             }),
             supports_refresh: false,
             auth_deadline: None,

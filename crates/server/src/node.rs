@@ -38,6 +38,9 @@ impl Node {
     /// Binds the listeners `config` names, opens the broker (recovering
     /// its logs on a blocking thread) and starts serving.
     pub async fn start(config: BrokerConfig) -> anyhow::Result<Node> {
+        for (key, why) in config.unenforced_settings() {
+            tracing::warn!("{key} is set but not acted on: {why}");
+        }
         let specs = config.kafka_listeners()?;
         let mut kafka_listeners = Vec::new();
         for spec in specs {
@@ -185,8 +188,16 @@ impl Node {
             let (pulsar, pulsar_front_end) = if pulsar_listeners.is_empty() {
                 (Vec::new(), None)
             } else {
+                log_anonymous(
+                    "Pulsar",
+                    "pulsar",
+                    broker.config().pulsar_authentication().is_some(),
+                    broker.config().pulsar_anonymous_principal(),
+                    broker.config().authorizer().is_some(),
+                );
                 let security = magnetar_pulsar::PulsarSecurity {
                     authentication: broker.config().pulsar_authentication(),
+                    anonymous: broker.config().pulsar_anonymous_principal().map(Arc::new),
                     tokens: tokens.clone(),
                     failed_delay: broker.config().failed_authentication_delay(),
                 };
@@ -219,6 +230,13 @@ impl Node {
                         .map_err(|e| anyhow::anyhow!("TLS to other brokers: {e}"))?,
                     None => None,
                 };
+                log_anonymous(
+                    "HTTP",
+                    "http",
+                    broker.config().http_authentication().is_some(),
+                    broker.config().http_anonymous_principal(),
+                    broker.config().authorizer().is_some(),
+                );
                 let config = magnetar_http::HttpConfig {
                     peer_tls,
                     pulsar_url: urls.plain,
@@ -228,6 +246,7 @@ impl Node {
                     https_url: https_advertised.as_ref().map(|a| format!("https://{a}")),
                     security: magnetar_http::auth::HttpSecurity {
                         methods: broker.config().http_authentication(),
+                        anonymous: broker.config().http_anonymous_principal().map(Arc::new),
                         tokens: tokens.clone(),
                         failed_delay: broker.config().failed_authentication_delay(),
                         basic: Arc::default(),
@@ -497,4 +516,29 @@ fn advertised_host(bound: SocketAddr) -> String {
         }
     }
     "localhost".to_string()
+}
+
+/// Says once at start, when an authorizer makes it matter, what a front
+/// end's clients without credentials are: the principal named for them,
+/// or refused (every client, when the front end authenticates no one).
+fn log_anonymous(
+    front_end: &str,
+    prefix: &str,
+    authenticates: bool,
+    anonymous: Option<broker::security::Principal>,
+    authorizer: bool,
+) {
+    match anonymous {
+        _ if !authorizer => {}
+        Some(p) => tracing::info!(
+            "{front_end} clients without credentials act as {p} ({prefix}.anonymous.principal)"
+        ),
+        None if !authenticates => tracing::warn!(
+            "every {front_end} client is refused: an authorizer is set, {prefix}.authentication.enabled \
+             is off and {prefix}.anonymous.principal is empty (an unauthenticated {front_end} client \
+             is not the Kafka listeners' User:ANONYMOUS); enable {prefix}.authentication.enabled or \
+             name the principal of clients without credentials in {prefix}.anonymous.principal"
+        ),
+        None => {}
+    }
 }

@@ -320,3 +320,110 @@ async fn incremental_alter_configs_and_broker_configs() {
     assert_eq!(dc.brokers[0].port, broker.addr.port() as i32);
     assert_eq!(dc.cluster_id.len(), 22);
 }
+
+/// Every Kafka 4 broker key is accepted, even one Magnetar does not act
+/// on: AlterConfigs and IncrementalAlterConfigs of the per-broker
+/// `sasl.kerberos.min.time.before.relogin` on the broker's own resource
+/// succeed and are described back (and kept across a restart), as in
+/// Kafka; on the cluster-wide default resource Kafka refuses a per-broker
+/// key (INVALID_REQUEST), and a read-only key is refused (INVALID_CONFIG).
+/// DescribeConfigs lists the accepted keys with Kafka's types and hides
+/// passwords.
+/// A key of broker 1: its value, source, and read-only and sensitive flags.
+async fn broker_value(
+    a: &AdminClient<DefaultClientContext>,
+    key: &str,
+) -> (Option<String>, ConfigSource, bool, bool) {
+    let r = a
+        .describe_configs(&[ResourceSpecifier::Broker(1)], &AdminOptions::new())
+        .await
+        .unwrap();
+    let e = r[0]
+        .as_ref()
+        .unwrap()
+        .get(key)
+        .unwrap_or_else(|| panic!("{key} described"));
+    let source = match e.source {
+        ConfigSource::Default => ConfigSource::Default,
+        ConfigSource::DynamicBroker => ConfigSource::DynamicBroker,
+        ConfigSource::DynamicDefaultBroker => ConfigSource::DynamicDefaultBroker,
+        ConfigSource::StaticBroker => ConfigSource::StaticBroker,
+        _ => ConfigSource::Unknown,
+    };
+    (e.value.clone(), source, e.is_read_only, e.is_sensitive)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kafka_broker_keys_magnetar_does_not_act_on_are_accepted() {
+    const KEY: &str = "sasl.kerberos.min.time.before.relogin";
+    let mut broker = BrokerProcess::start(&[]);
+    let a = admin(&broker);
+    let (value, source, read_only, _) = broker_value(&a, KEY).await;
+    assert_eq!(
+        (value.as_deref(), source, read_only),
+        (Some("60000"), ConfigSource::Default, false)
+    );
+
+    // Legacy AlterConfigs (librdkafka's alter_configs).
+    let r = a
+        .alter_configs(
+            &[AlterConfig::new(ResourceSpecifier::Broker(1)).set(KEY, "120000")],
+            &AdminOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert!(r[0].is_ok(), "{r:?}");
+    let (value, source, _, _) = broker_value(&a, KEY).await;
+    assert_eq!(
+        (value.as_deref(), source),
+        (Some("120000"), ConfigSource::DynamicBroker)
+    );
+
+    // IncrementalAlterConfigs: the broker's own resource, the cluster-wide
+    // default (refused for a per-broker key), a read-only key, a bad value.
+    let op = |name: &'static str, value: &'static str| {
+        AlterableConfig::default()
+            .with_name(StrBytes::from_static_str(name))
+            .with_config_operation(0)
+            .with_value(Some(StrBytes::from_static_str(value)))
+    };
+    let resource = |name: &'static str, config: AlterableConfig| {
+        AlterConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(StrBytes::from_static_str(name))
+            .with_configs(vec![config])
+    };
+    let mut conn = RawConn::connect(broker.addr).await;
+    let req = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        resource("1", op(KEY, "90000")),
+        resource("", op(KEY, "90000")),
+        resource("1", op("broker.rack", "rack-1")),
+        resource("1", op("sasl.kerberos.ticket.renew.jitter", "a lot")),
+    ]);
+    let ResponseKind::IncrementalAlterConfigs(resp) =
+        conn.call(ApiKey::IncrementalAlterConfigs, 1, req).await
+    else {
+        panic!()
+    };
+    let codes: Vec<i16> = resp.responses.iter().map(|r| r.error_code).collect();
+    assert_eq!(codes, vec![0, 42, 40, 40], "{:?}", resp.responses);
+    let (value, source, _, _) = broker_value(&a, KEY).await;
+    assert_eq!(
+        (value.as_deref(), source),
+        (Some("90000"), ConfigSource::DynamicBroker)
+    );
+    let (value, _, read_only, sensitive) = broker_value(&a, "ssl.keystore.password").await;
+    assert_eq!((value, read_only, sensitive), (None, true, true));
+    let (value, _, read_only, _) = broker_value(&a, "num.io.threads").await;
+    assert_eq!((value.as_deref(), read_only), (Some("8"), false));
+
+    // Persisted like every dynamic key.
+    assert_eq!(broker.terminate(), Some(0));
+    broker.restart();
+    let a = admin(&broker);
+    let (value, source, _, _) = broker_value(&a, KEY).await;
+    assert_eq!(
+        (value.as_deref(), source),
+        (Some("90000"), ConfigSource::DynamicBroker)
+    );
+}

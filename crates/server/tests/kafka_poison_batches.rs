@@ -374,7 +374,10 @@ async fn keyless_records_are_refused_on_compacted_topics() {
         .batch_index_error_message
         .as_ref()
         .unwrap();
-    assert!(msg.contains("without a key"), "{msg}");
+    assert_eq!(
+        msg.as_str(),
+        "Compacted topic cannot accept message without key in topic partition compacted-0."
+    );
     healthy.round("a keyless raw record").await;
 
     // librdkafka gets the same answer for a keyless message.
@@ -397,6 +400,80 @@ async fn keyless_records_are_refused_on_compacted_topics() {
     );
     healthy.round("a keyless librdkafka message").await;
     healthy.read_from_zero(&bootstrap).await;
+}
+
+/// librdkafka's own check (test 0011, KIP-467): one batch of 100 messages
+/// to a compacted topic, every tenth without a key. The broker names
+/// exactly the 10 keyless records in `record_errors`, so librdkafka fails
+/// those with INVALID_RECORD and the 90 others of the refused batch with
+/// _INVALID_DIFFERENT_RECORD; nothing of the batch is stored.
+#[tokio::test(flavor = "multi_thread")]
+async fn only_the_keyless_records_of_a_batch_are_named_invalid() {
+    let broker = BrokerProcess::start(&[]);
+    let bootstrap = broker.bootstrap();
+    create(
+        &bootstrap,
+        NewTopic::new("compact-batch", 1, TopicReplication::Fixed(1))
+            .set("cleanup.policy", "compact"),
+    )
+    .await;
+    // One batch: every message is queued well within the linger time.
+    let producer: FutureProducer = client_config(&bootstrap)
+        .set("linger.ms", "2000")
+        .set("batch.num.messages", "1000")
+        .create()
+        .unwrap();
+    let keyless = |i: usize| i % 10 == 3;
+    let deliveries: Vec<_> = (0..100)
+        .map(|i| {
+            let payload = format!("m{i}");
+            let key = format!("k{i}");
+            let record = FutureRecord::to("compact-batch")
+                .partition(0)
+                .payload(&payload);
+            let record = if keyless(i) { record } else { record.key(&key) };
+            producer
+                .send_result(record)
+                .map_err(|(e, _)| e)
+                .expect("queued")
+        })
+        .collect();
+    let mut codes = Vec::new();
+    for d in deliveries {
+        let outcome = tokio::time::timeout(Duration::from_secs(30), d)
+            .await
+            .expect("a delivery report")
+            .expect("not cancelled");
+        codes.push(match outcome {
+            Err((KafkaError::MessageProduction(code), _)) => code,
+            other => panic!("expected a refusal, got {other:?}"),
+        });
+    }
+    for (i, code) in codes.iter().enumerate() {
+        let expected = if keyless(i) {
+            RDKafkaErrorCode::InvalidRecord
+        } else {
+            RDKafkaErrorCode::InvalidDifferentRecord
+        };
+        assert_eq!(*code, expected, "message {i}");
+    }
+    let invalid = codes
+        .iter()
+        .filter(|c| **c == RDKafkaErrorCode::InvalidRecord)
+        .count();
+    assert_eq!((invalid, codes.len() - invalid), (10, 90));
+    // Nothing was stored: the next keyed message is offset 0.
+    let delivered = producer
+        .send(
+            FutureRecord::to("compact-batch")
+                .partition(0)
+                .key("k")
+                .payload("after"),
+            Duration::from_secs(15),
+        )
+        .await
+        .unwrap();
+    assert_eq!(delivered.offset, 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -28,6 +28,8 @@ fn secured(pki: &std::path::Path, extra: &[&str]) -> BrokerProcess {
         secret.as_str(),
         "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users=User:alice;User:ANONYMOUS",
+        // The metrics the script reads over plain HTTP.
+        "http.anonymous.principal=User:ANONYMOUS",
         "connection.failed.authentication.delay.ms=50",
         "auto.create.topics.type=non-partitioned",
     ];

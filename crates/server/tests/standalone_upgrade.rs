@@ -19,10 +19,14 @@ const FIXTURE_IDS: &str = r#"{"cluster_id": "mHWrxYN7SR6rZaJfuVEfdQ", "topic_ids
  "orders": "7b790e90-4ad0-4ee1-ba7a-3bd516e2017c"}, "producer_id_limit": 1000}"#;
 const CLUSTER_ID: &str = "mHWrxYN7SR6rZaJfuVEfdQ";
 
-/// The settings the fixture was made with (an authorizer, for its ACL).
+/// The settings the fixture was made with (an authorizer, for its ACL),
+/// and the principal of the unauthenticated Pulsar and HTTP clients that
+/// check it (refused under an authorizer otherwise).
 const SETTINGS: &[&str] = &[
     "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "allow.everyone.if.no.acl.found=true",
+    "pulsar.anonymous.principal=User:ANONYMOUS",
+    "http.anonymous.principal=User:ANONYMOUS",
 ];
 
 const FILE: &str = "cluster-metadata.json";

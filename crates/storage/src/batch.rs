@@ -488,6 +488,8 @@ pub(crate) fn check_stored_batch(
 ///   deltas `0..n` in order, timestamps that do not overflow (and, with
 ///   [`TimestampRules`], that Kafka's timestamp rules accept: INVALID_TIMESTAMP
 ///   otherwise), keys when `require_keys`, nothing after the last record,
+///   (a record with no key or a refused timestamp does not stop the walk:
+///   [`BatchError::RecordsRefused`] lists every one),
 ///   and compressed records
 ///   decompressing to at most `max_decompressed_bytes` (streamed through one
 ///   64 KiB buffer, never decompressed whole).
@@ -550,6 +552,7 @@ pub fn validate(buf: &[u8], config: &ValidationConfig) -> Result<BatchesSummary,
         if header.is_control() {
             return Err(invalid(None, RecordError::ControlBatch));
         }
+        let mut refused = Vec::new();
         let max_timestamp = check_records(
             batch,
             &header,
@@ -557,8 +560,15 @@ pub fn validate(buf: &[u8], config: &ValidationConfig) -> Result<BatchesSummary,
             config.require_keys,
             config.timestamps.as_ref(),
             &mut chunk,
+            &mut refused,
         )
         .map_err(|(index, error)| invalid(index, error))?;
+        if !refused.is_empty() {
+            return Err(BatchError::RecordsRefused {
+                position,
+                records: refused,
+            });
+        }
         if max_timestamp != header.max_timestamp {
             summary.max_timestamp_fixes.push((position, max_timestamp));
         }

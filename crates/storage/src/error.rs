@@ -107,12 +107,69 @@ pub enum BatchError {
         #[source]
         error: RecordError,
     },
+    /// Records the topic's rules refuse (a record without a key on a
+    /// compacted topic, a timestamp outside the allowed window): every such
+    /// record of the batch, in order, as Kafka's log validator lists them in
+    /// Produce's `record_errors`. The batch is refused whole. Kafka's
+    /// INVALID_TIMESTAMP when any is a timestamp refusal, INVALID_RECORD
+    /// otherwise.
+    #[error("record batch at byte {position}: {}", Refused(records))]
+    RecordsRefused {
+        /// Where the batch starts in the buffer.
+        position: usize,
+        /// The refused records (at least one).
+        records: Vec<RefusedRecord>,
+    },
     /// A batch could not be built (see [`crate::builder::BatchBuilder`]).
     #[error("cannot build record batch: {reason}")]
     Unencodable {
         /// What does not fit the format.
         reason: &'static str,
     },
+}
+
+/// One record of a batch the topic's rules refuse
+/// ([`BatchError::RecordsRefused`]).
+#[derive(Debug)]
+pub struct RefusedRecord {
+    /// Its index within its batch (its offset delta).
+    pub index: u32,
+    /// Why it is refused.
+    pub error: RecordError,
+}
+
+impl BatchError {
+    /// Whether the batch is refused for its timestamps (Kafka's
+    /// INVALID_TIMESTAMP rather than INVALID_RECORD): any of its refused
+    /// records is, as Kafka decides.
+    pub fn is_invalid_timestamp(&self) -> bool {
+        match self {
+            BatchError::InvalidRecords { error, .. } => error.is_invalid_timestamp(),
+            BatchError::RecordsRefused { records, .. } => {
+                records.iter().any(|r| r.error.is_invalid_timestamp())
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Formats the refused records of [`BatchError::RecordsRefused`]: how
+/// many, and the first three (as Kafka's message shows at most three).
+struct Refused<'a>(&'a [RefusedRecord]);
+
+impl std::fmt::Display for Refused<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.len();
+        write!(f, "{n} record{} refused", if n == 1 { "" } else { "s" })?;
+        for (i, r) in self.0.iter().take(3).enumerate() {
+            let sep = if i == 0 { ": " } else { "; " };
+            write!(f, "{sep}record {}: {}", r.index, r.error)?;
+        }
+        if n > 3 {
+            f.write_str("; ...")?;
+        }
+        Ok(())
+    }
 }
 
 /// Formats " record N" for [`BatchError::InvalidRecords`].

@@ -47,7 +47,7 @@ pub use config::{
     CleanupPolicy, CompressionLevels, LogConfig, DECOMPRESSION_RATIO_LIMIT, MIN_DECOMPRESSED_BYTES,
 };
 pub use epoch::EpochEntry;
-pub use error::{BatchError, Error, RecordError, RecordField, Result};
+pub use error::{BatchError, Error, RecordError, RecordField, RefusedRecord, Result};
 pub use files::{cached_open_files, files_opened, open_file_budget, set_open_file_budget};
 pub use log::{AppendInfo, AppendOutcome, Log, ReadResult, RecoveryStats, RegionRead, SyncWork};
 pub use manager::{LogManager, LogSpec, CLEAN_SHUTDOWN_MARKER, DELETING_DIR, LOCK_FILE};

@@ -1,7 +1,9 @@
 //! The declared configuration keys: one row per key, with its default,
 //! value type (Kafka's, as DescribeConfigs reports it) and documentation.
-//! The rows live in `broker_keys.rs` and `topic_keys.rs`.
+//! The rows live in `broker_keys.rs` (and, for Kafka's broker keys accepted
+//! but not acted on, `accepted_keys.rs`) and `topic_keys.rs`.
 
+pub use super::accepted_keys::ACCEPTED_BROKER_KEYS;
 pub use super::broker_keys::BROKER_KEYS;
 pub use super::topic_keys::TOPIC_KEYS;
 
@@ -22,6 +24,21 @@ pub enum ValueKind {
     /// (INT; `compression.gzip.level`).
     IntOrMinusOne {
         /// Smallest accepted value other than -1.
+        min: i64,
+        /// Largest accepted value.
+        max: i64,
+    },
+    /// A 16-bit integer in `min..=max` (SHORT).
+    Short {
+        /// Smallest accepted value.
+        min: i64,
+        /// Largest accepted value.
+        max: i64,
+    },
+    /// A 32-bit integer in `min..=max`, or empty (unset; Kafka's `null`
+    /// default) (INT).
+    OptInt {
+        /// Smallest accepted value.
         min: i64,
         /// Largest accepted value.
         max: i64,
@@ -65,12 +82,18 @@ pub enum ValueKind {
     ProtocolMap,
     /// Any text, e.g. a file path; empty = unset (STRING).
     Text,
+    /// Any comma-separated list, e.g. of class names; empty = none (LIST).
+    AnyList,
+    /// A secret (PASSWORD): never reported back, as Kafka hides them.
+    Password,
     /// A class name Kafka would load: empty (none) or one of these, which
     /// the broker implements itself (CLASS).
     Class(&'static [&'static str]),
     /// Principals separated by `;` (`User:a;User:b`), as `super.users`
     /// (LIST).
     Principals,
+    /// One principal, `User:name`; empty = unset (STRING).
+    Principal,
     /// `ssl.principal.mapping.rules` (STRING).
     PrincipalRules,
 }
@@ -104,7 +127,11 @@ impl ValueKind {
     pub fn kafka_type(&self) -> KafkaType {
         match self {
             ValueKind::Bool => KafkaType::Boolean,
-            ValueKind::Int { .. } | ValueKind::IntOrMinusOne { .. } => KafkaType::Int,
+            ValueKind::Int { .. } | ValueKind::IntOrMinusOne { .. } | ValueKind::OptInt { .. } => {
+                KafkaType::Int
+            }
+            ValueKind::Short { .. } => KafkaType::Short,
+            ValueKind::Password => KafkaType::Password,
             ValueKind::Long { .. } | ValueKind::Limit { .. } => KafkaType::Long,
             ValueKind::Double { .. } => KafkaType::Double,
             ValueKind::Choice(_)
@@ -113,9 +140,13 @@ impl ValueKind {
             | ValueKind::Listeners
             | ValueKind::ProtocolMap
             | ValueKind::PrincipalRules
+            | ValueKind::Principal
             | ValueKind::Text => KafkaType::String,
             ValueKind::Class(_) => KafkaType::Class,
-            ValueKind::List(_) | ValueKind::ReplicaList | ValueKind::Principals => KafkaType::List,
+            ValueKind::List(_)
+            | ValueKind::ReplicaList
+            | ValueKind::Principals
+            | ValueKind::AnyList => KafkaType::List,
         }
     }
 
@@ -132,7 +163,11 @@ impl ValueKind {
                 "false" => Ok("false".into()),
                 _ => Err(format!("expected true or false, got {v:?}")),
             },
-            ValueKind::Int { min, max } | ValueKind::Long { min, max } => {
+            ValueKind::OptInt { .. } if v.is_empty() => Ok(String::new()),
+            ValueKind::Int { min, max }
+            | ValueKind::Long { min, max }
+            | ValueKind::Short { min, max }
+            | ValueKind::OptInt { min, max } => {
                 let n = int(v)?;
                 if n < min || n > max {
                     return Err(format!("{n} is outside {min}..={max}"));
@@ -219,10 +254,20 @@ impl ValueKind {
                 crate::security::listeners::parse_protocol_map(v)?;
                 Ok(v.to_string())
             }
-            ValueKind::Text => Ok(v.to_string()),
+            ValueKind::Text | ValueKind::Password => Ok(v.to_string()),
+            ValueKind::AnyList => Ok(v
+                .split(',')
+                .map(str::trim)
+                .filter(|i| !i.is_empty())
+                .collect::<Vec<_>>()
+                .join(",")),
             ValueKind::Class(classes) => {
                 if v.is_empty() || classes.contains(&v) {
                     Ok(v.to_string())
+                } else if classes.is_empty() {
+                    Err(format!(
+                        "unknown class {v:?}: this broker loads no Java class; leave the key empty"
+                    ))
                 } else {
                     Err(format!(
                         "unknown class {v:?}: this broker implements only {}",
@@ -232,6 +277,13 @@ impl ValueKind {
             }
             ValueKind::PrincipalRules => {
                 crate::security::principal_mapping::PrincipalMapper::parse(v)?;
+                Ok(v.to_string())
+            }
+            ValueKind::Principal => {
+                if v.is_empty() {
+                    return Ok(String::new());
+                }
+                parse_user_principal(v)?;
                 Ok(v.to_string())
             }
             ValueKind::Principals => {
@@ -266,6 +318,17 @@ fn java_double(n: f64) -> String {
     let sci = format!("{n:e}");
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     format!("{}E{exp}", with_fraction(mantissa.to_string()))
+}
+
+/// Parses a single principal, `User:name` (the only type principals have
+/// here).
+pub fn parse_user_principal(v: &str) -> Result<crate::security::Principal, String> {
+    match v.trim().split_once(':') {
+        Some(("User", name)) if !name.is_empty() => Ok(crate::security::Principal::user(name)),
+        _ => Err(format!(
+            "invalid principal {v:?}: expected User:name, e.g. User:guest"
+        )),
+    }
 }
 
 /// Parses `PLAINTEXT://host:port` or `host:port`.
@@ -311,6 +374,9 @@ pub struct ConfigKey {
     /// Why Magnetar accepts and reports this key but does not act on it;
     /// `None` when it is enforced. The README lists every such key.
     pub not_enforced: Option<&'static str>,
+    /// For a dynamic broker key: whether it may be changed for one broker
+    /// only, not as the cluster-wide default (Kafka's per-broker keys).
+    pub per_broker: bool,
 }
 
 impl ConfigKey {
@@ -330,6 +396,7 @@ impl ConfigKey {
             broker_default: None,
             doc,
             not_enforced: None,
+            per_broker: false,
         }
     }
 
@@ -350,7 +417,14 @@ impl ConfigKey {
             broker_default,
             doc,
             not_enforced: None,
+            per_broker: false,
         }
+    }
+
+    /// Marks a dynamic broker key as changeable for one broker only.
+    pub const fn per_broker(mut self) -> ConfigKey {
+        self.per_broker = true;
+        self
     }
 
     /// Marks the key as accepted and reported but not acted on, and why.
@@ -360,9 +434,15 @@ impl ConfigKey {
     }
 }
 
+/// Every broker key: those Magnetar acts on, then Kafka's it accepts
+/// without acting on them.
+pub fn broker_keys() -> impl Iterator<Item = &'static ConfigKey> {
+    BROKER_KEYS.iter().chain(ACCEPTED_BROKER_KEYS)
+}
+
 /// Looks up a broker key.
 pub fn broker_key(name: &str) -> Option<&'static ConfigKey> {
-    BROKER_KEYS.iter().find(|k| k.name == name)
+    broker_keys().find(|k| k.name == name)
 }
 
 /// Looks up a topic key.
@@ -376,10 +456,15 @@ mod tests {
 
     #[test]
     fn int_keys_fit_32_bits_and_names_are_unique() {
-        for table in [BROKER_KEYS, TOPIC_KEYS] {
+        for table in [
+            broker_keys().collect::<Vec<_>>(),
+            TOPIC_KEYS.iter().collect(),
+        ] {
             let mut names = std::collections::HashSet::new();
             for k in table {
-                if let ValueKind::Int { min, max } | ValueKind::IntOrMinusOne { min, max } = k.kind
+                if let ValueKind::Int { min, max }
+                | ValueKind::IntOrMinusOne { min, max }
+                | ValueKind::OptInt { min, max } = k.kind
                 {
                     assert!(
                         min >= i64::from(i32::MIN) && max <= i64::from(i32::MAX),
@@ -387,6 +472,18 @@ mod tests {
                         k.name
                     );
                 }
+                if let ValueKind::Short { min, max } = k.kind {
+                    assert!(
+                        min >= i64::from(i16::MIN) && max <= i64::from(i16::MAX),
+                        "{}",
+                        k.name
+                    );
+                }
+                assert!(
+                    k.dynamic || !k.per_broker,
+                    "{}: per-broker but static",
+                    k.name
+                );
                 assert!(names.insert(k.name), "{} twice", k.name);
             }
         }
@@ -440,7 +537,7 @@ mod tests {
 
     #[test]
     fn every_default_is_valid_for_its_kind() {
-        for k in BROKER_KEYS.iter().chain(TOPIC_KEYS) {
+        for k in broker_keys().chain(TOPIC_KEYS) {
             assert_eq!(
                 k.kind.validate(k.default).as_deref(),
                 Ok(k.default),
@@ -474,25 +571,7 @@ mod readme {
              # (Generated from crates/broker/src/config/keys.rs; a test checks it.)\n",
         );
         for k in BROKER_KEYS {
-            let value = match k.kind {
-                ValueKind::Bool
-                | ValueKind::Int { .. }
-                | ValueKind::IntOrMinusOne { .. }
-                | ValueKind::Long { .. }
-                | ValueKind::Limit { .. }
-                | ValueKind::Double { .. } => k.default.to_string(),
-                ValueKind::Choice(_)
-                | ValueKind::List(_)
-                | ValueKind::ReplicaList
-                | ValueKind::Listener
-                | ValueKind::Voters
-                | ValueKind::Listeners
-                | ValueKind::ProtocolMap
-                | ValueKind::Class(_)
-                | ValueKind::Principals
-                | ValueKind::PrincipalRules
-                | ValueKind::Text => format!("{:?}", k.default),
-            };
+            let value = example_value(k);
             let dynamic = if k.dynamic {
                 " (dynamic: can be changed at runtime)"
             } else {
@@ -503,7 +582,43 @@ mod readme {
                 k.doc, k.name
             ));
         }
+        out.push_str(
+            "\n# Kafka's other broker keys: accepted (checked, stored and reported by\n\
+             # DescribeConfigs) but not acted on, so that a Kafka configuration loads.\n\
+             # The README's configuration section says why for each.\n",
+        );
+        for k in ACCEPTED_BROKER_KEYS {
+            out.push_str(&format!("\"{}\" = {}\n", k.name, example_value(k)));
+        }
         out
+    }
+
+    /// A key's default as a TOML value.
+    fn example_value(k: &ConfigKey) -> String {
+        match k.kind {
+            ValueKind::Bool
+            | ValueKind::Int { .. }
+            | ValueKind::IntOrMinusOne { .. }
+            | ValueKind::Short { .. }
+            | ValueKind::Long { .. }
+            | ValueKind::Limit { .. }
+            | ValueKind::Double { .. } => k.default.to_string(),
+            ValueKind::OptInt { .. }
+            | ValueKind::Choice(_)
+            | ValueKind::List(_)
+            | ValueKind::ReplicaList
+            | ValueKind::Listener
+            | ValueKind::Voters
+            | ValueKind::Listeners
+            | ValueKind::ProtocolMap
+            | ValueKind::Class(_)
+            | ValueKind::Principals
+            | ValueKind::Principal
+            | ValueKind::PrincipalRules
+            | ValueKind::AnyList
+            | ValueKind::Password
+            | ValueKind::Text => format!("{:?}", k.default),
+        }
     }
 
     /// `config/magnetar.example.toml` lists every broker key with its
@@ -525,7 +640,7 @@ mod readme {
         config
             .apply_toml_file(std::path::Path::new(EXAMPLE_PATH))
             .unwrap();
-        for k in BROKER_KEYS {
+        for k in broker_keys() {
             assert_eq!(
                 config.get(k.name).map(|(v, _)| v),
                 Some(k.default),
@@ -564,12 +679,39 @@ mod readme {
         assert_eq!(listed, declared);
     }
 
+    /// The README's list of Kafka broker keys accepted but not enforced
+    /// names exactly those of `accepted_keys.rs`, each marked with why.
+    #[test]
+    fn the_readme_lists_the_broker_keys_not_enforced() {
+        let readme = include_str!("../../../../README.md");
+        let start = readme
+            .find("**Kafka broker keys accepted, not enforced**")
+            .expect("README has the list");
+        let section = &readme[start..];
+        let end = section
+            .match_indices("\n\n")
+            .nth(1)
+            .map_or(section.len(), |(i, _)| i);
+        let listed: std::collections::BTreeSet<&str> = section[..end]
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|w| broker_key(w).is_some())
+            .collect();
+        let declared: std::collections::BTreeSet<&str> =
+            ACCEPTED_BROKER_KEYS.iter().map(|k| k.name).collect();
+        assert_eq!(listed, declared);
+        assert!(ACCEPTED_BROKER_KEYS
+            .iter()
+            .all(|k| k.not_enforced.is_some()));
+    }
+
     /// The README's configuration reference is a contract: every key must
     /// be documented there.
     #[test]
     fn every_key_is_documented_in_the_readme() {
         let readme = include_str!("../../../../README.md");
-        for k in BROKER_KEYS.iter().chain(TOPIC_KEYS) {
+        for k in broker_keys().chain(TOPIC_KEYS) {
             assert!(
                 readme.contains(&format!("`{}`", k.name)),
                 "README lacks `{}`",

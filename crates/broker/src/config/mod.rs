@@ -2,9 +2,10 @@
 //!
 //! Keys follow Kafka's broker property names wherever one exists, so that
 //! people and scripts that know Kafka know Magnetar. Every key is declared
-//! once in [`BROKER_KEYS`] / [`TOPIC_KEYS`], which drive parsing, validation,
+//! once in [`BROKER_KEYS`] (with [`ACCEPTED_BROKER_KEYS`]) / [`TOPIC_KEYS`], which drive parsing, validation,
 //! DescribeConfigs answers and the README's reference table.
 
+mod accepted_keys;
 mod broker_keys;
 mod keys;
 mod security;
@@ -15,7 +16,10 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-pub use keys::{ConfigKey, KafkaType, ValueKind, BROKER_KEYS, TOPIC_KEYS};
+pub use keys::{
+    broker_key, broker_keys, ConfigKey, KafkaType, ValueKind, ACCEPTED_BROKER_KEYS, BROKER_KEYS,
+    TOPIC_KEYS,
+};
 pub use security::{HttpAuthMethod, PulsarAuthProvider};
 pub use topic::{EffectiveValue, TopicConfig, TopicKind};
 
@@ -86,8 +90,7 @@ pub enum ConfigSource {
 impl BrokerConfig {
     /// A configuration with every default, the given data dir and listener.
     pub fn new(data_dir: impl Into<PathBuf>, kafka_addr: SocketAddr) -> BrokerConfig {
-        let values = BROKER_KEYS
-            .iter()
+        let values = broker_keys()
             .map(|k| (k.name, k.default.to_string()))
             .collect();
         BrokerConfig {
@@ -219,6 +222,20 @@ impl BrokerConfig {
         Some((v.as_str(), src))
     }
 
+    /// Kafka's keys set at start-up (file or `--set`) to other than their
+    /// default that Magnetar accepts but does not act on, with why: worth
+    /// a line in the log (the value is not given: it may be a secret).
+    pub fn unenforced_settings(&self) -> Vec<(&'static str, &'static str)> {
+        ACCEPTED_BROKER_KEYS
+            .iter()
+            .filter(|k| {
+                self.get(k.name)
+                    .is_some_and(|(v, s)| s == ConfigSource::Static && v != k.default)
+            })
+            .map(|k| (k.name, k.not_enforced.unwrap_or_default()))
+            .collect()
+    }
+
     /// Keys changed at runtime for this broker, to persist across restarts.
     pub fn dynamic_values(&self) -> BTreeMap<String, String> {
         self.values_from(ConfigSource::Dynamic)
@@ -264,7 +281,7 @@ impl BrokerConfig {
     }
 
     fn raw(&self, key: &str) -> &str {
-        // Every key in BROKER_KEYS is present from `new`, and callers only
+        // Every broker key is present from `new`, and callers only
         // pass names from that table.
         self.values.get(key).map(String::as_str).unwrap_or("")
     }
@@ -512,8 +529,7 @@ fn unknown_key_reason(key: &str) -> String {
             return reason;
         }
     }
-    let best = BROKER_KEYS
-        .iter()
+    let best = broker_keys()
         .map(|k| k.name)
         .chain(KEY_ALIASES.iter().map(|(a, _, _)| *a))
         .map(|name| (edit_distance(key, name), name))
@@ -521,8 +537,7 @@ fn unknown_key_reason(key: &str) -> String {
     if let Some((d, name)) = best {
         if d <= 3.max(key.len() / 4) {
             reason.push_str(&format!(" (did you mean {name}?)"));
-        } else if let Some(name) = BROKER_KEYS
-            .iter()
+        } else if let Some(name) = broker_keys()
             .map(|k| k.name)
             .find(|n| n.ends_with(&format!(".{key}")))
         {
@@ -724,6 +739,101 @@ mod tests {
             c.get("log.retention.ms"),
             Some(("-1", ConfigSource::Static))
         );
+    }
+
+    /// Kafka's broker keys Magnetar does not act on load from a Kafka
+    /// configuration, typed and checked as Kafka checks them; those set to
+    /// other than their default are named for the start-up log.
+    #[test]
+    fn kafka_keys_not_acted_on_are_accepted_and_checked() {
+        let mut c = cfg();
+        c.apply_toml_str(
+            "\"log.dirs\" = \"/var/lib/kafka\"\n\
+             \"num.io.threads\" = 8\n\
+             \"sasl.kerberos.min.time.before.relogin\" = 120000\n\
+             \"ssl.keystore.password\" = \"secret\"\n\
+             \"group.consumer.migration.policy\" = \"UPGRADE\"\n\
+             \"metric.reporters\" = \"a.B, c.D\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.get("group.consumer.migration.policy"),
+            Some(("upgrade", ConfigSource::Static))
+        );
+        assert_eq!(c.get("metric.reporters").unwrap().0, "a.B,c.D");
+        let named: Vec<&str> = c.unenforced_settings().iter().map(|(k, _)| *k).collect();
+        assert_eq!(
+            named,
+            [
+                "group.consumer.migration.policy",
+                "log.dirs",
+                "metric.reporters",
+                "sasl.kerberos.min.time.before.relogin",
+                "ssl.keystore.password",
+            ],
+            "num.io.threads is set to its default"
+        );
+        for bad in [
+            "num.io.threads=0",
+            "sasl.kerberos.min.time.before.relogin=soon",
+            "group.share.max.groups=101",
+            "offsets.topic.replication.factor=40000",
+            "principal.builder.class=com.example.Builder",
+            "security.inter.broker.protocol=TLS",
+        ] {
+            let e = c.apply_assignment(bad).unwrap_err().to_string();
+            let key = bad.split('=').next().unwrap();
+            assert!(e.contains(key), "{bad}: {e}");
+        }
+        let spec = keys::broker_key("sasl.kerberos.min.time.before.relogin").unwrap();
+        assert!(spec.dynamic && spec.per_broker && spec.not_enforced.is_some());
+        assert_eq!(spec.kind.kafka_type(), KafkaType::Long);
+        assert_eq!(
+            keys::broker_key("offsets.topic.replication.factor")
+                .unwrap()
+                .kind
+                .kafka_type(),
+            KafkaType::Short
+        );
+    }
+
+    /// A front end's clients without credentials are `User:ANONYMOUS` only
+    /// when nothing depends on who they are; otherwise the named principal,
+    /// or none (refused).
+    #[test]
+    fn anonymous_principals_per_front_end() {
+        use crate::security::Principal;
+        let mut c = cfg();
+        assert_eq!(c.pulsar_anonymous_principal(), Some(Principal::anonymous()));
+        assert_eq!(c.http_anonymous_principal(), Some(Principal::anonymous()));
+        c.apply_assignment("pulsar.authentication.enabled=true")
+            .unwrap();
+        assert_eq!(c.pulsar_anonymous_principal(), None);
+        assert_eq!(c.http_anonymous_principal(), Some(Principal::anonymous()));
+        let mut c = cfg();
+        c.apply_assignment(
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        )
+        .unwrap();
+        c.apply_assignment("super.users=User:ANONYMOUS").unwrap();
+        assert_eq!(c.pulsar_anonymous_principal(), None);
+        assert_eq!(c.http_anonymous_principal(), None);
+        c.apply_assignment("pulsar.anonymous.principal=User:guest")
+            .unwrap();
+        c.apply_assignment("http.anonymous.principal=User:ANONYMOUS")
+            .unwrap();
+        assert_eq!(
+            c.pulsar_anonymous_principal(),
+            Some(Principal::user("guest"))
+        );
+        assert_eq!(c.http_anonymous_principal(), Some(Principal::anonymous()));
+        for bad in ["guest", "Group:x", "User:"] {
+            let e = c
+                .apply_assignment(&format!("pulsar.anonymous.principal={bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("User:name"), "{bad}: {e}");
+        }
     }
 
     #[test]

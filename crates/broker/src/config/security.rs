@@ -3,6 +3,7 @@
 
 use super::{keys, BrokerConfig};
 use crate::security::token::TokenSettings;
+use crate::security::Principal;
 
 /// How Pulsar clients may authenticate (`pulsar.authentication.providers`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +105,35 @@ impl BrokerConfig {
                 })
                 .collect(),
         )
+    }
+
+    /// The principal of Pulsar clients that send no credentials, or `None`
+    /// when they are refused (`pulsar.anonymous.principal`).
+    pub fn pulsar_anonymous_principal(&self) -> Option<Principal> {
+        self.anonymous_principal(
+            "pulsar.authentication.enabled",
+            "pulsar.anonymous.principal",
+        )
+    }
+
+    /// The principal of HTTP requests without credentials, or `None` when
+    /// they are refused (`http.anonymous.principal`).
+    pub fn http_anonymous_principal(&self) -> Option<Principal> {
+        self.anonymous_principal("http.authentication.enabled", "http.anonymous.principal")
+    }
+
+    /// The named principal if `principal_key` is set; otherwise
+    /// `User:ANONYMOUS` only where nothing depends on who a client is (no
+    /// authentication asked for and no authorizer), so that a front end's
+    /// unauthenticated clients never inherit by accident what an
+    /// authorizer grants a Kafka listener's `User:ANONYMOUS`.
+    fn anonymous_principal(&self, enabled_key: &str, principal_key: &str) -> Option<Principal> {
+        // Checked when the key is set.
+        if let Ok(p) = keys::parse_user_principal(self.raw(principal_key)) {
+            return Some(p);
+        }
+        let open = self.raw(enabled_key) != "true" && self.authorizer().is_none();
+        open.then(Principal::anonymous)
     }
 
     fn listener_key(&self, key: &str) -> Option<(String, u16)> {

@@ -53,6 +53,9 @@ fn with(change: impl FnOnce(&mut LogConfig)) -> LogConfig {
 fn record_error(e: Error) -> RecordError {
     match e {
         Error::Batch(BatchError::InvalidRecords { error, .. }) => error,
+        Error::Batch(BatchError::RecordsRefused { records, .. }) => {
+            records.into_iter().next().expect("at least one").error
+        }
         other => panic!("expected a record error, got {other}"),
     }
 }

@@ -63,6 +63,9 @@ fn fault(buf: &[u8], rules: &ValidationConfig) -> Option<(Option<u32>, RecordErr
             error,
             ..
         }) => Some((record_index, error)),
+        Err(BatchError::RecordsRefused { records, .. }) => {
+            records.into_iter().next().map(|r| (Some(r.index), r.error))
+        }
         Err(other) => panic!("expected a record-level error, got {other}"),
     }
 }
@@ -417,6 +420,43 @@ fn compacted_topics_need_keys() {
             fault(&buf, &rules()).is_none(),
             "keys are optional elsewhere"
         );
+    }
+}
+
+/// Every record a compacted topic refuses is listed with its index, not
+/// only the first (KIP-467's `record_errors`, as Kafka's LogValidator
+/// collects them); well-formed records with keys are not.
+#[test]
+fn every_keyless_record_is_listed() {
+    let require = ValidationConfig {
+        require_keys: true,
+        ..rules()
+    };
+    for codec in CODECS {
+        let keys: Vec<Option<&[u8]>> = (0..10)
+            .map(|i| if i % 3 == 1 { None } else { Some(&b"k"[..]) })
+            .collect();
+        let records: Vec<u8> = keys
+            .iter()
+            .enumerate()
+            .flat_map(|(i, k)| with_length(&record_body(i as i32, 0, *k, Some(b"v"), &[])))
+            .collect();
+        let buf = raw(codec, 10).assemble(&records);
+        match batch::validate(&buf, &require) {
+            Err(e @ BatchError::RecordsRefused { .. }) => {
+                assert!(!e.is_invalid_timestamp());
+                let BatchError::RecordsRefused { records, .. } = &e else {
+                    unreachable!()
+                };
+                let listed: Vec<u32> = records.iter().map(|r| r.index).collect();
+                assert_eq!(listed, [1, 4, 7], "{codec:?}");
+                assert!(records
+                    .iter()
+                    .all(|r| matches!(r.error, RecordError::MissingKey)));
+                assert!(e.to_string().contains("3 records refused"), "{e}");
+            }
+            other => panic!("{codec:?}: {other:?}"),
+        }
     }
 }
 

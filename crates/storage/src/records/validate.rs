@@ -8,7 +8,7 @@ use super::decompress::Decoder;
 use super::input::{Input, SliceInput, StreamInput, CHUNK_BYTES};
 use super::parse::read_record;
 use crate::batch::{BatchHeader, TimestampRules, TimestampType, HEADER_LEN};
-use crate::error::RecordError;
+use crate::error::{RecordError, RefusedRecord};
 
 /// A record-level fault: the index of the record at fault (if one is) and
 /// what is wrong.
@@ -18,8 +18,14 @@ pub(crate) type Fault = (Option<u32>, RecordError);
 /// already checked): exactly `recordCount` well-formed records, offset deltas
 /// `0..n`, timestamps that do not overflow, keys if `require_keys`, nothing
 /// after the last record, at most `max_decompressed_bytes` of
-/// decompressed records, and timestamps `timestamps` accepts (if given). `chunk` is the reusable buffer compressed records
-/// are streamed through (allocated on first use).
+/// decompressed records, and timestamps `timestamps` accepts (if given).
+/// `chunk` is the reusable buffer compressed records are streamed through
+/// (allocated on first use).
+///
+/// A malformed record ends the walk (the batch is corrupt). A well-formed
+/// record the topic's rules refuse (no key, a timestamp out of range) is
+/// pushed to `refused` and the walk goes on, so that every such record is
+/// reported, as Kafka's `LogValidator` does; `refused` allocates only then.
 ///
 /// Returns the largest record timestamp for CreateTime batches (-1 if none
 /// is larger), the header's `maxTimestamp` for LogAppendTime ones.
@@ -30,16 +36,23 @@ pub(crate) fn check_records(
     require_keys: bool,
     timestamps: Option<&TimestampRules>,
     chunk: &mut Option<Box<[u8]>>,
+    refused: &mut Vec<RefusedRecord>,
 ) -> Result<Timestamp, Fault> {
     let data = &batch[HEADER_LEN..header.total_size()];
     let compression = header.compression();
     match Decoder::new(compression, data).map_err(|e| (Some(0), e))? {
-        None => walk(&mut SliceInput::new(data), header, require_keys, timestamps),
+        None => walk(
+            &mut SliceInput::new(data),
+            header,
+            require_keys,
+            timestamps,
+            refused,
+        ),
         Some(decoder) => {
             let chunk = chunk.get_or_insert_with(|| vec![0u8; CHUNK_BYTES].into_boxed_slice());
             let mut input =
                 StreamInput::new(decoder, compression, &mut chunk[..], max_decompressed_bytes);
-            walk(&mut input, header, require_keys, timestamps)
+            walk(&mut input, header, require_keys, timestamps, refused)
         }
     }
 }
@@ -49,6 +62,7 @@ fn walk<I: Input>(
     header: &BatchHeader,
     require_keys: bool,
     timestamps: Option<&TimestampRules>,
+    refused: &mut Vec<RefusedRecord>,
 ) -> Result<Timestamp, Fault> {
     let batch_type = header.timestamp_type();
     let create_time = batch_type == TimestampType::CreateTime;
@@ -85,11 +99,19 @@ fn walk<I: Input>(
         } else {
             header.max_timestamp.0
         };
-        if require_keys && r.key_len < 0 {
-            return Err(at(RecordError::MissingKey));
-        }
-        if let Some(rules) = timestamps {
-            rules.check(ts, batch_type, i).map_err(at)?;
+        // One refusal per record, the key's first, as in Kafka.
+        let refusal = if require_keys && r.key_len < 0 {
+            Err(RecordError::MissingKey)
+        } else if let Some(rules) = timestamps {
+            rules.check(ts, batch_type, i)
+        } else {
+            Ok(())
+        };
+        if let Err(error) = refusal {
+            refused.push(RefusedRecord {
+                index: i as u32,
+                error,
+            });
         }
     }
     if !input.at_end().map_err(|e| (None, e))? {

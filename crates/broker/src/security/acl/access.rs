@@ -15,6 +15,12 @@ pub trait Requester {
     fn principal(&self) -> &Principal;
     /// The client's IP address (a leading `/` is ignored).
     fn client_host(&self) -> &str;
+    /// Why this requester may do nothing at all, whatever its principal
+    /// and the ACLs (a client that did not authenticate where it has to);
+    /// `None` for every other.
+    fn refusal(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// The authorizer as one request sees it.
@@ -23,16 +29,21 @@ pub struct Access<'a> {
     authorizer: Option<&'a Authorizer>,
     principal: &'a Principal,
     host: &'a str,
+    /// Everything is denied (see [`Requester::refusal`]).
+    refused: bool,
 }
 
 impl<'a> Access<'a> {
     /// The access of `requester`'s principal on `broker`.
     pub fn of<R: Requester + ?Sized>(broker: &'a Broker, requester: &'a R) -> Access<'a> {
-        Access::new(
-            broker.authorizer(),
-            requester.principal(),
-            requester.client_host(),
-        )
+        Access {
+            refused: requester.refusal().is_some(),
+            ..Access::new(
+                broker.authorizer(),
+                requester.principal(),
+                requester.client_host(),
+            )
+        }
     }
 
     /// The access of `principal` from `host` (an IP address) by
@@ -46,12 +57,14 @@ impl<'a> Access<'a> {
             authorizer,
             principal,
             host: host.trim_start_matches('/'),
+            refused: false,
         }
     }
 
-    /// Whether an authorizer is configured.
+    /// Whether requests are checked: an authorizer is configured (or the
+    /// requester may do nothing).
     pub fn checks(&self) -> bool {
-        self.authorizer.is_some()
+        self.authorizer.is_some() || self.refused
     }
 
     /// The principal asking.
@@ -61,6 +74,9 @@ impl<'a> Access<'a> {
 
     /// Whether `operation` on `kind`/`name` is allowed.
     pub fn may(&self, operation: Operation, kind: ResourceType, name: &str) -> bool {
+        if self.refused {
+            return false;
+        }
         let Some(a) = self.authorizer else {
             return true;
         };
@@ -121,14 +137,16 @@ impl<'a> Access<'a> {
 
     /// On at least one resource of `kind` (KIP-679).
     pub fn any_of_type(&self, operation: Operation, kind: ResourceType) -> bool {
-        self.authorizer
-            .is_none_or(|a| a.authorize_by_type(self.principal, self.host, operation, kind))
+        !self.refused
+            && self
+                .authorizer
+                .is_none_or(|a| a.authorize_by_type(self.principal, self.host, operation, kind))
     }
 
     /// Create on the cluster, or else on the topic: what creating a topic
     /// takes.
     pub fn may_create_topic(&self, name: &str) -> bool {
-        self.authorizer.is_none()
+        (self.authorizer.is_none() && !self.refused)
             || self.cluster(Operation::Create)
             || self.topic(Operation::Create, name)
     }
@@ -137,6 +155,7 @@ impl<'a> Access<'a> {
     /// operation of its type when there is no authorizer.
     pub fn operations(&self, kind: ResourceType, name: &str) -> i32 {
         match self.authorizer {
+            _ if self.refused => 0,
             Some(a) => a.authorized_operations(self.principal, self.host, kind, name),
             None => kind
                 .operations()
@@ -153,5 +172,9 @@ impl<T: Requester + ?Sized> Requester for std::sync::Arc<T> {
 
     fn client_host(&self) -> &str {
         (**self).client_host()
+    }
+
+    fn refusal(&self) -> Option<&str> {
+        (**self).refusal()
     }
 }
