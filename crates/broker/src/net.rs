@@ -115,34 +115,50 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
         });
     }
     // A large request's bytes are taken from the budget as they arrive, so
-    // a connection holds what it sent, not what it announced.
+    // a connection holds what it sent, not what it announced. They arrive
+    // into chunks of exactly what was taken, joined once whole: a buffer
+    // grown by doubling would hold up to twice what arrived (the old copy
+    // and the new one) while the request stalls.
     let mut permit = BudgetPermit::default();
-    let mut held = 0usize;
-    let mut buf = BytesMut::new();
+    let mut chunks: Vec<BytesMut> = Vec::new();
+    let (mut received, mut held) = (0usize, 0usize);
     let mut body = (&mut *r).take(len as u64);
     within(limits.read_timeout, async {
         if len <= SMALL_REQUEST {
             permit = budget.acquire_small(len).await;
             held = len;
-            buf.reserve(len);
+            chunks.push(BytesMut::with_capacity(len));
         }
-        while buf.len() < len {
-            if buf.len() == held {
+        while received < len {
+            if received == held {
                 let more = (len - held).min(BUDGET_CHUNK);
                 permit.merge(budget.acquire_large(more).await);
                 held += more;
-                buf.reserve(more);
+                chunks.push(BytesMut::with_capacity(more));
             }
-            let mut room = (&mut body).take((held - buf.len()) as u64);
-            if room.read_buf(&mut buf).await? == 0 {
-                return Err(ReadError::Truncated);
+            let chunk = chunks.last_mut().expect("a chunk is open");
+            let mut room = (&mut body).take((held - received) as u64);
+            match room.read_buf(chunk).await? {
+                0 => return Err(ReadError::Truncated),
+                n => received += n,
             }
         }
         Ok(())
     })
     .await
-    .unwrap_or_else(|| Err(timed_out(len, buf.len())))?;
-    Ok(Some((buf.freeze(), permit)))
+    .unwrap_or_else(|| Err(timed_out(len, received)))?;
+    let frame = match chunks.len() {
+        0 => Bytes::new(),
+        1 => chunks.pop().expect("one chunk").freeze(),
+        _ => {
+            let mut whole = BytesMut::with_capacity(len);
+            for c in chunks {
+                whole.extend_from_slice(&c);
+            }
+            whole.freeze()
+        }
+    };
+    Ok(Some((frame, permit)))
 }
 
 /// How much of a request's size is taken from the budget (and allocated)
