@@ -97,6 +97,8 @@ pub struct Broker {
     pub(crate) quotas: crate::quota::QuotaManager,
     // How a cluster member's transactions reach other brokers.
     pub(crate) txn_peers: OnceLock<Arc<dyn crate::txn::TxnPeers>>,
+    // `queued.max.request.bytes`, shared by every listener.
+    request_budget: crate::limits::RequestBudget,
 }
 
 impl std::fmt::Debug for Broker {
@@ -131,7 +133,10 @@ impl Broker {
             static_config.quota_window(),
             store.data.client_quotas.clone(),
         );
+        let request_budget =
+            crate::limits::RequestBudget::new(static_config.queued_max_request_bytes());
         Broker {
+            request_budget,
             config: RwLock::new(config),
             static_config,
             endpoint,
@@ -170,6 +175,12 @@ impl Broker {
         self.groups
             .get()
             .expect("group coordinator initialized in Broker::open_cluster")
+    }
+
+    /// `queued.max.request.bytes`: the request bytes every listener's
+    /// connections (Kafka and Pulsar) may hold at once, together.
+    pub fn request_budget(&self) -> &crate::limits::RequestBudget {
+        &self.request_budget
     }
 
     /// The metrics every front end records into (see [`crate::metrics`]).

@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use crate::limits::{BudgetPermit, RequestBudget};
+use crate::limits::{BudgetPermit, PeerBudget, SMALL_REQUEST};
 
 /// Why a frame could not be read; each closes the connection.
 #[derive(Debug, thiserror::Error)]
@@ -61,15 +61,17 @@ pub struct FrameLimits {
     pub read_timeout: Option<Duration>,
 }
 
-/// Reads one frame, taking its bytes from the request budget as they arrive
-/// (held by the returned permit until the caller drops it). `Ok(None)` is a
+/// Reads one frame, taking its bytes from the request budget (held by the
+/// returned permit until the caller drops it): a small frame's
+/// ([`SMALL_REQUEST`]) at once, from the part large requests cannot take; a
+/// large frame's as they arrive, from the peer address's share. `Ok(None)` is a
 /// clean end of stream between frames. `idle` bounds the wait for a frame
 /// to start; `limits.read_timeout` the time from its first byte to its last,
 /// waits for the budget included.
 pub async fn read_frame<R: AsyncRead + Unpin>(
     r: &mut R,
     limits: &FrameLimits,
-    budget: &RequestBudget,
+    budget: &PeerBudget,
     idle: Option<Duration>,
 ) -> Result<Option<(Bytes, BudgetPermit)>, ReadError> {
     let mut len_buf = [0u8; 4];
@@ -112,30 +114,51 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
             limit: limits.max_size_key,
         });
     }
-    // The request's bytes are taken from the budget as they arrive, so a
-    // connection holds what it sent, not what it announced.
+    // A large request's bytes are taken from the budget as they arrive, so
+    // a connection holds what it sent, not what it announced. They arrive
+    // into chunks of exactly what was taken, joined once whole: a buffer
+    // grown by doubling would hold up to twice what arrived (the old copy
+    // and the new one) while the request stalls.
     let mut permit = BudgetPermit::default();
-    let mut held = 0usize;
-    let mut buf = BytesMut::new();
+    let mut chunks: Vec<BytesMut> = Vec::new();
+    let (mut received, mut held) = (0usize, 0usize);
     let mut body = (&mut *r).take(len as u64);
     within(limits.read_timeout, async {
-        while buf.len() < len {
-            if buf.len() == held {
+        if len <= SMALL_REQUEST {
+            permit = budget.acquire_small(len).await;
+            held = len;
+            chunks.push(BytesMut::with_capacity(len));
+        }
+        while received < len {
+            if received == held {
                 let more = (len - held).min(BUDGET_CHUNK);
-                permit.merge(budget.acquire(more).await);
+                permit.merge(budget.acquire_large(more).await);
                 held += more;
-                buf.reserve(more);
+                chunks.push(BytesMut::with_capacity(more));
             }
-            let mut room = (&mut body).take((held - buf.len()) as u64);
-            if room.read_buf(&mut buf).await? == 0 {
-                return Err(ReadError::Truncated);
+            let chunk = chunks.last_mut().expect("a chunk is open");
+            let mut room = (&mut body).take((held - received) as u64);
+            match room.read_buf(chunk).await? {
+                0 => return Err(ReadError::Truncated),
+                n => received += n,
             }
         }
         Ok(())
     })
     .await
-    .unwrap_or_else(|| Err(timed_out(len, buf.len())))?;
-    Ok(Some((buf.freeze(), permit)))
+    .unwrap_or_else(|| Err(timed_out(len, received)))?;
+    let frame = match chunks.len() {
+        0 => Bytes::new(),
+        1 => chunks.pop().expect("one chunk").freeze(),
+        _ => {
+            let mut whole = BytesMut::with_capacity(len);
+            for c in chunks {
+                whole.extend_from_slice(&c);
+            }
+            whole.freeze()
+        }
+    };
+    Ok(Some((frame, permit)))
 }
 
 /// How much of a request's size is taken from the budget (and allocated)

@@ -317,7 +317,7 @@ mod tests {
     }
 
     async fn read(mut input: &[u8], max: usize) -> Result<Option<Bytes>, FrameError> {
-        let budget = RequestBudget::new(Some(1 << 20));
+        let budget = RequestBudget::new(Some(1 << 20)).for_peer([127, 0, 0, 1].into());
         read_frame(&mut input, &limits(max), &budget, None)
             .await
             .map(|f| f.map(|(b, _)| b))
@@ -354,7 +354,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn stalled_frames_and_idle_connections_time_out() {
-        let budget = RequestBudget::new(Some(1 << 20));
+        let all = RequestBudget::new(Some(1 << 20));
+        let budget = all.for_peer([127, 0, 0, 1].into());
         // A frame that announces 100 bytes and sends 3.
         let (mut client, mut server) = tokio::io::duplex(1024);
         tokio::io::AsyncWriteExt::write_all(&mut client, &[0, 0, 0, 100, 1, 2, 3])
@@ -373,8 +374,8 @@ mod tests {
             "{r:?}"
         );
         assert_eq!(
-            budget.available(),
-            Some(1 << 20),
+            (all.available(), all.reserve_available()),
+            (Some(7 << 17), Some(1 << 17)),
             "the budget is given back"
         );
         // Nothing at all: idle.

@@ -71,7 +71,7 @@ pub fn serve_listener(
         requests: broker
             .metrics()
             .request_table("kafka", crate::metrics::API_SLOTS),
-        budget: RequestBudget::new(config.queued_max_request_bytes()),
+        budget: broker.request_budget().clone(),
         frame_limits: FrameLimits {
             max_size: config.socket_request_max_bytes(),
             max_size_key: "socket.request.max.bytes",
@@ -181,6 +181,7 @@ async fn connection(
     _guard: ConnectionGuard,
 ) -> std::io::Result<()> {
     let broker = &shared.broker;
+    let budget = shared.budget.for_peer(peer.ip());
     let mut limits = shared.frame_limits.clone();
     loop {
         if session.authenticated() {
@@ -192,10 +193,10 @@ async fn connection(
         }
         let frame = tokio::select! {
             _ = shutdown.changed() => return Ok(()),
-            f = frame::read_frame(&mut read, &limits, &shared.budget, shared.idle) => f,
+            f = frame::read_frame(&mut read, &limits, &budget, shared.idle) => f,
         };
-        let (frame, permit) = match frame {
-            Ok(Some(f)) => f,
+        let (frame, mut permit) = match frame {
+            Ok(Some((frame, permit))) => (frame, Some(permit)),
             Ok(None) => return Ok(()),
             Err(FrameError::Io(e)) => return Err(e),
             Err(FrameError::Idle(d)) => {
@@ -263,6 +264,10 @@ async fn connection(
                         (outcome, None)
                     }
                 };
+                // Handled: the request's bytes are gone, whether or not the
+                // client reads its answer (as Kafka frees a request's buffer
+                // once handled).
+                permit.take();
                 let (outcome, throttle) = crate::throttle::apply(broker, &ctx, outcome, work);
                 mute = throttle;
                 let recorded = crate::metrics::outcome(&outcome);

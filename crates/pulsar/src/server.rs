@@ -110,7 +110,7 @@ pub fn serve(
         security,
         max_message_size,
         keep_alive: config.pulsar_keep_alive(),
-        budget: RequestBudget::new(config.queued_max_request_bytes()),
+        budget: broker.request_budget().clone(),
         frame_limits: FrameLimits {
             max_size: max_message_size + FRAME_OVERHEAD,
             max_size_key: "pulsar.max.message.size (+10 KiB)",
@@ -206,6 +206,7 @@ async fn connection(
     _guard: ConnectionGuard,
 ) {
     let conn = shared.next_connection.fetch_add(1, Ordering::Relaxed);
+    let budget = shared.budget.for_peer(peer.ip());
     let mut read = BufReader::with_capacity(64 * 1024, read);
     let (out, rx) = mpsc::channel::<Bytes>(OUT_QUEUE);
     let writer = tokio::spawn(write_loop(write, rx, shared.keep_alive));
@@ -233,7 +234,7 @@ async fn connection(
                     Err(why) => break Some(why),
                 }
             }
-            f = read_frame(&mut read, limits, &shared.budget, idle) => f,
+            f = read_frame(&mut read, limits, &budget, idle) => f,
         };
         let (body, _permit) = match frame {
             Ok(Some(f)) => f,

@@ -197,7 +197,7 @@ pub const BROKER_KEYS: &[ConfigKey] = &[
     b("socket.request.max.bytes", "104857600", int(1024, I32_MAX), false,
         "Largest request frame accepted; a larger length prefix closes the connection."),
     b("queued.max.request.bytes", "536870912", ValueKind::Limit { min: 1024 }, false,
-        "Most bytes of requests being read or handled at once over all connections; reading waits while it is reached; -1 = no limit."),
+        "Most bytes of requests being read or handled at once over all Kafka and Pulsar connections; reading waits while it is reached, but an eighth is kept for requests of at most 64 KiB and one client address's larger requests may hold at most half of the rest; -1 = no limit."),
     b("socket.request.read.timeout.ms", "30000", ValueKind::Limit { min: 1 }, false,
         "A request must arrive whole within this long of its size prefix, or the connection is closed; -1 = no limit."),
     b("connections.max.idle.ms", "600000", ValueKind::Limit { min: 1 }, false,
