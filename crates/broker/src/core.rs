@@ -130,7 +130,7 @@ impl Broker {
             .authorizer()
             .map(|c| crate::security::acl::Authorizer::new(c, &store.data.acls));
         let quotas = crate::quota::QuotaManager::new(
-            static_config.quota_window(),
+            crate::quota::QuotaWindow::from_config(&static_config),
             store.data.client_quotas.clone(),
         );
         let request_budget =

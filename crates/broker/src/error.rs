@@ -227,3 +227,14 @@ pub enum Error {
         reason: String,
     },
 }
+
+impl From<magnetar_config::ConfigError> for Error {
+    fn from(e: magnetar_config::ConfigError) -> Error {
+        match e {
+            magnetar_config::ConfigError::Config { key, reason } => Error::Config { key, reason },
+            magnetar_config::ConfigError::InvalidConfig { key, reason } => {
+                Error::InvalidConfig { key, reason }
+            }
+        }
+    }
+}

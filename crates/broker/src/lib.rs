@@ -12,7 +12,7 @@
 mod broker_config_tests;
 pub mod cluster;
 mod codec;
-pub mod config;
+pub use magnetar_config as config;
 mod core;
 mod error;
 pub mod group;

@@ -12,6 +12,7 @@ use model::{PartitionId, ProducerId, TopicId, TopicName, TopicPartition};
 use storage::LogSpec;
 use tracing::{info, warn};
 
+use crate::config::ConfigError;
 use crate::config::{BrokerConfig, ConfigSource, TopicConfig, TopicKind};
 use crate::core::NewTopic;
 use crate::metadata_records::{MetadataRecord, NodeId, PartitionState};
@@ -374,8 +375,10 @@ impl Broker {
             match v {
                 Some(v) => {
                     base.clone().set(k, v, source).map_err(|e| match e {
-                        Error::Config { key, reason } => Error::InvalidConfig { key, reason },
-                        other => other,
+                        ConfigError::Config { key, reason }
+                        | ConfigError::InvalidConfig { key, reason } => {
+                            Error::InvalidConfig { key, reason }
+                        }
                     })?;
                     layer.insert(k.clone(), v.clone());
                 }

@@ -105,7 +105,7 @@ impl Retention {
             s => s * BYTES_PER_MB,
         };
         config.set("retention.ms", &ms.to_string())?;
-        config.set("retention.bytes", &bytes.to_string())
+        Ok(config.set("retention.bytes", &bytes.to_string())?)
     }
 
     /// The policy `config` holds, if it sets retention.
@@ -210,8 +210,8 @@ pub(crate) fn validate_topic_config(
     config: &TopicConfig,
 ) -> Result<(), Error> {
     match inherited(tenants, name) {
-        Some(ns) => config.validate_in(ns, broker),
-        None => config.validate_in(&TopicConfig::default(), broker),
+        Some(ns) => Ok(config.validate_in(ns, broker)?),
+        None => Ok(config.validate_in(&TopicConfig::default(), broker)?),
     }
 }
 
@@ -437,7 +437,7 @@ impl Broker {
                 Some(r) => r.apply(&mut record.config),
                 None => {
                     record.config.remove("retention.ms")?;
-                    record.config.remove("retention.bytes")
+                    Ok(record.config.remove("retention.bytes")?)
                 }
             }
         })?;

@@ -6,9 +6,11 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+mod principal;
 pub mod pulsar_name;
 mod topic_name;
 
+pub use principal::Principal;
 pub use pulsar_name::{Namespace, PulsarTopic};
 pub use topic_name::{is_internal_topic, TopicName, INTERNAL_TOPICS};
 

@@ -459,8 +459,7 @@ fn listener_securities(
     tokens: &Option<Arc<broker::security::token::TokenValidator>>,
 ) -> anyhow::Result<Vec<Arc<magnetar_kafka::ListenerSecurity>>> {
     if listeners.iter().any(|(l, _)| l.protocol.sasl())
-        && config
-            .sasl_mechanisms()
+        && broker::security::Mechanism::enabled(config)
             .contains(&broker::security::Mechanism::OAuthBearer)
         && tokens.is_none()
     {
@@ -475,7 +474,7 @@ fn listener_securities(
                 name: l.name.clone(),
                 registry_key: Arc::from(l.registry_key()),
                 protocol: l.protocol,
-                mechanisms: config.sasl_mechanisms(),
+                mechanisms: broker::security::Mechanism::enabled(config),
                 reauth: config.max_reauth(),
                 failed_delay: config.failed_authentication_delay(),
                 tls: l.protocol.tls().then(|| tls.clone()).flatten(),

@@ -34,7 +34,7 @@ use crate::metadata_records::NodeId;
 use crate::metadata_store::Metadata;
 
 /// Listener names in a broker registration's endpoints.
-pub const KAFKA_LISTENER: &str = "kafka";
+pub use magnetar_config::listeners::KAFKA_LISTENER;
 /// The Pulsar binary protocol listener.
 pub const PULSAR_LISTENER: &str = "pulsar";
 /// The registration key of a broker's Pulsar TLS (`pulsar+ssl`) listener.

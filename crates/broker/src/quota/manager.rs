@@ -28,6 +28,14 @@ pub struct QuotaWindow {
 }
 
 impl QuotaWindow {
+    /// The window `quota.window.num` and `quota.window.size.seconds` set.
+    pub fn from_config(config: &crate::config::BrokerConfig) -> QuotaWindow {
+        QuotaWindow {
+            count: config.int_value("quota.window.num").max(1) as usize,
+            size: Duration::from_secs(config.int_value("quota.window.size.seconds").max(1) as u64),
+        }
+    }
+
     /// The longest byte-rate throttle: the whole window, as Kafka caps it.
     pub fn max_throttle(&self) -> Duration {
         self.size * self.count as u32

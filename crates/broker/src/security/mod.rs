@@ -9,50 +9,19 @@
 
 pub mod acl;
 pub mod credentials;
-pub mod listeners;
+pub use magnetar_config::listeners;
 pub mod oauthbearer;
 pub mod plain;
-pub mod principal_mapping;
+pub use magnetar_config::principal_mapping;
 pub mod scram;
 pub mod tls;
 pub mod token;
 
-use std::fmt;
-
 use thiserror::Error;
 
-pub use listeners::{KafkaListener, SecurityProtocol};
+pub use magnetar_config::listeners::{KafkaListener, SecurityProtocol};
+pub use model::Principal;
 pub use scram::{ScramCredential, ScramMechanism};
-
-/// An authenticated identity, as Kafka's `KafkaPrincipal` (`User:alice`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Principal {
-    /// The principal type; always `User` here.
-    pub kind: String,
-    /// The name: a SASL user name, or a TLS certificate's subject.
-    pub name: String,
-}
-
-impl Principal {
-    /// `User:name`.
-    pub fn user(name: impl Into<String>) -> Principal {
-        Principal {
-            kind: "User".into(),
-            name: name.into(),
-        }
-    }
-
-    /// `User:ANONYMOUS`: a client on a listener that authenticates no one.
-    pub fn anonymous() -> Principal {
-        Principal::user("ANONYMOUS")
-    }
-}
-
-impl fmt::Display for Principal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.kind, self.name)
-    }
-}
 
 /// The SASL mechanisms this broker implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -81,6 +50,15 @@ impl Mechanism {
             Mechanism::Scram(m) => m.name(),
             Mechanism::OAuthBearer => "OAUTHBEARER",
         }
+    }
+
+    /// The mechanisms `sasl.enabled.mechanisms` enables.
+    pub fn enabled(config: &crate::config::BrokerConfig) -> Vec<Mechanism> {
+        config
+            .string_value("sasl.enabled.mechanisms")
+            .split(',')
+            .filter_map(Mechanism::from_name)
+            .collect()
     }
 
     /// The mechanism named `name` (case-sensitive, as Kafka).

@@ -14,49 +14,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::ServerConfig;
 
+pub use magnetar_config::{ClientAuth, TlsSettings};
+
 use super::Principal;
-
-/// What `ssl.client.auth` asks of clients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientAuth {
-    /// No client certificate is asked for.
-    None,
-    /// A certificate is asked for; clients without one still connect.
-    Requested,
-    /// Clients without a valid certificate are refused.
-    Required,
-}
-
-impl ClientAuth {
-    /// The value of `ssl.client.auth`.
-    pub fn from_name(v: &str) -> Option<ClientAuth> {
-        match v {
-            "none" => Some(ClientAuth::None),
-            "requested" => Some(ClientAuth::Requested),
-            "required" => Some(ClientAuth::Required),
-            _ => None,
-        }
-    }
-}
-
-/// Where the TLS material is and what is asked of clients.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TlsSettings {
-    /// PEM: the certificate chain, leaf first, and the private key unless
-    /// `key` names another file.
-    pub keystore: PathBuf,
-    /// PEM private key, if not in `keystore`.
-    pub key: Option<PathBuf>,
-    /// PEM CA certificates that client certificates must chain to.
-    pub truststore: Option<PathBuf>,
-    /// What is asked of clients.
-    pub client_auth: ClientAuth,
-    /// Whether TLS 1.2 is offered besides 1.3 (`ssl.enabled.protocols`).
-    pub tls12: bool,
-    /// How a client certificate's subject becomes a principal
-    /// (`ssl.principal.mapping.rules`).
-    pub principal_rules: super::principal_mapping::PrincipalMapper,
-}
 
 /// The files' identity when last read: a change of any reloads.
 type Stamp = Vec<(PathBuf, Option<(SystemTime, u64)>)>;

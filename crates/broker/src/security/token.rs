@@ -12,43 +12,15 @@
 //! skew), and its audience and issuer are the expected ones; its subject
 //! claim names the principal (`User:<sub>`). `alg: none` is never valid.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use base64::Engine as _;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
 
+pub use magnetar_config::{file_path, TokenSettings};
+
 use super::{AuthError, Principal};
-
-/// Where the keys are and what a token must say.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TokenSettings {
-    /// A JWKS (JSON Web Key Set) file.
-    pub jwks: Option<PathBuf>,
-    /// The shared HMAC secret (HS256/384/512), as a key source (below).
-    pub secret_key: Option<String>,
-    /// A public key (PEM, or DER as Pulsar writes it), as a key source.
-    pub public_key: Option<String>,
-    /// The public key's algorithm (`RS256`, `ES256`, ...).
-    pub public_alg: String,
-    /// The claim naming the principal (`sub`).
-    pub subject_claim: String,
-    /// Audiences of which a token's `aud` must name one; empty = `aud` is
-    /// not checked.
-    pub audience: Vec<String>,
-    /// The issuer a token's `iss` must be; `None` = not checked.
-    pub issuer: Option<String>,
-    /// Clock skew allowed on `exp` and `nbf`, in seconds.
-    pub clock_skew_s: u64,
-}
-
-impl TokenSettings {
-    /// Whether any key is configured (no key: no token is valid, and token
-    /// authentication is unavailable).
-    pub fn has_keys(&self) -> bool {
-        self.jwks.is_some() || self.secret_key.is_some() || self.public_key.is_some()
-    }
-}
 
 /// One verification key.
 struct Key {
@@ -101,19 +73,6 @@ pub fn read_key_source(source: &str) -> Result<Vec<u8>, String> {
     }
     let path = file_path(source)?;
     std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-}
-
-/// The path of `file:///path` or of a plain path; other URLs are refused.
-pub fn file_path(source: &str) -> Result<PathBuf, String> {
-    if let Some(p) = source.strip_prefix("file://") {
-        return Ok(PathBuf::from(p));
-    }
-    if source.contains("://") {
-        return Err(format!(
-            "{source}: only file: URLs and paths are read (Magnetar fetches no keys over the network)"
-        ));
-    }
-    Ok(PathBuf::from(source))
 }
 
 fn parse_alg(name: &str) -> Result<Algorithm, String> {

@@ -14,15 +14,10 @@ pub mod ops;
 
 use serde::{Deserialize, Serialize};
 
+pub use magnetar_config::AUTHORIZER_CLASSES;
+
 pub use access::{Access, Requester};
 pub use authorizer::{AclIndex, Authorizer, AuthorizerConfig};
-
-/// The `authorizer.class.name` values this broker implements: Kafka's
-/// KRaft authorizer and its ZooKeeper-era one, which decide alike.
-pub const AUTHORIZER_CLASSES: &[&str] = &[
-    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "kafka.security.authorizer.AclAuthorizer",
-];
 
 /// The name of the one cluster resource.
 pub const CLUSTER_NAME: &str = "kafka-cluster";

@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 
+/// The registry name of the first (default) Kafka listener.
+pub const KAFKA_LISTENER: &str = "kafka";
+
 /// How a listener's clients connect and prove who they are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SecurityProtocol {
@@ -90,9 +93,9 @@ impl KafkaListener {
 /// registered with before listeners had names.
 pub fn registry_key(name: &str) -> String {
     if name == "PLAINTEXT" {
-        crate::cluster::KAFKA_LISTENER.to_string()
+        KAFKA_LISTENER.to_string()
     } else {
-        format!("{}:{name}", crate::cluster::KAFKA_LISTENER)
+        format!("{}:{name}", KAFKA_LISTENER)
     }
 }
 

@@ -1,9 +1,12 @@
 //! The security keys' typed views: bearer-token keys, and the Pulsar and
 //! HTTP listeners' TLS and authentication.
 
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use model::Principal;
+
 use super::{keys, BrokerConfig};
-use crate::security::token::TokenSettings;
-use crate::security::Principal;
 
 /// How Pulsar clients may authenticate (`pulsar.authentication.providers`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,8 +36,7 @@ impl BrokerConfig {
         };
         let jwks = match opt("sasl.oauthbearer.jwks.endpoint.url") {
             Some(v) => Some(
-                crate::security::token::file_path(&v)
-                    .map_err(|e| format!("sasl.oauthbearer.jwks.endpoint.url: {e}"))?,
+                file_path(&v).map_err(|e| format!("sasl.oauthbearer.jwks.endpoint.url: {e}"))?,
             ),
             None => None,
         };
@@ -142,5 +144,122 @@ impl BrokerConfig {
             return None;
         }
         keys::parse_listener(v).ok()
+    }
+}
+
+/// Where the keys are and what a token must say.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TokenSettings {
+    /// A JWKS (JSON Web Key Set) file.
+    pub jwks: Option<PathBuf>,
+    /// The shared HMAC secret (HS256/384/512), as a key source (below).
+    pub secret_key: Option<String>,
+    /// A public key (PEM, or DER as Pulsar writes it), as a key source.
+    pub public_key: Option<String>,
+    /// The public key's algorithm (`RS256`, `ES256`, ...).
+    pub public_alg: String,
+    /// The claim naming the principal (`sub`).
+    pub subject_claim: String,
+    /// Audiences of which a token's `aud` must name one; empty = `aud` is
+    /// not checked.
+    pub audience: Vec<String>,
+    /// The issuer a token's `iss` must be; `None` = not checked.
+    pub issuer: Option<String>,
+    /// Clock skew allowed on `exp` and `nbf`, in seconds.
+    pub clock_skew_s: u64,
+}
+
+impl TokenSettings {
+    /// Whether any key is configured (no key: no token is valid, and token
+    /// authentication is unavailable).
+    pub fn has_keys(&self) -> bool {
+        self.jwks.is_some() || self.secret_key.is_some() || self.public_key.is_some()
+    }
+}
+
+/// The path of `file:///path` or of a plain path; other URLs are refused.
+pub fn file_path(source: &str) -> Result<PathBuf, String> {
+    if let Some(p) = source.strip_prefix("file://") {
+        return Ok(PathBuf::from(p));
+    }
+    if source.contains("://") {
+        return Err(format!(
+            "{source}: only file: URLs and paths are read (Magnetar fetches no keys over the network)"
+        ));
+    }
+    Ok(PathBuf::from(source))
+}
+
+/// What `ssl.client.auth` asks of clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// No client certificate is asked for.
+    None,
+    /// A certificate is asked for; clients without one still connect.
+    Requested,
+    /// Clients without a valid certificate are refused.
+    Required,
+}
+
+impl ClientAuth {
+    /// The value of `ssl.client.auth`.
+    pub fn from_name(v: &str) -> Option<ClientAuth> {
+        match v {
+            "none" => Some(ClientAuth::None),
+            "requested" => Some(ClientAuth::Requested),
+            "required" => Some(ClientAuth::Required),
+            _ => None,
+        }
+    }
+}
+
+/// Where the TLS material is and what is asked of clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// PEM: the certificate chain, leaf first, and the private key unless
+    /// `key` names another file.
+    pub keystore: PathBuf,
+    /// PEM private key, if not in `keystore`.
+    pub key: Option<PathBuf>,
+    /// PEM CA certificates that client certificates must chain to.
+    pub truststore: Option<PathBuf>,
+    /// What is asked of clients.
+    pub client_auth: ClientAuth,
+    /// Whether TLS 1.2 is offered besides 1.3 (`ssl.enabled.protocols`).
+    pub tls12: bool,
+    /// How a client certificate's subject becomes a principal
+    /// (`ssl.principal.mapping.rules`).
+    pub principal_rules: crate::principal_mapping::PrincipalMapper,
+}
+
+/// The `authorizer.class.name` values this broker implements: Kafka's
+/// KRaft authorizer and its ZooKeeper-era one, which decide alike.
+pub const AUTHORIZER_CLASSES: &[&str] = &[
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "kafka.security.authorizer.AclAuthorizer",
+];
+
+/// The authorizer's settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuthorizerConfig {
+    /// `super.users`: principals (`User:admin`) allowed everything.
+    pub super_users: BTreeSet<String>,
+    /// `allow.everyone.if.no.acl.found`.
+    pub allow_if_no_acl: bool,
+}
+
+impl AuthorizerConfig {
+    /// Parses `super.users` (`User:a;User:b`, Kafka's separator).
+    pub fn parse_super_users(v: &str) -> Result<BTreeSet<String>, String> {
+        v.split(';')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|p| match p.split_once(':') {
+                Some((kind, name)) if !kind.is_empty() && !name.is_empty() => Ok(p.to_string()),
+                _ => Err(format!(
+                    "invalid principal {p:?}: expected Type:name, e.g. User:admin"
+                )),
+            })
+            .collect()
     }
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::keys::{topic_key, TOPIC_KEYS};
 use super::{BrokerConfig, ConfigSource};
-use crate::Error;
+use crate::ConfigError;
 
 /// Whether a topic was created as partitioned or as a single non-partitioned
 /// log. Kafka clients see one partition either way; the Pulsar front end
@@ -51,7 +51,7 @@ impl TopicConfig {
     /// Validates and collects `(key, value)` overrides.
     pub fn from_pairs<'a>(
         pairs: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
-    ) -> Result<TopicConfig, Error> {
+    ) -> Result<TopicConfig, ConfigError> {
         let mut c = TopicConfig::default();
         for (k, v) in pairs {
             match v {
@@ -63,15 +63,15 @@ impl TopicConfig {
     }
 
     /// Sets one override after validating it.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), Error> {
-        let spec = topic_key(key).ok_or_else(|| Error::InvalidConfig {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        let spec = topic_key(key).ok_or_else(|| ConfigError::InvalidConfig {
             key: key.to_string(),
             reason: "unknown topic configuration key".into(),
         })?;
         let v = spec
             .kind
             .validate(value)
-            .map_err(|reason| Error::InvalidConfig {
+            .map_err(|reason| ConfigError::InvalidConfig {
                 key: key.to_string(),
                 reason,
             })?;
@@ -80,9 +80,9 @@ impl TopicConfig {
     }
 
     /// Removes an override (falls back to the broker default).
-    pub fn remove(&mut self, key: &str) -> Result<(), Error> {
+    pub fn remove(&mut self, key: &str) -> Result<(), ConfigError> {
         if topic_key(key).is_none() {
-            return Err(Error::InvalidConfig {
+            return Err(ConfigError::InvalidConfig {
                 key: key.to_string(),
                 reason: "unknown topic configuration key".into(),
             });
@@ -194,11 +194,15 @@ impl TopicConfig {
 
     /// Checks what no single key's validation can: the combination of these
     /// overrides with `inherited` and the broker's defaults, as Kafka's
-    /// `LogConfig.validate` does. [`Error::InvalidConfig`] names the key.
-    pub fn validate_in(&self, inherited: &TopicConfig, broker: &BrokerConfig) -> Result<(), Error> {
+    /// `LogConfig.validate` does. [`ConfigError::InvalidConfig`] names the key.
+    pub fn validate_in(
+        &self,
+        inherited: &TopicConfig,
+        broker: &BrokerConfig,
+    ) -> Result<(), ConfigError> {
         let c = self.log_config_in(inherited, broker);
         if c.min_compaction_lag_ms > c.max_compaction_lag_ms {
-            return Err(Error::InvalidConfig {
+            return Err(ConfigError::InvalidConfig {
                 key: "min.compaction.lag.ms".into(),
                 reason: format!(
                     "conflict topic config setting min.compaction.lag.ms ({}) > max.compaction.lag.ms ({})",
@@ -207,7 +211,7 @@ impl TopicConfig {
             });
         }
         if self.0.get("remote.storage.enable").map(String::as_str) == Some("true") {
-            return Err(Error::InvalidConfig {
+            return Err(ConfigError::InvalidConfig {
                 key: "remote.storage.enable".into(),
                 reason: "Tiered Storage functionality is disabled in the broker. \
                          Topic cannot be configured with remote log storage."
@@ -365,14 +369,14 @@ mod tests {
     fn every_topic_key_is_accepted_and_validated() {
         for k in TOPIC_KEYS {
             let (good, bad) = match k.kind {
-                crate::config::ValueKind::Bool => ("true", "yes"),
-                crate::config::ValueKind::Double { .. } => ("0.75", "2"),
-                crate::config::ValueKind::List(_) => ("compact,delete", "forever"),
-                crate::config::ValueKind::ReplicaList => ("0:1,1:1", "all"),
-                crate::config::ValueKind::Choice(c) => (c[0], "nope"),
-                crate::config::ValueKind::Int { min, max }
-                | crate::config::ValueKind::IntOrMinusOne { min, max }
-                | crate::config::ValueKind::Long { min, max } => (
+                crate::ValueKind::Bool => ("true", "yes"),
+                crate::ValueKind::Double { .. } => ("0.75", "2"),
+                crate::ValueKind::List(_) => ("compact,delete", "forever"),
+                crate::ValueKind::ReplicaList => ("0:1,1:1", "all"),
+                crate::ValueKind::Choice(c) => (c[0], "nope"),
+                crate::ValueKind::Int { min, max }
+                | crate::ValueKind::IntOrMinusOne { min, max }
+                | crate::ValueKind::Long { min, max } => (
                     if (min..=max).contains(&1) {
                         "1"
                     } else {
@@ -387,7 +391,7 @@ mod tests {
             assert!(t.overrides().contains_key(k.name));
             let e = TopicConfig::from_pairs([(k.name, Some(bad))]).unwrap_err();
             assert!(
-                matches!(&e, Error::InvalidConfig { key, .. } if key == k.name),
+                matches!(&e, ConfigError::InvalidConfig { key, .. } if key == k.name),
                 "{}: {e}",
                 k.name
             );
@@ -525,7 +529,9 @@ mod tests {
         );
         let remote = TopicConfig::from_pairs([("remote.storage.enable", Some("true"))]).unwrap();
         let e = remote.validate_in(&none, &b).unwrap_err();
-        assert!(matches!(&e, Error::InvalidConfig { key, .. } if key == "remote.storage.enable"));
+        assert!(
+            matches!(&e, ConfigError::InvalidConfig { key, .. } if key == "remote.storage.enable")
+        );
         let off = TopicConfig::from_pairs([("remote.storage.enable", Some("false"))]).unwrap();
         assert!(off.validate_in(&none, &b).is_ok());
     }

@@ -7,7 +7,10 @@
 
 mod accepted_keys;
 mod broker_keys;
+mod error;
 mod keys;
+pub mod listeners;
+pub mod principal_mapping;
 mod security;
 mod topic;
 mod topic_keys;
@@ -20,10 +23,13 @@ pub use keys::{
     broker_key, broker_keys, ConfigKey, KafkaType, ValueKind, ACCEPTED_BROKER_KEYS, BROKER_KEYS,
     TOPIC_KEYS,
 };
-pub use security::{HttpAuthMethod, PulsarAuthProvider};
+pub use security::{
+    file_path, AuthorizerConfig, ClientAuth, HttpAuthMethod, PulsarAuthProvider, TlsSettings,
+    TokenSettings, AUTHORIZER_CLASSES,
+};
 pub use topic::{EffectiveValue, TopicConfig, TopicKind};
 
-use crate::Error;
+pub use error::ConfigError;
 
 /// Where a broker listens for Kafka clients by default.
 pub const DEFAULT_KAFKA_ADDR: &str = "127.0.0.1:9092";
@@ -107,8 +113,8 @@ impl BrokerConfig {
 
     /// Applies a TOML config file: flat or dotted Kafka keys
     /// (`auto.create.topics.enable = false` is read as that key).
-    pub fn apply_toml_file(&mut self, path: &Path) -> Result<(), Error> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Config {
+    pub fn apply_toml_file(&mut self, path: &Path) -> Result<(), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Config {
             key: path.display().to_string(),
             reason: format!("cannot read config file: {e}"),
         })?;
@@ -117,11 +123,13 @@ impl BrokerConfig {
     }
 
     /// Applies TOML text (see [`BrokerConfig::apply_toml_file`]).
-    pub fn apply_toml_str(&mut self, text: &str) -> Result<(), Error> {
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| Error::Config {
-            key: "<config file>".into(),
-            reason: e.to_string(),
-        })?;
+    pub fn apply_toml_str(&mut self, text: &str) -> Result<(), ConfigError> {
+        let table: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| ConfigError::Config {
+                    key: "<config file>".into(),
+                    reason: e.to_string(),
+                })?;
         let mut flat = Vec::new();
         flatten_toml("", &toml::Value::Table(table), &mut flat)?;
         for (k, v) in flat {
@@ -131,28 +139,33 @@ impl BrokerConfig {
     }
 
     /// Sets one key from a `KEY=VALUE` string (the `--set` flag).
-    pub fn apply_assignment(&mut self, assignment: &str) -> Result<(), Error> {
-        let (k, v) = assignment.split_once('=').ok_or_else(|| Error::Config {
-            key: assignment.to_string(),
-            reason: "expected KEY=VALUE".into(),
-        })?;
+    pub fn apply_assignment(&mut self, assignment: &str) -> Result<(), ConfigError> {
+        let (k, v) = assignment
+            .split_once('=')
+            .ok_or_else(|| ConfigError::Config {
+                key: assignment.to_string(),
+                reason: "expected KEY=VALUE".into(),
+            })?;
         self.set(k.trim(), v.trim(), ConfigSource::Static)
     }
 
     /// Sets one key, validating name and value. `data.dir`-like settings are
     /// flags, not keys, so they are not accepted here.
-    pub fn set(&mut self, key: &str, value: &str, source: ConfigSource) -> Result<(), Error> {
+    pub fn set(&mut self, key: &str, value: &str, source: ConfigSource) -> Result<(), ConfigError> {
         if let Some(&(_, target, factor)) = KEY_ALIASES.iter().find(|(a, _, _)| *a == key) {
             return self.set_alias(key, target, factor, value, source);
         }
-        let spec = keys::broker_key(key).ok_or_else(|| Error::Config {
+        let spec = keys::broker_key(key).ok_or_else(|| ConfigError::Config {
             key: key.to_string(),
             reason: unknown_key_reason(key),
         })?;
-        let normalized = spec.kind.validate(value).map_err(|reason| Error::Config {
-            key: key.to_string(),
-            reason,
-        })?;
+        let normalized = spec
+            .kind
+            .validate(value)
+            .map_err(|reason| ConfigError::Config {
+                key: key.to_string(),
+                reason,
+            })?;
         self.values.insert(spec.name, normalized);
         self.explicit.insert(spec.name, source);
         self.set_with_factor.insert(spec.name, 1);
@@ -168,8 +181,8 @@ impl BrokerConfig {
         factor: i64,
         value: &str,
         source: ConfigSource,
-    ) -> Result<(), Error> {
-        let bad = |reason: String| Error::Config {
+    ) -> Result<(), ConfigError> {
+        let bad = |reason: String| ConfigError::Config {
             key: alias.to_string(),
             reason,
         };
@@ -199,8 +212,8 @@ impl BrokerConfig {
     }
 
     /// Reverts a key to its default (IncrementalAlterConfigs DELETE).
-    pub fn reset(&mut self, key: &str) -> Result<(), Error> {
-        let spec = keys::broker_key(key).ok_or_else(|| Error::Config {
+    pub fn reset(&mut self, key: &str) -> Result<(), ConfigError> {
+        let spec = keys::broker_key(key).ok_or_else(|| ConfigError::Config {
             key: key.to_string(),
             reason: "unknown configuration key".into(),
         })?;
@@ -409,37 +422,37 @@ impl BrokerConfig {
 
     /// The Kafka listeners (`listeners`, or one PLAINTEXT listener on
     /// `kafka_addr`), with their protocols and advertised addresses.
-    pub fn kafka_listeners(&self) -> Result<Vec<crate::security::KafkaListener>, Error> {
-        crate::security::listeners::resolve(
+    pub fn kafka_listeners(&self) -> Result<Vec<crate::listeners::KafkaListener>, ConfigError> {
+        crate::listeners::resolve(
             self.raw("listeners"),
             self.raw("advertised.listeners"),
             self.raw("listener.security.protocol.map"),
             self.kafka_addr,
         )
-        .map_err(|reason| Error::Config {
+        .map_err(|reason| ConfigError::Config {
             key: "listeners".into(),
             reason,
         })
     }
 
     /// The TLS settings (`ssl.*`), if a keystore is set.
-    pub fn tls_settings(&self) -> Option<crate::security::tls::TlsSettings> {
+    pub fn tls_settings(&self) -> Option<TlsSettings> {
         let path = |k: &str| {
             let v = self.raw(k);
             (!v.is_empty()).then(|| PathBuf::from(v))
         };
-        Some(crate::security::tls::TlsSettings {
+        Some(TlsSettings {
             keystore: path("ssl.keystore.location")?,
             key: path("ssl.key.location"),
             truststore: path("ssl.truststore.location"),
-            client_auth: crate::security::tls::ClientAuth::from_name(self.raw("ssl.client.auth"))
-                .unwrap_or(crate::security::tls::ClientAuth::None),
+            client_auth: ClientAuth::from_name(self.raw("ssl.client.auth"))
+                .unwrap_or(ClientAuth::None),
             tls12: self
                 .raw("ssl.enabled.protocols")
                 .split(',')
                 .any(|p| p == "TLSv1.2"),
             // Checked when the key is set.
-            principal_rules: crate::security::principal_mapping::PrincipalMapper::parse(
+            principal_rules: crate::principal_mapping::PrincipalMapper::parse(
                 self.raw("ssl.principal.mapping.rules"),
             )
             .unwrap_or_default(),
@@ -451,34 +464,14 @@ impl BrokerConfig {
         self.int("transaction.max.timeout.ms")
     }
 
-    /// `sasl.enabled.mechanisms`.
-    pub fn sasl_mechanisms(&self) -> Vec<crate::security::Mechanism> {
-        self.raw("sasl.enabled.mechanisms")
-            .split(',')
-            .filter_map(crate::security::Mechanism::from_name)
-            .collect()
-    }
-
-    /// The client quotas' sampling window (`quota.window.*`).
-    pub fn quota_window(&self) -> crate::quota::QuotaWindow {
-        crate::quota::QuotaWindow {
-            count: self.int("quota.window.num").max(1) as usize,
-            size: std::time::Duration::from_secs(
-                self.int("quota.window.size.seconds").max(1) as u64
-            ),
-        }
-    }
-
     /// The authorizer's settings, if `authorizer.class.name` is set.
-    pub fn authorizer(&self) -> Option<crate::security::acl::AuthorizerConfig> {
+    pub fn authorizer(&self) -> Option<AuthorizerConfig> {
         if self.raw("authorizer.class.name").is_empty() {
             return None;
         }
-        Some(crate::security::acl::AuthorizerConfig {
-            super_users: crate::security::acl::AuthorizerConfig::parse_super_users(
-                self.raw("super.users"),
-            )
-            .unwrap_or_default(),
+        Some(AuthorizerConfig {
+            super_users: AuthorizerConfig::parse_super_users(self.raw("super.users"))
+                .unwrap_or_default(),
             allow_if_no_acl: self.raw("allow.everyone.if.no.acl.found") == "true",
         })
     }
@@ -562,9 +555,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-fn prefix_config_error(e: Error, path: &Path) -> Error {
+fn prefix_config_error(e: ConfigError, path: &Path) -> ConfigError {
     match e {
-        Error::Config { key, reason } => Error::Config {
+        ConfigError::Config { key, reason } => ConfigError::Config {
             key,
             reason: format!("{reason} (in {})", path.display()),
         },
@@ -576,7 +569,7 @@ fn flatten_toml(
     prefix: &str,
     v: &toml::Value,
     out: &mut Vec<(String, String)>,
-) -> Result<(), Error> {
+) -> Result<(), ConfigError> {
     match v {
         toml::Value::Table(t) => {
             for (k, v) in t {
@@ -605,7 +598,7 @@ fn flatten_toml(
             out.push((prefix.to_string(), b.to_string()));
             Ok(())
         }
-        other => Err(Error::Config {
+        other => Err(ConfigError::Config {
             key: prefix.to_string(),
             reason: format!("unsupported value type {}", other.type_str()),
         }),
@@ -802,7 +795,7 @@ mod tests {
     /// or none (refused).
     #[test]
     fn anonymous_principals_per_front_end() {
-        use crate::security::Principal;
+        use model::Principal;
         let mut c = cfg();
         assert_eq!(c.pulsar_anonymous_principal(), Some(Principal::anonymous()));
         assert_eq!(c.http_anonymous_principal(), Some(Principal::anonymous()));
@@ -851,7 +844,7 @@ mod tests {
             .unwrap();
         c.apply_assignment("advertised.listeners=").unwrap();
         let l = c.kafka_listeners().unwrap();
-        assert_eq!(l[1].protocol, crate::security::SecurityProtocol::SaslSsl);
+        assert_eq!(l[1].protocol, crate::listeners::SecurityProtocol::SaslSsl);
         assert!(c
             .apply_assignment("listener.security.protocol.map=A:B")
             .is_err());
@@ -859,11 +852,8 @@ mod tests {
         c.apply_assignment("ssl.keystore.location=/k.pem").unwrap();
         c.apply_assignment("ssl.client.auth=REQUIRED").unwrap();
         let t = c.tls_settings().unwrap();
-        assert_eq!(t.client_auth, crate::security::tls::ClientAuth::Required);
+        assert_eq!(t.client_auth, ClientAuth::Required);
         assert!(t.tls12);
-        assert_eq!(c.sasl_mechanisms().len(), 2);
-        c.apply_assignment("sasl.enabled.mechanisms=plain").unwrap();
-        assert_eq!(c.sasl_mechanisms(), vec![crate::security::Mechanism::Plain]);
         assert!(c
             .apply_assignment("sasl.enabled.mechanisms=GSSAPI")
             .is_err());

@@ -247,11 +247,11 @@ impl ValueKind {
                 Ok(v.to_string())
             }
             ValueKind::Listeners => {
-                crate::security::listeners::parse_listener_list(v)?;
+                crate::listeners::parse_listener_list(v)?;
                 Ok(v.to_string())
             }
             ValueKind::ProtocolMap => {
-                crate::security::listeners::parse_protocol_map(v)?;
+                crate::listeners::parse_protocol_map(v)?;
                 Ok(v.to_string())
             }
             ValueKind::Text | ValueKind::Password => Ok(v.to_string()),
@@ -276,7 +276,7 @@ impl ValueKind {
                 }
             }
             ValueKind::PrincipalRules => {
-                crate::security::principal_mapping::PrincipalMapper::parse(v)?;
+                crate::principal_mapping::PrincipalMapper::parse(v)?;
                 Ok(v.to_string())
             }
             ValueKind::Principal => {
@@ -287,7 +287,7 @@ impl ValueKind {
                 Ok(v.to_string())
             }
             ValueKind::Principals => {
-                let users = crate::security::acl::AuthorizerConfig::parse_super_users(v)?;
+                let users = crate::AuthorizerConfig::parse_super_users(v)?;
                 Ok(users.into_iter().collect::<Vec<_>>().join(";"))
             }
             ValueKind::Voters => {
@@ -322,9 +322,9 @@ fn java_double(n: f64) -> String {
 
 /// Parses a single principal, `User:name` (the only type principals have
 /// here).
-pub fn parse_user_principal(v: &str) -> Result<crate::security::Principal, String> {
+pub fn parse_user_principal(v: &str) -> Result<model::Principal, String> {
     match v.trim().split_once(':') {
-        Some(("User", name)) if !name.is_empty() => Ok(crate::security::Principal::user(name)),
+        Some(("User", name)) if !name.is_empty() => Ok(model::Principal::user(name)),
         _ => Err(format!(
             "invalid principal {v:?}: expected User:name, e.g. User:guest"
         )),
@@ -633,10 +633,9 @@ mod readme {
         let actual = std::fs::read_to_string(EXAMPLE_PATH).unwrap();
         assert_eq!(
             actual, expected,
-            "config/magnetar.example.toml is out of date: run MAGNETAR_BLESS=1 cargo test -p broker example_config"
+            "config/magnetar.example.toml is out of date: run MAGNETAR_BLESS=1 cargo test -p magnetar-config example_config"
         );
-        let mut config =
-            crate::config::BrokerConfig::new("/tmp/x", "127.0.0.1:9092".parse().unwrap());
+        let mut config = crate::BrokerConfig::new("/tmp/x", "127.0.0.1:9092".parse().unwrap());
         config
             .apply_toml_file(std::path::Path::new(EXAMPLE_PATH))
             .unwrap();
@@ -654,7 +653,7 @@ mod readme {
     /// topic keys declared `not_enforced`.
     #[test]
     fn the_readme_lists_the_keys_not_enforced() {
-        let readme = include_str!("../../../../README.md");
+        let readme = include_str!("../../../README.md");
         let start = readme
             .find("**Accepted but not enforced**")
             .expect("README has the list");
@@ -683,7 +682,7 @@ mod readme {
     /// names exactly those of `accepted_keys.rs`, each marked with why.
     #[test]
     fn the_readme_lists_the_broker_keys_not_enforced() {
-        let readme = include_str!("../../../../README.md");
+        let readme = include_str!("../../../README.md");
         let start = readme
             .find("**Kafka broker keys accepted, not enforced**")
             .expect("README has the list");
@@ -710,7 +709,7 @@ mod readme {
     /// be documented there.
     #[test]
     fn every_key_is_documented_in_the_readme() {
-        let readme = include_str!("../../../../README.md");
+        let readme = include_str!("../../../README.md");
         for k in broker_keys().chain(TOPIC_KEYS) {
             assert!(
                 readme.contains(&format!("`{}`", k.name)),
