@@ -1,6 +1,7 @@
 //! The protocol-independent broker: topic lifecycle, auto-creation policy,
 //! partition lookup, producer ids and background maintenance.
 
+pub use magnetar_metadata::topic_control::{NewTopic, MAX_PARTITIONS_PER_TOPIC};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -9,7 +10,7 @@ use parking_lot::{Mutex, RwLock};
 use storage::{LogManager, LogSpec};
 use tracing::{info, warn};
 
-use crate::config::{BrokerConfig, TopicConfig, TopicKind};
+use crate::config::BrokerConfig;
 use crate::group::coordinator::GroupCoordinator;
 use crate::group::store::{GroupLog, OFFSETS_TOPIC};
 use crate::lifecycle::{into_partitions, partition_specs, topic_from};
@@ -18,11 +19,6 @@ use crate::metadata_store::{MetadataStore, TopicRecord};
 use crate::tenancy::Tenants;
 use crate::topic::{Partition, Topic};
 use crate::Error;
-
-/// Most partitions one topic may have. Like Kafka's cap on the records one
-/// admin operation may create, it keeps a single request from exhausting
-/// memory or file descriptors.
-pub const MAX_PARTITIONS_PER_TOPIC: i32 = 10_000;
 
 /// How producer ids are reserved: the limit on disk moves ahead in blocks so
 /// ids are never reused across restarts without a write per id.
@@ -35,24 +31,6 @@ pub struct Endpoint {
     pub host: String,
     /// TCP port.
     pub port: u16,
-}
-
-/// A request to create a topic.
-#[derive(Debug, Clone)]
-pub struct NewTopic {
-    /// Name (validated).
-    pub name: TopicName,
-    /// Partition count; `None` = `num.partitions`.
-    pub partitions: Option<i32>,
-    /// Replication factor; `None` = the default (1 on a single node).
-    pub replication_factor: Option<i16>,
-    /// Partitioned or not.
-    pub kind: TopicKind,
-    /// Overrides.
-    pub config: TopicConfig,
-    /// A manual placement: each partition's replicas, preferred leader
-    /// first (empty: placed by the controller).
-    pub assignments: Vec<Vec<crate::metadata_records::NodeId>>,
 }
 
 #[derive(Default)]

@@ -238,3 +238,25 @@ impl From<magnetar_config::ConfigError> for Error {
         }
     }
 }
+
+impl From<magnetar_metadata::MetadataError> for Error {
+    fn from(e: magnetar_metadata::MetadataError) -> Error {
+        use magnetar_metadata::MetadataError as M;
+        match e {
+            M::Config(e) => e.into(),
+            M::InvalidTopic(e) => Error::InvalidTopic(e),
+            M::UnknownTopic(t) => Error::UnknownTopic(t),
+            M::UnknownTopicId(id) => Error::UnknownTopicId(id),
+            M::TopicExists(t) => Error::TopicExists(t),
+            M::InvalidPartitions(r) => Error::InvalidPartitions(r),
+            M::InvalidReplicationFactor(r) => Error::InvalidReplicationFactor(r),
+            M::InvalidReplicaAssignment(r) => Error::InvalidReplicaAssignment(r),
+            M::InvalidRequest(r) => Error::InvalidRequest(r),
+            M::MetadataIo { path, source } => Error::MetadataIo { path, source },
+            M::MetadataConflict(r) => Error::MetadataConflict(r),
+            M::NamespaceNotFound(n) => Error::NamespaceNotFound(n),
+            M::InvalidPolicy(r) => Error::InvalidPolicy(r),
+            M::MetadataCorrupt { path, reason } => Error::MetadataCorrupt { path, reason },
+        }
+    }
+}

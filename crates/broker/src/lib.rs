@@ -13,6 +13,10 @@ mod broker_config_tests;
 pub mod cluster;
 mod codec;
 pub use magnetar_config as config;
+pub use magnetar_metadata::{
+    delta as metadata_delta, image as metadata_store, machine as metadata_machine, placement,
+    reconcile, records as metadata_records, registry, topic_control,
+};
 mod core;
 mod error;
 pub mod group;
@@ -20,16 +24,9 @@ mod lifecycle;
 pub mod limits;
 pub mod log_limit;
 pub mod maintenance;
-pub mod metadata_delta;
-pub mod metadata_machine;
-pub mod metadata_records;
-pub mod metadata_store;
 pub mod metrics;
 pub mod net;
-pub mod placement;
 pub mod quota;
-pub mod reconcile;
-pub mod registry;
 pub mod schema;
 pub mod security;
 pub mod sequences;
@@ -38,7 +35,6 @@ pub mod tenancy;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod topic;
-pub mod topic_control;
 pub mod traffic;
 pub mod txn;
 #[cfg(test)]

@@ -223,7 +223,10 @@ fn retention_rules_and_mapping_follow_upstream() {
         retention(1, i64::MAX),
     ] {
         assert!(
-            matches!(bad.validate(), Err(Error::InvalidPolicy(_))),
+            matches!(
+                bad.validate(),
+                Err(magnetar_metadata::MetadataError::InvalidPolicy(_))
+            ),
             "{bad:?}"
         );
     }

@@ -12,7 +12,7 @@ mod topic_name;
 
 pub use principal::Principal;
 pub use pulsar_name::{Namespace, PulsarTopic};
-pub use topic_name::{is_internal_topic, TopicName, INTERNAL_TOPICS};
+pub use topic_name::{is_internal_topic, TopicName, INTERNAL_TOPICS, OFFSETS_TOPIC};
 
 /// Errors raised when constructing a domain value from untrusted input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -5,6 +5,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Error;
 
+/// The consumer groups' offsets and state: Kafka's internal topic.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
 /// The broker's internal topics, as in Kafka (`Topic.INTERNAL_TOPICS`).
 /// Other names starting with `__` are ordinary topics.
 pub const INTERNAL_TOPICS: &[&str] = &[

@@ -19,7 +19,7 @@ use storage::{AppendOutcome, BatchBuilder, BatchHeader, Compression};
 use crate::{now_ms, Error, Partition};
 
 /// The internal topic's name.
-pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+pub use model::OFFSETS_TOPIC;
 
 /// The internal topic's metadata as node `node` keeps it, with id `id`:
 /// one partition, never expired by time or size (the coordinator compacts

@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use model::{TopicId, TopicName};
 use serde::{Deserialize, Serialize};
 
-use crate::config::TopicConfig;
-use crate::metadata_store::{BrokerRegistration, Metadata, TenantRecord, TopicRecord};
-use crate::Error;
+use crate::image::{BrokerRegistration, Metadata, TenantRecord, TopicRecord};
+use crate::MetadataError as Error;
+use magnetar_config::TopicConfig;
 
 /// A broker's node id.
 pub type NodeId = i32;
@@ -139,27 +139,27 @@ pub enum MetadataRecord {
         /// The user.
         user: String,
         /// The mechanism.
-        mechanism: crate::security::ScramMechanism,
+        mechanism: crate::credentials::ScramMechanism,
         /// The salted credential.
-        credential: crate::security::ScramCredential,
+        credential: crate::credentials::ScramCredential,
     },
     /// A user's SCRAM credential for one mechanism was removed.
     ScramCredentialDeleted {
         /// The user.
         user: String,
         /// The mechanism.
-        mechanism: crate::security::ScramMechanism,
+        mechanism: crate::credentials::ScramMechanism,
     },
     /// An ACL was created (creating one that exists changes nothing).
     AclCreated {
         /// The ACL.
-        binding: crate::security::acl::AclBinding,
+        binding: crate::acl::AclBinding,
     },
     /// An ACL was deleted (deleting one that is gone changes nothing: two
     /// DeleteAcls may select the same ACL).
     AclDeleted {
         /// The ACL.
-        binding: crate::security::acl::AclBinding,
+        binding: crate::acl::AclBinding,
     },
     /// A client quota was set (`value`) or removed (`None`).
     ClientQuotaSet {

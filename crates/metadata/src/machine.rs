@@ -17,8 +17,8 @@ use serde::de::{self, Deserializer};
 use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 
-use crate::metadata_records::{apply_all, MetadataRecord};
-use crate::metadata_store::Metadata;
+use crate::image::Metadata;
+use crate::records::{apply_all, MetadataRecord};
 
 /// The records of one controller decision, one Raft log entry.
 ///
@@ -138,9 +138,9 @@ mod tests {
     use model::{TopicId, TopicName};
 
     use super::*;
-    use crate::config::{TopicConfig, TopicKind};
-    use crate::metadata_records::PartitionState;
-    use crate::metadata_store::TopicRecord;
+    use crate::image::TopicRecord;
+    use crate::records::PartitionState;
+    use magnetar_config::{TopicConfig, TopicKind};
 
     fn created(name: &str, partitions: i32) -> MetadataRecord {
         MetadataRecord::TopicCreated {

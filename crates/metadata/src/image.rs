@@ -16,9 +16,9 @@ use std::path::Path;
 use model::{TopicId, TopicName};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{TopicConfig, TopicKind};
-use crate::metadata_records::PartitionState;
-use crate::Error;
+use crate::records::PartitionState;
+use crate::MetadataError as Error;
+use magnetar_config::{TopicConfig, TopicKind};
 
 /// File name inside the data directory.
 pub const FILE_NAME: &str = "cluster-metadata.json";
@@ -91,7 +91,7 @@ pub struct Metadata {
     /// Broker keys changed at runtime for one broker, by node; they
     /// override the cluster-wide defaults on that broker only.
     #[serde(default)]
-    pub node_configs: BTreeMap<crate::metadata_records::NodeId, BTreeMap<String, String>>,
+    pub node_configs: BTreeMap<crate::records::NodeId, BTreeMap<String, String>>,
     /// Tenants by name (files written before tenants existed have none;
     /// `public` and `public/default` are added when a file is opened).
     #[serde(default)]
@@ -99,7 +99,7 @@ pub struct Metadata {
     /// The brokers registered with the controller, by node id (a single
     /// node's file has none: it is its own only broker).
     #[serde(default)]
-    pub brokers: BTreeMap<crate::metadata_records::NodeId, BrokerRegistration>,
+    pub brokers: BTreeMap<crate::records::NodeId, BrokerRegistration>,
     /// The last broker epoch handed out: every registration gets a higher
     /// one, also after a broker unregistered (as Kafka's epochs, which are
     /// record offsets, always rise), so an old process's epoch never
@@ -109,17 +109,17 @@ pub struct Metadata {
     /// The group and transaction coordinators by slot (empty until
     /// placed; a file written before the quorum of one has none).
     #[serde(default)]
-    pub coordinators: Vec<crate::metadata_records::NodeId>,
+    pub coordinators: Vec<crate::records::NodeId>,
     /// SCRAM credentials by user and mechanism (salted: no password is
     /// stored).
     #[serde(default)]
     pub scram_credentials: BTreeMap<
         String,
-        BTreeMap<crate::security::ScramMechanism, crate::security::ScramCredential>,
+        BTreeMap<crate::credentials::ScramMechanism, crate::credentials::ScramCredential>,
     >,
     /// The ACLs (CreateAcls/DeleteAcls).
     #[serde(default)]
-    pub acls: std::collections::BTreeSet<crate::security::acl::AclBinding>,
+    pub acls: std::collections::BTreeSet<crate::acl::AclBinding>,
     /// Client quotas by entity (AlterClientQuotas).
     #[serde(default, with = "crate::quota::serde_quotas")]
     pub client_quotas: crate::quota::Quotas,
@@ -165,9 +165,9 @@ impl Metadata {
     /// the cluster-wide defaults, then its own.
     pub fn dynamic_config(
         &self,
-        static_config: &crate::config::BrokerConfig,
-        node: crate::metadata_records::NodeId,
-    ) -> crate::config::BrokerConfig {
+        static_config: &magnetar_config::BrokerConfig,
+        node: crate::records::NodeId,
+    ) -> magnetar_config::BrokerConfig {
         let none = BTreeMap::new();
         let own = self.node_configs.get(&node).unwrap_or(&none);
         static_config.with_dynamic(&self.broker_configs, own)
@@ -217,7 +217,7 @@ impl MetadataStore {
     /// quorum imports.
     pub fn read_file(
         data_dir: &Path,
-        node: crate::metadata_records::NodeId,
+        node: crate::records::NodeId,
     ) -> Result<Option<Metadata>, Error> {
         let path = data_dir.join(FILE_NAME);
         let bytes = match fs::read(&path) {
@@ -233,7 +233,7 @@ impl MetadataStore {
     pub fn parse_file(
         path: &Path,
         bytes: &[u8],
-        node: crate::metadata_records::NodeId,
+        node: crate::records::NodeId,
     ) -> Result<Metadata, Error> {
         let mut data = parse(path, bytes, node)?;
         for rec in data.topics.values_mut() {
@@ -250,11 +250,7 @@ impl MetadataStore {
 /// The file's content, upgraded from version 1: its dynamic broker keys
 /// were the node's own, so they stay `node`'s rather than becoming
 /// cluster-wide defaults that the node's resource could not remove.
-fn parse(
-    path: &Path,
-    bytes: &[u8],
-    node: crate::metadata_records::NodeId,
-) -> Result<Metadata, Error> {
+fn parse(path: &Path, bytes: &[u8], node: crate::records::NodeId) -> Result<Metadata, Error> {
     let mut data: Metadata = serde_json::from_slice(bytes).map_err(|e| Error::MetadataCorrupt {
         path: path.to_path_buf(),
         reason: e.to_string(),
@@ -292,7 +288,7 @@ fn add_default_namespace(tenants: &mut BTreeMap<String, TenantRecord>) {
 }
 
 /// A Kafka-style cluster id: 16 random bytes, URL-safe base64 without padding.
-pub(crate) fn new_cluster_id() -> String {
+pub fn new_cluster_id() -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let bytes = uuid::Uuid::new_v4().into_bytes();
     let mut out = String::with_capacity(22);

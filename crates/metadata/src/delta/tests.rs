@@ -6,9 +6,9 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::config::{TopicConfig, TopicKind};
-use crate::metadata_records::{apply, MetadataRecord, PartitionState};
-use crate::metadata_store::TopicRecord;
+use crate::image::TopicRecord;
+use crate::records::{apply, MetadataRecord, PartitionState};
+use magnetar_config::{TopicConfig, TopicKind};
 
 fn topic(name: &str, nodes: &[NodeId]) -> TopicRecord {
     TopicRecord {

@@ -9,7 +9,7 @@
 //! Pure: the controller side of topic creation calls it with the brokers it
 //! knows are alive (a standalone node's quorum of one: itself).
 
-use crate::metadata_records::{NodeId, PartitionState};
+use crate::records::{NodeId, PartitionState};
 
 /// Why partitions could not be placed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,8 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::metadata_records::{MetadataRecord, NodeId};
-use crate::metadata_store::{BrokerRegistration, Metadata};
+use crate::image::{BrokerRegistration, Metadata};
+use crate::records::{MetadataRecord, NodeId};
 
 /// Kafka's `broker.session.timeout.ms` default.
 pub const DEFAULT_SESSION_TIMEOUT_MS: u64 = 9_000;
@@ -332,7 +332,7 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metadata_records::apply;
+    use crate::records::apply;
 
     fn commit(m: &mut Metadata, records: &[MetadataRecord]) {
         for r in records {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::*;
-use crate::config::TopicKind;
+use magnetar_config::TopicKind;
 
 fn topic(name: &str, partitions: i32) -> TopicRecord {
     TopicRecord {

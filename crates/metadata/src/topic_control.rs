@@ -4,18 +4,41 @@
 //! change, or the error the client gets. Pure: the caller commits the
 //! records through the controller quorum and each broker then applies
 //! them (see
-//! [`crate::metadata_delta`]).
+//! [`crate::delta`]).
 
 use model::pulsar_name::Namespace;
 use model::{TopicId, TopicName};
 
-use crate::config::{BrokerConfig, TopicKind};
-use crate::core::{NewTopic, MAX_PARTITIONS_PER_TOPIC};
-use crate::group::store::OFFSETS_TOPIC;
-use crate::metadata_records::{MetadataRecord, NodeId, PartitionState};
-use crate::metadata_store::{Metadata, TopicRecord};
+use crate::image::{Metadata, TopicRecord};
 use crate::placement;
-use crate::{tenancy, Error};
+use crate::records::{MetadataRecord, NodeId, PartitionState};
+use crate::tenancy;
+use crate::MetadataError as Error;
+use magnetar_config::{BrokerConfig, TopicConfig, TopicKind};
+use model::OFFSETS_TOPIC;
+
+/// Most partitions one topic may have. Like Kafka's cap on the records one
+/// admin operation may create, it keeps a single request from exhausting
+/// memory or file descriptors.
+pub const MAX_PARTITIONS_PER_TOPIC: i32 = 10_000;
+
+/// A request to create a topic.
+#[derive(Debug, Clone)]
+pub struct NewTopic {
+    /// Name (validated).
+    pub name: TopicName,
+    /// Partition count; `None` = `num.partitions`.
+    pub partitions: Option<i32>,
+    /// Replication factor; `None` = the default (1 on a single node).
+    pub replication_factor: Option<i16>,
+    /// Partitioned or not.
+    pub kind: TopicKind,
+    /// Overrides.
+    pub config: TopicConfig,
+    /// A manual placement: each partition's replicas, preferred leader
+    /// first (empty: placed by the controller).
+    pub assignments: Vec<Vec<crate::records::NodeId>>,
+}
 
 /// Who the new partitions may be placed on, and how the stripe starts.
 #[derive(Debug, Clone, Copy)]
@@ -231,8 +254,8 @@ pub fn delete_topic(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::TopicConfig;
-    use crate::metadata_records::apply;
+    use crate::records::apply;
+    use magnetar_config::TopicConfig;
 
     fn req(name: &str, partitions: Option<i32>, rf: Option<i16>) -> NewTopic {
         NewTopic {

@@ -18,8 +18,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use model::{PartitionId, TopicId, TopicName, TopicPartition};
 
-use crate::metadata_records::{NodeId, PartitionState};
-use crate::metadata_store::Metadata;
+use crate::image::Metadata;
+use crate::records::{NodeId, PartitionState};
 
 /// A partition and the id of the topic it belongs to.
 pub type Hosted = BTreeMap<TopicPartition, TopicId>;
