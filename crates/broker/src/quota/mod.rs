@@ -1,13 +1,9 @@
-//! Client quotas on the broker: the sensors that measure each client
-//! (`sensor`), the manager that throttles them (`manager`) and the quota
-//! admin operations (`ops`). The quota entities and values are metadata
-//! records (`magnetar_metadata::quota`), re-exported here.
+//! Client quotas on the broker: the quota admin operations (`ops`). The
+//! quota records, sensors and the manager that throttles clients are
+//! `magnetar_security::quota`, re-exported here.
 
-pub mod manager;
 pub mod ops;
-pub mod sensor;
 
-pub use magnetar_metadata::quota::*;
+pub use magnetar_security::quota::*;
 
-pub use manager::{QuotaManager, QuotaWindow};
 pub use ops::QuotaAlteration;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use super::{AclBinding, Operation, PatternType, Permission, ResourceType, WILDCARD};
-use crate::security::Principal;
+use crate::Principal;
 pub use magnetar_config::AuthorizerConfig;
 
 #[derive(Debug, Clone)]

@@ -29,7 +29,7 @@ pub struct QuotaWindow {
 
 impl QuotaWindow {
     /// The window `quota.window.num` and `quota.window.size.seconds` set.
-    pub fn from_config(config: &crate::config::BrokerConfig) -> QuotaWindow {
+    pub fn from_config(config: &magnetar_config::BrokerConfig) -> QuotaWindow {
         QuotaWindow {
             count: config.int_value("quota.window.num").max(1) as usize,
             size: Duration::from_secs(config.int_value("quota.window.size.seconds").max(1) as u64),

@@ -79,7 +79,7 @@ pub fn authenticate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::security::token::TokenSettings;
+    use crate::token::TokenSettings;
     use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 
     const SECRET: &[u8] = b"an OAUTHBEARER test secret, 32b.";
