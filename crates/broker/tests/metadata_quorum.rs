@@ -8,15 +8,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use broker::config::{TopicConfig, TopicKind};
-use broker::metadata_machine::{MetadataBatch, MetadataMachine};
-use broker::metadata_records::{MetadataRecord, PartitionState};
-use broker::metadata_store::TopicRecord;
 use controller::transport::{Listener, TcpListener, TcpTransport};
 use controller::{
     ClientOptions, Controller, ControllerClient, ControllerConfig, Fetched, ServerState,
     StateMachine, Voters,
 };
+use magnetar_broker::config::{TopicConfig, TopicKind};
+use magnetar_broker::metadata_machine::{MetadataBatch, MetadataMachine};
+use magnetar_broker::metadata_records::{MetadataRecord, PartitionState};
+use magnetar_broker::metadata_store::TopicRecord;
 use model::{TopicId, TopicName};
 use tokio::time::Instant;
 

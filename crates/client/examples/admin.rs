@@ -2,13 +2,13 @@
 //! coordinators and lists what the cluster holds.
 //!
 //! ```sh
-//! cargo run -p client --example admin -- 127.0.0.1:9092
+//! cargo run -p magnetar-client --example admin -- 127.0.0.1:9092
 //! ```
 
-use client::{Admin, AlterConfigOp, ClientConfig, ConfigResource, Error, NewTopic};
+use magnetar_client::{Admin, AlterConfigOp, ClientConfig, ConfigResource, Error, NewTopic};
 
 #[tokio::main]
-async fn main() -> client::Result<()> {
+async fn main() -> magnetar_client::Result<()> {
     let bootstrap = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:9092".into());
@@ -28,7 +28,7 @@ async fn main() -> client::Result<()> {
         .await
     {
         Ok(t) => println!("created admin-example, id {:?}", t.id),
-        Err(e) if e.kafka_error() == Some(client::ResponseError::TopicAlreadyExists) => {
+        Err(e) if e.kafka_error() == Some(magnetar_client::ResponseError::TopicAlreadyExists) => {
             println!("admin-example exists")
         }
         Err(e) => return Err(e),

@@ -3,12 +3,12 @@
 //! 1000 messages.
 //!
 //! ```sh
-//! cargo run -p client --example consume -- 127.0.0.1:9092 my-group my-topic
-//! cargo run -p client --example consume -- 127.0.0.1:9092 my-group '~orders-.*'
+//! cargo run -p magnetar-client --example consume -- 127.0.0.1:9092 my-group my-topic
+//! cargo run -p magnetar-client --example consume -- 127.0.0.1:9092 my-group '~orders-.*'
 //! ```
 
-use client::{AutoOffsetReset, Consumer, RebalanceListener, TopicPartition};
 use futures::StreamExt;
+use magnetar_client::{AutoOffsetReset, Consumer, RebalanceListener, TopicPartition};
 
 /// Prints assignment changes.
 struct Print;
@@ -23,7 +23,7 @@ impl RebalanceListener for Print {
 }
 
 #[tokio::main]
-async fn main() -> client::Result<()> {
+async fn main() -> magnetar_client::Result<()> {
     let mut args = std::env::args().skip(1);
     let bootstrap = args.next().unwrap_or_else(|| "127.0.0.1:9092".into());
     let group = args.next().unwrap_or_else(|| "example-group".into());

@@ -1,15 +1,15 @@
 //! Produces records and reports throughput.
 //!
 //! ```sh
-//! cargo run --release -p client --example produce -- 127.0.0.1:9092 my-topic 100000 lz4
+//! cargo run --release -p magnetar-client --example produce -- 127.0.0.1:9092 my-topic 100000 lz4
 //! ```
 
 use std::time::Instant;
 
-use client::{Compression, Producer, ProducerRecord};
+use magnetar_client::{Compression, Producer, ProducerRecord};
 
 #[tokio::main]
-async fn main() -> client::Result<()> {
+async fn main() -> magnetar_client::Result<()> {
     let mut args = std::env::args().skip(1);
     let bootstrap = args.next().unwrap_or_else(|| "127.0.0.1:9092".into());
     let topic = args.next().unwrap_or_else(|| "example".into());

@@ -3,17 +3,17 @@
 //! seconds.
 //!
 //! ```sh
-//! cargo run -p client --example reader -- 127.0.0.1:9092 my-topic earliest
-//! cargo run -p client --example reader -- 127.0.0.1:9092 my-topic 0:100     # partition 0 from offset 100
-//! cargo run -p client --example reader -- 127.0.0.1:9092 my-topic @1700000000000
+//! cargo run -p magnetar-client --example reader -- 127.0.0.1:9092 my-topic earliest
+//! cargo run -p magnetar-client --example reader -- 127.0.0.1:9092 my-topic 0:100     # partition 0 from offset 100
+//! cargo run -p magnetar-client --example reader -- 127.0.0.1:9092 my-topic @1700000000000
 //! ```
 
 use std::time::Duration;
 
-use client::{Reader, StartPosition};
+use magnetar_client::{Reader, StartPosition};
 
-fn parse_start(s: &str) -> client::Result<StartPosition> {
-    let bad = || client::Error::InvalidArgument(format!("start {s:?}"));
+fn parse_start(s: &str) -> magnetar_client::Result<StartPosition> {
+    let bad = || magnetar_client::Error::InvalidArgument(format!("start {s:?}"));
     Ok(match s {
         "earliest" => StartPosition::Earliest,
         "latest" => StartPosition::Latest,
@@ -26,7 +26,7 @@ fn parse_start(s: &str) -> client::Result<StartPosition> {
 }
 
 #[tokio::main]
-async fn main() -> client::Result<()> {
+async fn main() -> magnetar_client::Result<()> {
     let mut args = std::env::args().skip(1);
     let bootstrap = args.next().unwrap_or_else(|| "127.0.0.1:9092".into());
     let topic = args.next().unwrap_or_else(|| "example".into());

@@ -20,7 +20,7 @@ use crate::security::{self, SecurityConfig};
 ///
 /// ```
 /// use std::time::Duration;
-/// let cfg = client::ClientConfig::new(["127.0.0.1:9092"])
+/// let cfg = magnetar_client::ClientConfig::new(["127.0.0.1:9092"])
 ///     .client_id("my-app")
 ///     .request_timeout(Duration::from_secs(10));
 /// assert_eq!(cfg.bootstrap_servers(), ["127.0.0.1:9092"]);
@@ -131,7 +131,7 @@ struct SlotState {
 /// pool everything else (metadata, produce, admin) uses.
 ///
 /// ```no_run
-/// # async fn f(client: client::Client) -> client::Result<()> {
+/// # async fn f(client: magnetar_client::Client) -> magnetar_client::Result<()> {
 /// let lane = client.new_lane();
 /// let conn = client.connection_to_lane("127.0.0.1:9092", lane).await?;
 /// assert!(!conn.is_closed());
@@ -169,8 +169,8 @@ struct Inner {
 /// demand.
 ///
 /// ```no_run
-/// # async fn f() -> client::Result<()> {
-/// let client = client::Client::connect(client::ClientConfig::new(["127.0.0.1:9092"])).await?;
+/// # async fn f() -> magnetar_client::Result<()> {
+/// let client = magnetar_client::Client::connect(magnetar_client::ClientConfig::new(["127.0.0.1:9092"])).await?;
 /// let md = client.refresh_metadata(&["orders"]).await?;
 /// println!("leader of orders/0: {:?}", md.leader("orders", 0));
 /// # Ok(()) }

@@ -180,9 +180,9 @@ impl Drop for Inner {
 /// sides support.
 ///
 /// ```no_run
-/// # async fn f() -> client::Result<()> {
+/// # async fn f() -> magnetar_client::Result<()> {
 /// use kafka_protocol::messages::MetadataRequest;
-/// let client = client::Client::connect(client::ClientConfig::new(["127.0.0.1:9092"])).await?;
+/// let client = magnetar_client::Client::connect(magnetar_client::ClientConfig::new(["127.0.0.1:9092"])).await?;
 /// let conn = client.any_connection().await?;
 /// let v = conn.versions().pick::<MetadataRequest>()?;
 /// let metadata = conn.send(v, &MetadataRequest::default())?.await?;

@@ -9,7 +9,7 @@ use kafka_protocol::ResponseError;
 /// this client are kept as [`ResponseError::Unknown`].
 ///
 /// ```
-/// use client::{BrokerError, ResponseError};
+/// use magnetar_client::{BrokerError, ResponseError};
 /// let e = BrokerError::from_code(3, None).unwrap();
 /// assert_eq!(e.kind(), ResponseError::UnknownTopicOrPartition);
 /// assert_eq!(e.code(), 3);
@@ -68,7 +68,7 @@ impl std::error::Error for BrokerError {
 /// [`Error::Broker`]; client-side failures have their own variants.
 ///
 /// ```
-/// use client::{Error, ResponseError};
+/// use magnetar_client::{Error, ResponseError};
 /// let e = Error::from_code(6, None).unwrap(); // NOT_LEADER_OR_FOLLOWER
 /// assert!(e.is_retriable());
 /// assert_eq!(e.kafka_error(), Some(ResponseError::NotLeaderOrFollower));
@@ -155,7 +155,7 @@ pub enum Error {
 /// `Result` with this crate's [`Error`].
 ///
 /// ```
-/// fn parse(s: &str) -> client::Result<client::Compression> { s.parse() }
+/// fn parse(s: &str) -> magnetar_client::Result<magnetar_client::Compression> { s.parse() }
 /// assert!(parse("gzip").is_ok());
 /// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -18,8 +18,8 @@
 //!   KIP-368 re-authentication, for every connection a [`Client`] opens.
 //!
 //! ```no_run
-//! # async fn f() -> client::Result<()> {
-//! use client::{Admin, ClientConfig, NewTopic, Producer, ProducerRecord};
+//! # async fn f() -> magnetar_client::Result<()> {
+//! use magnetar_client::{Admin, ClientConfig, NewTopic, Producer, ProducerRecord};
 //! let admin = Admin::connect(ClientConfig::new(["127.0.0.1:9092"])).await?;
 //! admin.create_topics(&[NewTopic::new("events", 3)], false).await?;
 //! let producer = Producer::builder().client(admin.client().clone()).build().await?;

@@ -13,9 +13,9 @@ use crate::error::Error;
 /// A partition of a topic.
 ///
 /// ```
-/// let tp = client::TopicPartition::new("orders", 3);
+/// let tp = magnetar_client::TopicPartition::new("orders", 3);
 /// assert_eq!(tp.to_string(), "orders-3");
-/// assert_eq!("orders-3".parse::<client::TopicPartition>().unwrap(), tp);
+/// assert_eq!("orders-3".parse::<magnetar_client::TopicPartition>().unwrap(), tp);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopicPartition {
@@ -61,9 +61,9 @@ impl std::str::FromStr for TopicPartition {
 /// a later one (after retention removed the earlier ones).
 ///
 /// ```
-/// let id = client::MessageId { partition: 2, offset: 41 };
+/// let id = magnetar_client::MessageId { partition: 2, offset: 41 };
 /// assert_eq!(id.to_string(), "2:41");
-/// assert!(id < client::MessageId { partition: 2, offset: 42 });
+/// assert!(id < magnetar_client::MessageId { partition: 2, offset: 42 });
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MessageId {
@@ -83,7 +83,7 @@ impl std::fmt::Display for MessageId {
 /// key).
 ///
 /// ```no_run
-/// # fn f(m: &client::Message) {
+/// # fn f(m: &magnetar_client::Message) {
 /// if let Some(Some(source)) = m.headers().get("source") {
 ///     println!("from {}", String::from_utf8_lossy(source));
 /// }
@@ -127,8 +127,8 @@ impl Headers {
 /// message of the topic.
 ///
 /// ```no_run
-/// # async fn f(mut consumer: client::Consumer) -> client::Result<()> {
-/// let m: client::Message = consumer.recv().await?;
+/// # async fn f(mut consumer: magnetar_client::Consumer) -> magnetar_client::Result<()> {
+/// let m: magnetar_client::Message = consumer.recv().await?;
 /// println!(
 ///     "{}/{}@{} key={:?} value={:?} ts={}",
 ///     m.topic(), m.partition(), m.offset(), m.key(), m.value(), m.timestamp()

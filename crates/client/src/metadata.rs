@@ -10,7 +10,7 @@ use crate::error::{BrokerError, Error};
 /// A broker's node id.
 ///
 /// ```
-/// let n = client::NodeId(1);
+/// let n = magnetar_client::NodeId(1);
 /// assert_eq!(n.to_string(), "1");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -25,7 +25,7 @@ impl std::fmt::Display for NodeId {
 /// A broker: its id and where to reach it.
 ///
 /// ```
-/// let n = client::Node { id: client::NodeId(1), host: "localhost".into(), port: 9092, rack: None };
+/// let n = magnetar_client::Node { id: magnetar_client::NodeId(1), host: "localhost".into(), port: 9092, rack: None };
 /// assert_eq!(n.addr(), "localhost:9092");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +50,7 @@ impl Node {
 /// One partition of a topic as Metadata reported it.
 ///
 /// ```
-/// # fn f(p: &client::PartitionMetadata) {
+/// # fn f(p: &magnetar_client::PartitionMetadata) {
 /// if let Some(leader) = p.leader { println!("partition {} led by {leader}", p.partition); }
 /// # }
 /// ```
@@ -73,7 +73,7 @@ pub struct PartitionMetadata {
 /// A topic as Metadata reported it.
 ///
 /// ```
-/// # fn f(t: &client::TopicMetadata) {
+/// # fn f(t: &magnetar_client::TopicMetadata) {
 /// println!("{} has {} partitions", t.name, t.partitions.len());
 /// # }
 /// ```
@@ -102,7 +102,7 @@ impl TopicMetadata {
 /// A topic's UUID.
 ///
 /// ```
-/// let id = client::TopicId(uuid::Uuid::nil());
+/// let id = magnetar_client::TopicId(uuid::Uuid::nil());
 /// assert!(id.is_nil());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -124,7 +124,7 @@ impl std::fmt::Display for TopicId {
 /// A snapshot of what the client knows about the cluster.
 ///
 /// ```no_run
-/// # async fn f(client: client::Client) {
+/// # async fn f(client: magnetar_client::Client) {
 /// let md = client.metadata();
 /// for b in md.brokers.values() { println!("{} at {}", b.id, b.addr()); }
 /// # }

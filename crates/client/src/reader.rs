@@ -14,7 +14,7 @@ use crate::message::{Message, MessageId, TopicPartition};
 /// Where a [`Reader`] starts (and where [`Reader::seek`] moves it).
 ///
 /// ```
-/// use client::StartPosition;
+/// use magnetar_client::StartPosition;
 /// let from_offset = StartPosition::Offset(0, 42);
 /// let from_time = StartPosition::Timestamp(1_700_000_000_000);
 /// assert_ne!(from_offset, from_time);
@@ -45,8 +45,8 @@ pub enum StartPosition {
 /// Builds a [`Reader`].
 ///
 /// ```no_run
-/// # async fn f() -> client::Result<()> {
-/// use client::{Reader, StartPosition};
+/// # async fn f() -> magnetar_client::Result<()> {
+/// use magnetar_client::{Reader, StartPosition};
 /// let mut reader = Reader::builder("events")
 ///     .bootstrap("127.0.0.1:9092")
 ///     .start(StartPosition::Offset(0, 100))
@@ -221,9 +221,9 @@ impl ReaderBuilder {
 ///   partition the order is always by offset.
 ///
 /// ```no_run
-/// # async fn f() -> client::Result<()> {
+/// # async fn f() -> magnetar_client::Result<()> {
 /// use std::time::Duration;
-/// use client::{Reader, StartPosition};
+/// use magnetar_client::{Reader, StartPosition};
 /// let mut reader = Reader::builder("events")
 ///     .bootstrap("127.0.0.1:9092")
 ///     .start(StartPosition::Earliest)

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 /// The version ranges a broker advertised in its ApiVersions response.
 ///
 /// ```
-/// use client::ApiVersions;
+/// use magnetar_client::ApiVersions;
 /// use kafka_protocol::messages::{ApiKey, MetadataRequest};
 /// let v = ApiVersions::from_ranges(&[(ApiKey::Metadata as i16, 0, 3)]);
 /// assert_eq!(v.broker_range(ApiKey::Metadata).map(|r| r.max), Some(3));
@@ -85,7 +85,7 @@ impl ApiVersions {
 ///
 /// ```
 /// use kafka_protocol::messages::ApiKey;
-/// assert_eq!(client::client_range(ApiKey::Produce).max, 12);
+/// assert_eq!(magnetar_client::client_range(ApiKey::Produce).max, 12);
 /// ```
 pub fn client_range(key: ApiKey) -> VersionRange {
     let all = key.valid_versions();

@@ -15,7 +15,7 @@ use crate::metadata::NodeId;
 /// Something that has configs.
 ///
 /// ```
-/// use client::ConfigResource;
+/// use magnetar_client::ConfigResource;
 /// let t = ConfigResource::Topic("orders".into());
 /// let b = ConfigResource::Broker(1);
 /// assert_ne!(t, b);
@@ -45,8 +45,8 @@ impl ConfigResource {
 /// One config value as DescribeConfigs reported it.
 ///
 /// ```no_run
-/// # async fn f(admin: client::Admin) -> client::Result<()> {
-/// let res = admin.describe_configs(&[client::ConfigResource::Topic("t".into())]).await?;
+/// # async fn f(admin: magnetar_client::Admin) -> magnetar_client::Result<()> {
+/// let res = admin.describe_configs(&[magnetar_client::ConfigResource::Topic("t".into())]).await?;
 /// for (_, entries) in res {
 ///     for e in entries? { println!("{} = {:?} (default: {})", e.name, e.value, e.is_default()); }
 /// }
@@ -78,7 +78,7 @@ impl ConfigEntry {
 /// One change for IncrementalAlterConfigs.
 ///
 /// ```
-/// use client::AlterConfigOp;
+/// use magnetar_client::AlterConfigOp;
 /// let ops = vec![AlterConfigOp::set("retention.ms", "60000"), AlterConfigOp::delete("segment.ms")];
 /// assert_eq!(ops.len(), 2);
 /// ```

@@ -19,7 +19,7 @@ fn group_id(g: &str) -> GroupId {
 /// A group as ListGroups reported it.
 ///
 /// ```no_run
-/// # async fn f(admin: client::Admin) -> client::Result<()> {
+/// # async fn f(admin: magnetar_client::Admin) -> magnetar_client::Result<()> {
 /// for g in admin.list_groups().await? { println!("{} ({})", g.group_id, g.state); }
 /// # Ok(()) }
 /// ```
@@ -38,7 +38,7 @@ pub struct GroupListing {
 /// One member of a described group.
 ///
 /// ```
-/// # fn f(m: &client::GroupMember) { println!("{} from {}", m.member_id, m.client_host); }
+/// # fn f(m: &magnetar_client::GroupMember) { println!("{} from {}", m.member_id, m.client_host); }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupMember {
@@ -55,9 +55,9 @@ pub struct GroupMember {
 /// A group as DescribeGroups reported it.
 ///
 /// ```no_run
-/// # async fn f(admin: client::Admin) -> client::Result<()> {
+/// # async fn f(admin: magnetar_client::Admin) -> magnetar_client::Result<()> {
 /// for (id, d) in admin.describe_groups(&["g1"]).await? {
-///     let d: client::GroupDescription = d?;
+///     let d: magnetar_client::GroupDescription = d?;
 ///     println!("{id}: {} with {} members", d.state, d.members.len());
 /// }
 /// # Ok(()) }
@@ -77,7 +77,7 @@ pub struct GroupDescription {
 /// A committed offset of a group.
 ///
 /// ```no_run
-/// # async fn f(admin: client::Admin) -> client::Result<()> {
+/// # async fn f(admin: magnetar_client::Admin) -> magnetar_client::Result<()> {
 /// for o in admin.list_group_offsets("g1").await? {
 ///     println!("{}/{} at {}", o.topic, o.partition, o.offset);
 /// }

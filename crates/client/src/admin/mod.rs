@@ -26,8 +26,8 @@ use crate::metadata::{Node, NodeId};
 /// Results of a batched admin call, one per item asked, in the order asked.
 ///
 /// ```no_run
-/// # async fn f(admin: client::Admin) -> client::Result<()> {
-/// let results: client::PerItem<String, ()> = admin.delete_topics(&["a", "b"]).await?;
+/// # async fn f(admin: magnetar_client::Admin) -> magnetar_client::Result<()> {
+/// let results: magnetar_client::PerItem<String, ()> = admin.delete_topics(&["a", "b"]).await?;
 /// for (topic, r) in results {
 ///     if let Err(e) = r { eprintln!("{topic}: {e}"); }
 /// }
@@ -39,8 +39,8 @@ pub type PerItem<K, T> = Vec<(K, Result<T>)>;
 /// cluster.
 ///
 /// ```no_run
-/// # async fn f(admin: client::Admin) -> client::Result<()> {
-/// let c: client::ClusterDescription = admin.describe_cluster().await?;
+/// # async fn f(admin: magnetar_client::Admin) -> magnetar_client::Result<()> {
+/// let c: magnetar_client::ClusterDescription = admin.describe_cluster().await?;
 /// println!("cluster {:?}, controller {:?}, {} brokers", c.cluster_id, c.controller, c.brokers.len());
 /// # Ok(()) }
 /// ```
@@ -57,8 +57,8 @@ pub struct ClusterDescription {
 /// Administrative operations on a Kafka-compatible cluster.
 ///
 /// ```no_run
-/// # async fn f() -> client::Result<()> {
-/// use client::{Admin, ClientConfig, NewTopic};
+/// # async fn f() -> magnetar_client::Result<()> {
+/// use magnetar_client::{Admin, ClientConfig, NewTopic};
 /// let admin = Admin::connect(ClientConfig::new(["127.0.0.1:9092"])).await?;
 /// admin.create_topic(NewTopic::new("orders", 6).config("retention.ms", "86400000")).await?;
 /// let parts = admin.get_partitions_for_topic("orders", false).await?;

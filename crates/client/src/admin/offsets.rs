@@ -18,8 +18,8 @@ use crate::error::{Error, Result};
 /// Which offset ListOffsets should look up.
 ///
 /// ```
-/// let spec = client::OffsetSpec::Timestamp(1_700_000_000_000);
-/// assert_ne!(spec, client::OffsetSpec::Latest);
+/// let spec = magnetar_client::OffsetSpec::Timestamp(1_700_000_000_000);
+/// assert_ne!(spec, magnetar_client::OffsetSpec::Latest);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OffsetSpec {
@@ -44,7 +44,7 @@ impl OffsetSpec {
 /// One ListOffsets answer.
 ///
 /// ```
-/// let o = client::ListedOffset { offset: 42, timestamp: -1 };
+/// let o = magnetar_client::ListedOffset { offset: 42, timestamp: -1 };
 /// assert_eq!(o.offset, 42);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,8 +63,8 @@ impl Admin {
     /// Looks up `spec` for each partition, asking each partition's leader.
     ///
     /// ```no_run
-    /// # async fn f(admin: client::Admin) -> client::Result<()> {
-    /// let ends = admin.list_offsets(&[("orders", 0), ("orders", 1)], client::OffsetSpec::Latest).await?;
+    /// # async fn f(admin: magnetar_client::Admin) -> magnetar_client::Result<()> {
+    /// let ends = admin.list_offsets(&[("orders", 0), ("orders", 1)], magnetar_client::OffsetSpec::Latest).await?;
     /// for ((t, p), r) in ends { println!("{t}-{p}: {:?}", r.map(|o| o.offset)); }
     /// # Ok(()) }
     /// ```
@@ -169,7 +169,7 @@ impl Admin {
     /// the group has no members.
     ///
     /// ```no_run
-    /// # async fn f(admin: client::Admin) -> client::Result<()> {
+    /// # async fn f(admin: magnetar_client::Admin) -> magnetar_client::Result<()> {
     /// admin.alter_group_offsets("billing", &[("orders", 0, 1200)]).await?;
     /// # Ok(()) }
     /// ```

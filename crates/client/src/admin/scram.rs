@@ -20,8 +20,8 @@ impl Admin {
     /// 4096 to 16384 iterations.
     ///
     /// ```no_run
-    /// # async fn f(admin: client::Admin) -> client::Result<()> {
-    /// admin.upsert_scram_credential("alice", client::SaslMechanism::ScramSha512, 8192, "alice-secret").await?;
+    /// # async fn f(admin: magnetar_client::Admin) -> magnetar_client::Result<()> {
+    /// admin.upsert_scram_credential("alice", magnetar_client::SaslMechanism::ScramSha512, 8192, "alice-secret").await?;
     /// # Ok(()) }
     /// ```
     pub async fn upsert_scram_credential(

@@ -28,12 +28,12 @@ fn topic_name(s: &str) -> TopicName {
 /// A topic to create.
 ///
 /// ```
-/// let t = client::NewTopic::new("orders", 6)
+/// let t = magnetar_client::NewTopic::new("orders", 6)
 ///     .replication_factor(1)
 ///     .config("cleanup.policy", "delete");
 /// assert_eq!(t.name, "orders");
 /// // -1 partitions: the broker's num.partitions.
-/// let d = client::NewTopic::new("logs", -1);
+/// let d = magnetar_client::NewTopic::new("logs", -1);
 /// assert_eq!(d.partitions, -1);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,8 +75,8 @@ impl NewTopic {
 /// What CreateTopics reported for a created (or validated) topic.
 ///
 /// ```no_run
-/// # async fn f(admin: client::Admin) -> client::Result<()> {
-/// let t: client::CreatedTopic = admin.create_topic(client::NewTopic::new("t", 3)).await?;
+/// # async fn f(admin: magnetar_client::Admin) -> magnetar_client::Result<()> {
+/// let t: magnetar_client::CreatedTopic = admin.create_topic(magnetar_client::NewTopic::new("t", 3)).await?;
 /// println!("id {:?}, {} partitions", t.id, t.partitions);
 /// # Ok(()) }
 /// ```

@@ -13,7 +13,7 @@ use crate::message::TopicPartition;
 /// computes the assignment with it.
 ///
 /// ```
-/// use client::Assignor;
+/// use magnetar_client::Assignor;
 /// assert_eq!("roundrobin".parse::<Assignor>().unwrap(), Assignor::RoundRobin);
 /// assert_eq!(Assignor::Range.name(), "range");
 /// ```

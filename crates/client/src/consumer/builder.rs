@@ -11,8 +11,8 @@ use crate::error::{Error, Result};
 /// whose committed offset is no longer in the log).
 ///
 /// ```
-/// let r: client::AutoOffsetReset = "earliest".parse().unwrap();
-/// assert_eq!(r, client::AutoOffsetReset::Earliest);
+/// let r: magnetar_client::AutoOffsetReset = "earliest".parse().unwrap();
+/// assert_eq!(r, magnetar_client::AutoOffsetReset::Earliest);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AutoOffsetReset {
@@ -69,9 +69,9 @@ pub(crate) struct ConsumerConfig {
 /// 30 s.
 ///
 /// ```no_run
-/// # async fn f() -> client::Result<()> {
+/// # async fn f() -> magnetar_client::Result<()> {
 /// use std::time::Duration;
-/// use client::{AutoOffsetReset, Consumer};
+/// use magnetar_client::{AutoOffsetReset, Consumer};
 /// let mut consumer = Consumer::builder()
 ///     .bootstrap("127.0.0.1:9092")
 ///     .group_id("billing")

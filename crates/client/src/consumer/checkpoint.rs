@@ -32,7 +32,7 @@ struct Entry {
 /// checkpoint anywhere.
 ///
 /// ```
-/// use client::{Offsets, TopicPartition};
+/// use magnetar_client::{Offsets, TopicPartition};
 /// let mut a = Offsets::new();
 /// a.insert(TopicPartition::new("t", 0), 42);
 /// let mut b = Offsets::new();

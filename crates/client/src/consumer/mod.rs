@@ -40,7 +40,7 @@ use group::{Group, GroupConfig};
 ///
 /// ```
 /// use std::sync::Mutex;
-/// use client::{RebalanceListener, TopicPartition};
+/// use magnetar_client::{RebalanceListener, TopicPartition};
 /// #[derive(Default)]
 /// struct Log(Mutex<Vec<String>>);
 /// impl RebalanceListener for Log {
@@ -98,8 +98,8 @@ enum Subscription {
 /// future loses no message.
 ///
 /// ```no_run
-/// # async fn f() -> client::Result<()> {
-/// use client::{AutoOffsetReset, Consumer};
+/// # async fn f() -> magnetar_client::Result<()> {
+/// use magnetar_client::{AutoOffsetReset, Consumer};
 /// let mut consumer = Consumer::builder()
 ///     .bootstrap("127.0.0.1:9092")
 ///     .group_id("audit")
@@ -517,7 +517,7 @@ impl Consumer {
     /// Messages as a stream (each item is one [`Consumer::recv`]).
     ///
     /// ```no_run
-    /// # async fn f(mut consumer: client::Consumer) -> client::Result<()> {
+    /// # async fn f(mut consumer: magnetar_client::Consumer) -> magnetar_client::Result<()> {
     /// use futures::StreamExt;
     /// let mut stream = consumer.stream();
     /// while let Some(m) = stream.next().await {

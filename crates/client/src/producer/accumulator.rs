@@ -58,8 +58,8 @@ impl BatchShared {
 /// offset once the broker acknowledged its batch, or why it failed.
 ///
 /// ```no_run
-/// # async fn f(p: client::Producer) {
-/// let fut: client::DeliveryFuture = p.send(client::ProducerRecord::new("t").value("v"));
+/// # async fn f(p: magnetar_client::Producer) {
+/// let fut: magnetar_client::DeliveryFuture = p.send(magnetar_client::ProducerRecord::new("t").value("v"));
 /// match fut.await {
 ///     Ok(md) => println!("at {}/{}", md.partition, md.offset),
 ///     Err(e) => eprintln!("not sent: {e}"),

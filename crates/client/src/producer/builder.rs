@@ -32,14 +32,14 @@ pub(crate) struct ProducerConfig {
 /// `max_in_flight` 5, unlimited retries within a 120 s delivery timeout.
 ///
 /// ```no_run
-/// # async fn f() -> client::Result<()> {
+/// # async fn f() -> magnetar_client::Result<()> {
 /// use std::time::Duration;
-/// let producer = client::Producer::builder()
+/// let producer = magnetar_client::Producer::builder()
 ///     .bootstrap("127.0.0.1:9092")
 ///     .linger(Duration::from_millis(10))
 ///     .batch_size(64 * 1024)
-///     .compression(client::Compression::Zstd)
-///     .acks(client::Acks::All)
+///     .compression(magnetar_client::Compression::Zstd)
+///     .acks(magnetar_client::Acks::All)
 ///     .build()
 ///     .await?;
 /// # Ok(()) }

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 /// How many acknowledgements the leader waits for before answering.
 ///
 /// ```
-/// assert_eq!(client::Acks::All.as_i16(), -1);
+/// assert_eq!(magnetar_client::Acks::All.as_i16(), -1);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Acks {
@@ -48,8 +48,8 @@ impl Acks {
 /// Batch compression codec.
 ///
 /// ```
-/// let c: client::Compression = "zstd".parse().unwrap();
-/// assert_eq!(c, client::Compression::Zstd);
+/// let c: magnetar_client::Compression = "zstd".parse().unwrap();
+/// assert_eq!(c, magnetar_client::Compression::Zstd);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Compression {
@@ -104,11 +104,11 @@ impl std::str::FromStr for Compression {
 /// batches, and retries keep the order of each partition.
 ///
 /// ```no_run
-/// # async fn f() -> client::Result<()> {
-/// use client::{Producer, ProducerRecord};
+/// # async fn f() -> magnetar_client::Result<()> {
+/// use magnetar_client::{Producer, ProducerRecord};
 /// let producer = Producer::builder()
 ///     .bootstrap("127.0.0.1:9092")
-///     .compression(client::Compression::Lz4)
+///     .compression(magnetar_client::Compression::Lz4)
 ///     .build()
 ///     .await?;
 /// let ack = producer.send(ProducerRecord::new("orders").key("k1").value("hello"));

@@ -7,7 +7,7 @@ use std::cell::Cell;
 /// MurmurHash2, 32-bit, seed `0x9747b28c`.
 ///
 /// ```
-/// assert_eq!(client::murmur2(b"21"), -973932308);
+/// assert_eq!(magnetar_client::murmur2(b"21"), -973932308);
 /// ```
 pub fn murmur2(data: &[u8]) -> i32 {
     const SEED: u32 = 0x9747_b28c;
@@ -46,7 +46,7 @@ pub fn murmur2(data: &[u8]) -> i32 {
 /// `murmur2_random`) picks for `key`: `(murmur2(key) & 0x7fffffff) % partitions`.
 ///
 /// ```
-/// assert_eq!(client::partition_for_key(b"foobar", 10), (-790332482i32 & 0x7fffffff) % 10);
+/// assert_eq!(magnetar_client::partition_for_key(b"foobar", 10), (-790332482i32 & 0x7fffffff) % 10);
 /// ```
 pub fn partition_for_key(key: &[u8], partitions: i32) -> i32 {
     (murmur2(key) & 0x7fff_ffff) % partitions.max(1)

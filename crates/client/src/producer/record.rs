@@ -12,7 +12,7 @@ use kafka_protocol::protocol::StrBytes;
 /// one with the same key).
 ///
 /// ```
-/// use client::ProducerRecord;
+/// use magnetar_client::ProducerRecord;
 /// let r = ProducerRecord::new("orders")
 ///     .key("customer-7")
 ///     .value(b"{\"total\": 12}".to_vec())
@@ -108,8 +108,8 @@ impl ProducerRecord {
 /// Where a record landed.
 ///
 /// ```no_run
-/// # async fn f(p: client::Producer) -> client::Result<()> {
-/// let md: client::RecordMetadata = p.send(client::ProducerRecord::new("t").value("v")).await?;
+/// # async fn f(p: magnetar_client::Producer) -> magnetar_client::Result<()> {
+/// let md: magnetar_client::RecordMetadata = p.send(magnetar_client::ProducerRecord::new("t").value("v")).await?;
 /// assert!(md.offset >= 0);
 /// # Ok(()) }
 /// ```

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 /// How connections to brokers are secured: Kafka's `security.protocol`.
 ///
 /// ```
-/// use client::SecurityProtocol;
+/// use magnetar_client::SecurityProtocol;
 /// let p: SecurityProtocol = "sasl_ssl".parse().unwrap();
 /// assert_eq!(p, SecurityProtocol::SaslSsl);
 /// assert!(p.uses_tls() && p.uses_sasl());
@@ -89,7 +89,7 @@ impl FromStr for SecurityProtocol {
 /// A SASL mechanism this client implements.
 ///
 /// ```
-/// use client::SaslMechanism;
+/// use magnetar_client::SaslMechanism;
 /// let m: SaslMechanism = "scram-sha-512".parse().unwrap();
 /// assert_eq!(m, SaslMechanism::ScramSha512);
 /// assert_eq!(m.name(), "SCRAM-SHA-512");
@@ -231,7 +231,7 @@ impl Pem {
 /// not afterwards: a renewed certificate takes a new client.
 ///
 /// ```
-/// use client::{ClientConfig, SaslMechanism, SecurityConfig, SecurityProtocol};
+/// use magnetar_client::{ClientConfig, SaslMechanism, SecurityConfig, SecurityProtocol};
 /// let security = SecurityConfig::new(SecurityProtocol::SaslSsl)
 ///     .sasl(SaslMechanism::ScramSha512, "alice", "alice-secret")
 ///     .tls_ca_file("/etc/kafka/ca.pem");

@@ -728,7 +728,7 @@ proptest! {
 
 /// Validation throughput on the produce hot path: 1 GiB of 1 KiB records in
 /// 1 MiB uncompressed batches (and, for reference, 256 MiB of lz4 and zstd).
-/// Run with `cargo test --release -p storage -- --ignored --nocapture
+/// Run with `cargo test --release -p magnetar-storage -- --ignored --nocapture
 /// validation_throughput`.
 #[test]
 #[ignore = "a benchmark; run in release"]
