@@ -233,7 +233,7 @@ async fn garbage_tail_is_truncated_and_the_partition_keeps_working() {
 async fn sigkill_during_recovery_loses_nothing() {
     // Per-log "opened log" lines show how far recovery has got.
     let mut broker = BrokerProcess::start_with_env(
-        &[("MAGNETAR_LOG", "info,storage::log::open=debug")],
+        &[("MAGNETAR_LOG", "info,magnetar_storage::log::open=debug")],
         &["log.segment.bytes=262144"],
     );
     let bootstrap = broker.bootstrap();
