@@ -6,7 +6,9 @@
 //! lookup and topic ownership ([`lookup`]), who a client is and what it may
 //! do ([`authz`]), message ids over offsets ([`message_id`]), messages to
 //! and from Kafka record batches ([`convert`]), finding offsets by time
-//! ([`seek`]) and the error they all answer with ([`error::PulsarError`]).
+//! ([`seek`]) and the error they all answer with ([`error::PulsarError`]); and what
+//! admin paths may ask of the front end's live connections, as a trait the
+//! front end implements ([`admin::Connections`]).
 //!
 //! It holds no connections, sockets or protocol sessions: it may depend on
 //! `magnetar-model`, `magnetar-storage`, `magnetar-broker` and
@@ -15,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admin;
 pub mod authz;
 pub mod convert;
 pub mod error;
