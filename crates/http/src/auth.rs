@@ -391,7 +391,7 @@ pub async fn authorize(
             param("namespace"),
             param("topic")
         );
-        let parsed = magnetar_pulsar::topics::parse(&state.broker, &name)?;
+        let parsed = magnetar_pulsar_core::topics::parse(&state.broker, &name)?;
         Ok(parsed.kafka_name().to_string())
     };
     let allowed = match rule(req.method(), matched.as_str()) {

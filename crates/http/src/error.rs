@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use magnetar_pulsar::error::PulsarError;
+use magnetar_pulsar_core::error::PulsarError;
 use magnetar_pulsar_wire::proto::ServerError;
 
 /// A refused or failed request.

@@ -417,7 +417,7 @@ impl Asking {
         } else {
             broker::cluster::HTTP_LISTENER
         };
-        magnetar_pulsar::lookup::owner_endpoint(&self.state.broker, node, listener).ok_or_else(
+        magnetar_pulsar_core::lookup::owner_endpoint(&self.state.broker, node, listener).ok_or_else(
             || {
                 unavailable(format!(
                     "partition {partition} is led by broker {node}, which is not available over {}",

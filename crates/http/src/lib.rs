@@ -57,7 +57,7 @@ pub struct HttpConfig {
     /// `https://host:port` of this service, if it serves HTTPS.
     pub https_url: Option<String>,
     /// The Pulsar front end (its publishers and consumers), if it runs.
-    pub pulsar: Option<magnetar_pulsar::admin::FrontEnd>,
+    pub pulsar: Option<Arc<dyn magnetar_pulsar_core::admin::Connections>>,
     /// How callers authenticate.
     pub security: auth::HttpSecurity,
     /// How this broker verifies other brokers' HTTPS service when it asks

@@ -77,13 +77,13 @@ pub async fn lookup(
         ));
     }
     let broker = state.broker.clone();
-    let own = magnetar_pulsar::lookup::ServiceUrls {
+    let own = magnetar_pulsar_core::lookup::ServiceUrls {
         plain: c.pulsar_url.clone(),
         tls: c.pulsar_url_tls.clone(),
     };
     // In a cluster: the broker leading the topic (its first partition).
     let (urls, owner) = blocking(move || {
-        use magnetar_pulsar::lookup::{lookup_allowed, owner_node, urls_of};
+        use magnetar_pulsar_core::lookup::{lookup_allowed, owner_node, urls_of};
         lookup_allowed(&broker, &name)?;
         // One reading of the metadata for every URL answered.
         let owner = owner_node(&broker, &name)?;
@@ -91,7 +91,7 @@ pub async fn lookup(
         // The owner's HTTP service URLs ("" for a listener it lacks).
         let http = owner.map(|node| {
             let url = |listener: &str, scheme: &str| {
-                magnetar_pulsar::lookup::owner_endpoint(&broker, node, listener)
+                magnetar_pulsar_core::lookup::owner_endpoint(&broker, node, listener)
                     .map_or_else(String::new, |a| format!("{scheme}://{a}"))
             };
             (
@@ -99,7 +99,7 @@ pub async fn lookup(
                 url(broker::cluster::HTTPS_LISTENER, "https"),
             )
         });
-        Ok::<_, magnetar_pulsar::error::PulsarError>((urls, http))
+        Ok::<_, magnetar_pulsar_core::error::PulsarError>((urls, http))
     })
     .await??;
     let (http_url, http_url_tls) =
@@ -138,7 +138,7 @@ pub async fn partitions(
     let name = path.name()?;
     let broker = state.broker.clone();
     let n = blocking(move || {
-        magnetar_pulsar::lookup::metadata_partitions(
+        magnetar_pulsar_core::lookup::metadata_partitions(
             &broker,
             &caller,
             &name,
@@ -176,7 +176,7 @@ pub async fn namespace_topics(
     };
     let broker = state.broker.clone();
     let names = blocking(move || {
-        magnetar_pulsar::lookup::namespace_topics(&broker, &caller, &tenant, &namespace, None)
+        magnetar_pulsar_core::lookup::namespace_topics(&broker, &caller, &tenant, &namespace, None)
     })
     .await??;
     Ok(Json(if persistent { names } else { Vec::new() }))

@@ -42,7 +42,7 @@ pub(crate) async fn to_owner(
     let name = &route.name;
     let broker = &state.broker;
     // Parse errors and unknown topics are the handler's to answer.
-    let owners = magnetar_pulsar::lookup::partition_owners(broker, name).unwrap_or_default();
+    let owners = magnetar_pulsar_core::lookup::partition_owners(broker, name).unwrap_or_default();
     let me = broker.node_id();
     let node = match (owners.len(), owners.first().copied()) {
         (1, Some(n)) if n == me => return next.run(req).await,
@@ -62,7 +62,7 @@ pub(crate) async fn to_owner(
                 // partitioned topic itself.
                 return next.run(req).await;
             }
-            let leaders = match magnetar_pulsar::lookup::topic_leaders(broker, name) {
+            let leaders = match magnetar_pulsar_core::lookup::topic_leaders(broker, name) {
                 Ok(Some((true, l))) => l,
                 _ => return next.run(req).await,
             };
@@ -76,7 +76,7 @@ pub(crate) async fn to_owner(
     } else {
         (broker::cluster::HTTP_LISTENER, "http")
     };
-    match magnetar_pulsar::lookup::owner_endpoint(broker, node, listener) {
+    match magnetar_pulsar_core::lookup::owner_endpoint(broker, node, listener) {
         Some(addr) => (
             StatusCode::TEMPORARY_REDIRECT,
             [(header::LOCATION, location(scheme, &addr, req.uri()))],
@@ -105,7 +105,7 @@ async fn unless_in_use(
         .is_some_and(|q| q.split('&').any(|kv| kv == "force=true"));
     let me = state.broker.node_id();
     let (partitioned, leaders) =
-        match magnetar_pulsar::lookup::topic_leaders(&state.broker, &route.name) {
+        match magnetar_pulsar_core::lookup::topic_leaders(&state.broker, &route.name) {
             Ok(Some(found)) => found,
             _ => return next.run(req).await,
         };

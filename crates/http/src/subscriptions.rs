@@ -29,7 +29,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::Json;
 use broker::subscription::{Cursor, LogBounds, StartPosition, SubscriptionKey};
 use broker::Partition;
-use magnetar_pulsar::message_id::{IdSpace, Position};
+use magnetar_pulsar_core::message_id::{IdSpace, Position};
 use magnetar_pulsar_wire::payload::{codec_of, decompress};
 use magnetar_pulsar_wire::proto::MessageIdData;
 use model::{Offset, PartitionId, Timestamp};
@@ -337,7 +337,7 @@ pub async fn reset_to_time(
     let a = addressed(&state, &p.topic).await?;
     reset(state, a, p.subscription, move |a, n| {
         let part = partition(a, n)?;
-        Ok(magnetar_pulsar::consumer::offset_at_time(
+        Ok(magnetar_pulsar_core::seek::offset_at_time(
             &part,
             Timestamp(ts),
         )?)
@@ -436,7 +436,7 @@ pub async fn peek(
         let max = part.log().config().max_decompressed_bytes();
         let batch = nth_unacked_entry(&part, &cursor, position)?
             .ok_or_else(|| ApiError::not_found(format!("No message at position {position}")))?;
-        let entry = magnetar_pulsar::convert::to_pulsar_entry(batch, max)
+        let entry = magnetar_pulsar_core::convert::to_pulsar_entry(batch, max)
             .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
         let ids = IdSpace::new(a.topic.id, a.id_partition(n));
         let m = &entry.metadata;

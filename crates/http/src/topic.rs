@@ -52,7 +52,7 @@ impl Addressed {
     /// Resolves a path; 412 for a bad name, 404 for a missing topic or
     /// partition.
     pub fn resolve(broker: &Broker, parts: &TopicParts) -> Result<Addressed, ApiError> {
-        let parsed = magnetar_pulsar::topics::parse(broker, &parts.full_name())?;
+        let parsed = magnetar_pulsar_core::topics::parse(broker, &parts.full_name())?;
         let topic = broker
             .topic(parsed.kafka_name().as_str())
             .ok_or_else(|| ApiError::not_found("Topic not found"))?;

@@ -23,6 +23,7 @@ use storage::BatchHeader;
 use crate::error::PulsarError;
 use crate::message_id::{IdSpace, Position};
 use crate::topics::{self, Target};
+pub use magnetar_pulsar_core::seek::offset_at_time;
 
 /// A consumer attached on this connection.
 #[derive(Debug, Clone)]
@@ -138,16 +139,6 @@ fn start_position(
             }
         },
     })
-}
-
-/// The first offset with a timestamp at or after `ts` (the log end if none).
-pub fn offset_at_time(partition: &Partition, ts: Timestamp) -> Result<Offset, PulsarError> {
-    let log = partition.log();
-    match log.offset_for_timestamp(ts) {
-        Ok(Some((o, _))) => Ok(o),
-        Ok(None) => Ok(log.log_end_offset()),
-        Err(e) => Err(partition.storage_error(e).into()),
-    }
 }
 
 /// How many records the stored batch starting at `entry` holds (1 when

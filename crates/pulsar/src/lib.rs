@@ -6,23 +6,23 @@
 //! mapped by `model::pulsar_name`), messages to and from Kafka record
 //! batches ([`convert`]), message ids over offsets ([`message_id`]),
 //! subscriptions in `broker::subscription` driven by [`dispatch`].
+//!
+//! The Pulsar model it shares with the HTTP service (topic names, lookup,
+//! authorization, message ids, conversion, the error) is
+//! `magnetar-pulsar-core`'s, re-exported here under its old paths.
 
 #![warn(missing_docs)]
 
 pub mod admin;
-pub mod authz;
 pub mod consumer;
-pub mod convert;
 pub mod dispatch;
-pub mod error;
-pub mod lookup;
-pub mod message_id;
 mod metrics;
 pub mod producer;
 pub mod schema;
 pub mod server;
 pub mod session;
-pub mod topics;
+
+pub use magnetar_pulsar_core::{authz, convert, error, lookup, message_id, topics};
 
 pub use authz::PulsarSecurity;
 pub use server::{serve, PulsarListener, Server};

@@ -30,7 +30,7 @@ use model::{Timestamp, TopicPartition};
 use parking_lot::Mutex;
 use storage::{AppendOutcome, BatchHeader};
 
-use crate::admin::ClientInfo;
+use crate::admin::{ClientInfo, Publisher};
 use crate::convert::{self, Origin, StoredOrigin};
 use crate::error::PulsarError;
 use crate::schema;
@@ -56,23 +56,6 @@ impl Default for ProducerRegistry {
             generation: broker::now_ms().0,
         }
     }
-}
-
-/// An attached producer as topic stats report it.
-#[derive(Debug)]
-pub struct Publisher {
-    /// The producer id its client chose.
-    pub producer_id: u64,
-    /// Its name.
-    pub name: String,
-    /// Shared or Exclusive.
-    pub access_mode: ProducerAccessMode,
-    /// Its client.
-    pub client: Arc<ClientInfo>,
-    /// When it attached (ms since the epoch).
-    pub attached_ms: i64,
-    /// What it stored.
-    pub traffic: Traffic,
 }
 
 #[derive(Debug)]

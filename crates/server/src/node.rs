@@ -207,6 +207,7 @@ impl Node {
                     urls.clone(),
                     security,
                 )?;
+                let front_end: Arc<dyn magnetar_pulsar::admin::Connections> = Arc::new(front_end);
                 (servers, Some(front_end))
             };
             let mut http_listeners = Vec::new();

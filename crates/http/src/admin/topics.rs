@@ -14,7 +14,7 @@ use axum::Extension;
 use axum::Json;
 use broker::config::{TopicConfig, TopicKind};
 use broker::{Broker, NewTopic, MAX_PARTITIONS_PER_TOPIC};
-use magnetar_pulsar::topics::reported_partitions;
+use magnetar_pulsar_core::topics::reported_partitions;
 use model::pulsar_name::{Namespace, PulsarTopic, PARTITION_SUFFIX};
 
 use super::{broker_error, json_body, namespace_name, no_content, path, query, run, ForceQuery};
@@ -132,7 +132,7 @@ pub async fn list(
     if d == Domain::NonPersistent {
         return Ok(Json(Vec::new()));
     }
-    let names = magnetar_pulsar::lookup::namespace_topics(
+    let names = magnetar_pulsar_core::lookup::namespace_topics(
         &state.broker,
         &caller,
         &ns.tenant,
@@ -160,8 +160,8 @@ pub async fn list_partitioned(
         .namespace_topics(&ns)
         .iter()
         .filter(|t| reported_partitions(t) > 0)
-        .filter(|t| magnetar_pulsar::authz::may_describe(broker, &caller, t.name.as_str()))
-        .map(|t| magnetar_pulsar::topics::pulsar_name(broker, t).to_string())
+        .filter(|t| magnetar_pulsar_core::authz::may_describe(broker, &caller, t.name.as_str()))
+        .map(|t| magnetar_pulsar_core::topics::pulsar_name(broker, t).to_string())
         .collect();
     names.sort();
     Ok(Json(names))

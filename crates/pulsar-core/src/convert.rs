@@ -19,7 +19,7 @@
 //!
 //! So a Pulsar SEND costs at most three headers on one record whatever its
 //! size, and the log itself says which producer stored which sequence ids
-//! (deduplication recovers from it after a restart: [`crate::producer`]).
+//! (deduplication recovers from it after a restart: `magnetar_pulsar::producer`).
 //! Kafka consumers see these headers like any other.
 
 use base64::Engine as _;
