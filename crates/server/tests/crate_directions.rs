@@ -113,7 +113,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
 fn workspace_dependencies() -> BTreeMap<String, BTreeSet<String>> {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.toml");
     let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .args(["--manifest-path", root])
         .output()
         .expect("cargo runs");
@@ -172,11 +178,7 @@ fn the_table_allows_no_loop_and_no_front_end_over_another() {
     // Depth-first over the allowed edges: a loop here would let two crates
     // grow into one again.
     let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
-    fn visit<'a>(
-        c: &'a str,
-        allowed: &BTreeMap<&'a str, &'a [&'a str]>,
-        path: &mut Vec<&'a str>,
-    ) {
+    fn visit<'a>(c: &'a str, allowed: &BTreeMap<&'a str, &'a [&'a str]>, path: &mut Vec<&'a str>) {
         assert!(!path.contains(&c), "loop: {} -> {c}", path.join(" -> "));
         path.push(c);
         for d in allowed.get(c).copied().unwrap_or_default() {
