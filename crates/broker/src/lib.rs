@@ -47,12 +47,6 @@ mod txn_guard_tests;
 pub use crate::core::{Broker, Endpoint, NewTopic, MAX_PARTITIONS_PER_TOPIC};
 pub use error::Error;
 pub use lifecycle::BrokerScope;
+/// Milliseconds since the Unix epoch, now (see [`model::now_ms`]).
+pub use model::now_ms;
 pub use topic::{complete_disk_work, Partition, ProducerAttachment, Topic};
-
-/// Milliseconds since the Unix epoch, now.
-pub fn now_ms() -> model::Timestamp {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    model::Timestamp(d.as_millis() as i64)
-}
