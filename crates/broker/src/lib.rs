@@ -33,6 +33,7 @@ pub mod registry;
 pub mod schema;
 pub mod security;
 pub mod sequences;
+mod state_log;
 pub mod subscription;
 pub mod tenancy;
 #[cfg(any(test, feature = "testing"))]

@@ -6,6 +6,7 @@ pub mod classic;
 pub mod consumer;
 pub mod coordinator;
 pub mod front_end;
+pub mod log;
 pub mod store;
 
 use crate::config::BrokerConfig;

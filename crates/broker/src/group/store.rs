@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use storage::records::RecordIter;
 use storage::{AppendOutcome, BatchBuilder, BatchHeader, Compression};
 
-use crate::{now_ms, Error, Partition};
+use super::log::StateLog;
+use crate::{now_ms, Error};
 
 /// The internal topic's name.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -161,13 +162,21 @@ pub struct StoredRecord {
 /// The `__consumer_offsets` partition.
 #[derive(Debug, Clone)]
 pub struct GroupLog {
-    partition: Arc<Partition>,
+    partition: Arc<dyn StateLog>,
 }
 
 impl GroupLog {
     /// Wraps the internal topic's partition.
-    pub fn new(partition: Arc<Partition>) -> GroupLog {
+    pub fn new(partition: Arc<dyn StateLog>) -> GroupLog {
         GroupLog { partition }
+    }
+
+    /// Wraps a storage error with the partition's name.
+    fn storage_error(&self, source: storage::Error) -> Error {
+        Error::Storage {
+            partition: self.partition.name(),
+            source,
+        }
     }
 
     /// Appends records as one batch; returns once they are in the log.
@@ -186,7 +195,8 @@ impl GroupLog {
         let buf = batch
             .build()
             .map_err(|e| Error::InvalidRequest(format!("cannot encode group records: {e}")))?;
-        match self.partition.append(&buf, now_ms())? {
+        let appended = self.partition.append_batches(&buf, now_ms());
+        match appended.map_err(|e| self.storage_error(e))? {
             AppendOutcome::Appended(_) | AppendOutcome::Duplicate(_) => Ok(()),
         }
     }
@@ -194,20 +204,22 @@ impl GroupLog {
     /// Makes what was appended durable (fsync).
     pub fn flush(&self) -> Result<(), Error> {
         self.partition
-            .log()
+            .storage()
             .flush()
-            .map_err(|e| self.partition.storage_error(e))
+            .map_err(|e| self.storage_error(e))
     }
 
     /// Every record from the log start, in order.
     pub fn replay(&self) -> Result<Vec<StoredRecord>, Error> {
-        let log = self.partition.log();
+        let log = self.partition.storage();
         let start = log.log_start_offset();
         let mut next = start;
         let end = log.high_watermark();
         let mut out = Vec::new();
         while next < end {
-            let chunk = self.partition.read(next, REPLAY_CHUNK, true)?;
+            let chunk = log
+                .read(next, REPLAY_CHUNK, true)
+                .map_err(|e| self.storage_error(e))?;
             if chunk.records.is_empty() {
                 break;
             }
@@ -247,20 +259,20 @@ impl GroupLog {
 
     /// Bytes the log holds.
     pub fn size_bytes(&self) -> u64 {
-        self.partition.log().size_bytes()
+        self.partition.storage().size_bytes()
     }
 
     /// Replaces the log's history with `live`: appends it, then moves the log
     /// start to where it begins, so older segments can be deleted.
     pub fn snapshot(&self, live: &[(RecordKey, Option<Vec<u8>>)]) -> Result<(), Error> {
-        let start = self.partition.log().log_end_offset();
+        let start = self.partition.storage().log_end_offset();
         for chunk in live.chunks(1000) {
             self.append(chunk)?;
         }
         self.partition
-            .log()
+            .storage()
             .delete_records_before(start)
-            .map_err(|e| self.partition.storage_error(e))?;
+            .map_err(|e| self.storage_error(e))?;
         Ok(())
     }
 }
