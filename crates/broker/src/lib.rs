@@ -13,6 +13,7 @@ mod broker_config_tests;
 pub mod cluster;
 mod codec;
 pub mod config;
+pub mod coordinator_error;
 mod core;
 mod error;
 pub mod group;

@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 use crate::codec::{
     put_bytes, put_varint, take_bytes, take_string, take_u8, take_varint, unzigzag, zigzag,
 };
+use crate::coordinator_error::CoordError;
 use crate::group::store::{GroupLog, RecordKey};
-use crate::Error;
 
 const RECORD_VERSION: u8 = 1;
 
@@ -122,7 +122,7 @@ impl Schemas {
 
     /// The version of `schema` for `topic`; a new schema gets the next
     /// version, in the group log before this returns.
-    pub fn get_or_create(&self, topic: &str, schema: &StoredSchema) -> Result<u64, Error> {
+    pub fn get_or_create(&self, topic: &str, schema: &StoredSchema) -> Result<u64, CoordError> {
         let mut map = self.by_topic.lock();
         let versions = map.get(topic);
         if let Some((v, _)) = versions
@@ -157,7 +157,7 @@ impl Schemas {
 
     /// Drops a deleted topic's schemas (their tombstones are in the group
     /// log before this returns).
-    pub fn forget_topic(&self, topic: &str) -> Result<(), Error> {
+    pub fn forget_topic(&self, topic: &str) -> Result<(), CoordError> {
         let mut map = self.by_topic.lock();
         let Some(versions) = map.get(topic) else {
             return Ok(());

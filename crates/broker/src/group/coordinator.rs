@@ -21,8 +21,9 @@ use super::consumer::{
 };
 use super::front_end::{FrontEndRecords, FrontEndState};
 use super::store::{CommittedOffset, GroupLog, RecordKey};
+use crate::coordinator_error::CoordError;
+use crate::now_ms;
 use crate::subscription::Subscriptions;
-use crate::{now_ms, Error};
 
 /// Settings of the coordinator, from broker configuration.
 #[derive(Debug, Clone)]
@@ -79,7 +80,7 @@ pub enum CoordinatorError {
     SubscribedToTopic(String),
     /// The group log could not be written.
     #[error(transparent)]
-    Storage(#[from] Error),
+    Storage(#[from] CoordError),
 }
 
 /// Which way round a protocol mismatch is (Kafka answers them differently).
@@ -176,7 +177,7 @@ pub struct GroupListing {
 
 impl GroupCoordinator {
     /// Replays the group log into memory.
-    pub fn open(log: GroupLog, config: CoordinatorConfig) -> Result<GroupCoordinator, Error> {
+    pub fn open(log: GroupLog, config: CoordinatorConfig) -> Result<GroupCoordinator, CoordError> {
         let mut inner = Inner::default();
         let mut group_records: HashMap<String, Bytes> = HashMap::new();
         let mut front_end = FrontEndRecords::default();
@@ -473,7 +474,7 @@ impl GroupCoordinator {
         &self,
         group_id: &str,
         offsets: Vec<(String, i32, CommittedOffset)>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), CoordError> {
         let mut inner = self.inner.lock();
         self.write_offsets(&mut inner, group_id, offsets)
     }
@@ -484,7 +485,7 @@ impl GroupCoordinator {
         inner: &mut Inner,
         group_id: &str,
         offsets: Vec<(String, i32, CommittedOffset)>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), CoordError> {
         let records: Vec<(RecordKey, Option<Vec<u8>>)> = offsets
             .iter()
             .map(|(t, p, o)| {
@@ -632,7 +633,7 @@ impl GroupCoordinator {
 
     /// Removes every group's committed offsets of a deleted topic, as Kafka
     /// does, so a topic recreated with the same name starts with none.
-    pub fn forget_topic(&self, topic: &str) -> Result<(), Error> {
+    pub fn forget_topic(&self, topic: &str) -> Result<(), CoordError> {
         let mut inner = self.inner.lock();
         let tombstones: Vec<(RecordKey, Option<Vec<u8>>)> = inner
             .offsets
@@ -680,7 +681,7 @@ impl GroupCoordinator {
     /// Records that the records about these topics are about these ids
     /// (the topics as they are now: created, or found at start-up); only
     /// what changed is written.
-    pub fn note_topic_ids(&self, ids: &[(String, model::TopicId)]) -> Result<(), Error> {
+    pub fn note_topic_ids(&self, ids: &[(String, model::TopicId)]) -> Result<(), CoordError> {
         let mut inner = self.inner.lock();
         let changed: Vec<(RecordKey, Option<Vec<u8>>)> = ids
             .iter()
@@ -876,7 +877,7 @@ impl GroupCoordinator {
 
     /// Removes offsets of memberless groups older than the retention, and
     /// compacts the group log when it has grown well past its live size.
-    pub fn expire_and_compact(&self, now: i64) -> Result<usize, Error> {
+    pub fn expire_and_compact(&self, now: i64) -> Result<usize, CoordError> {
         let mut inner = self.inner.lock();
         let mut tombstones = Vec::new();
         for (group, offsets) in &inner.offsets {
@@ -956,7 +957,7 @@ impl GroupCoordinator {
                 self.log.snapshot(&live)?;
                 tracing::info!(records = live.len(), "compacted the group log");
             }
-            Ok::<_, Error>(())
+            Ok::<_, CoordError>(())
         })?;
         Ok(expired)
     }
@@ -990,11 +991,16 @@ impl GroupCoordinator {
     }
 
     /// Delivers effects to waiting requests and persists group changes.
-    fn apply(&self, inner: &mut Inner, group_id: &str, effects: Vec<Effect>) -> Result<(), Error> {
+    fn apply(
+        &self,
+        inner: &mut Inner,
+        group_id: &str,
+        effects: Vec<Effect>,
+    ) -> Result<(), CoordError> {
         // Effects are handled in order: answers that follow a Persist go out
         // only once the group's state is in the log. If the write fails,
         // those answers become errors (clients rejoin), as Kafka does.
-        let mut failed: Option<Error> = None;
+        let mut failed: Option<CoordError> = None;
         for e in effects {
             match e {
                 Effect::Persist => {
@@ -1033,7 +1039,7 @@ impl GroupCoordinator {
         }
     }
 
-    fn persist_group(&self, inner: &mut Inner, group_id: &str) -> Result<(), Error> {
+    fn persist_group(&self, inner: &mut Inner, group_id: &str) -> Result<(), CoordError> {
         let record = match inner.groups.get(group_id) {
             Some(Group::Classic(g)) => GroupRecord::Classic(g.snapshot()),
             Some(Group::Consumer(g)) => GroupRecord::Consumer(g.clone()),

@@ -17,7 +17,8 @@ use storage::records::RecordIter;
 use storage::{AppendOutcome, BatchBuilder, BatchHeader, Compression};
 
 use super::log::StateLog;
-use crate::{now_ms, Error};
+use crate::coordinator_error::CoordError;
+use crate::now_ms;
 
 /// The internal topic's name.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -172,15 +173,15 @@ impl GroupLog {
     }
 
     /// Wraps a storage error with the partition's name.
-    fn storage_error(&self, source: storage::Error) -> Error {
-        Error::Storage {
+    fn storage_error(&self, source: storage::Error) -> CoordError {
+        CoordError::Storage {
             partition: self.partition.name(),
             source,
         }
     }
 
     /// Appends records as one batch; returns once they are in the log.
-    pub fn append(&self, records: &[(RecordKey, Option<Vec<u8>>)]) -> Result<(), Error> {
+    pub fn append(&self, records: &[(RecordKey, Option<Vec<u8>>)]) -> Result<(), CoordError> {
         if records.is_empty() {
             return Ok(());
         }
@@ -190,11 +191,13 @@ impl GroupLog {
             let key = serde_json::to_vec(k).unwrap_or_default();
             batch
                 .append(ts, Some(&key), v.as_deref(), &[])
-                .map_err(|e| Error::InvalidRequest(format!("cannot encode group records: {e}")))?;
+                .map_err(|e| {
+                    CoordError::InvalidRequest(format!("cannot encode group records: {e}"))
+                })?;
         }
         let buf = batch
             .build()
-            .map_err(|e| Error::InvalidRequest(format!("cannot encode group records: {e}")))?;
+            .map_err(|e| CoordError::InvalidRequest(format!("cannot encode group records: {e}")))?;
         let appended = self.partition.append_batches(&buf, now_ms());
         match appended.map_err(|e| self.storage_error(e))? {
             AppendOutcome::Appended(_) | AppendOutcome::Duplicate(_) => Ok(()),
@@ -202,7 +205,7 @@ impl GroupLog {
     }
 
     /// Makes what was appended durable (fsync).
-    pub fn flush(&self) -> Result<(), Error> {
+    pub fn flush(&self) -> Result<(), CoordError> {
         self.partition
             .storage()
             .flush()
@@ -210,7 +213,7 @@ impl GroupLog {
     }
 
     /// Every record from the log start, in order.
-    pub fn replay(&self) -> Result<Vec<StoredRecord>, Error> {
+    pub fn replay(&self) -> Result<Vec<StoredRecord>, CoordError> {
         let log = self.partition.storage();
         let start = log.log_start_offset();
         let mut next = start;
@@ -223,7 +226,7 @@ impl GroupLog {
             if chunk.records.is_empty() {
                 break;
             }
-            let corrupt = |e: storage::BatchError| Error::MetadataCorrupt {
+            let corrupt = |e: storage::BatchError| CoordError::MetadataCorrupt {
                 path: log.dir().to_path_buf(),
                 reason: format!("undecodable group record batch: {e}"),
             };
@@ -264,7 +267,7 @@ impl GroupLog {
 
     /// Replaces the log's history with `live`: appends it, then moves the log
     /// start to where it begins, so older segments can be deleted.
-    pub fn snapshot(&self, live: &[(RecordKey, Option<Vec<u8>>)]) -> Result<(), Error> {
+    pub fn snapshot(&self, live: &[(RecordKey, Option<Vec<u8>>)]) -> Result<(), CoordError> {
         let start = self.partition.storage().log_end_offset();
         for chunk in live.chunks(1000) {
             self.append(chunk)?;

@@ -122,7 +122,7 @@ fn the_registry_persists_recovers_and_forgets() {
     let dir = tempfile::tempdir().unwrap();
     let b = open(dir.path());
     let seqs = b.producer_sequences();
-    let no_log = |_: &mut PartitionSequences| Ok(());
+    let no_log = |_: &mut PartitionSequences| Ok::<_, crate::Error>(());
     let h = seqs.partition("t", 0, 0, no_log).unwrap();
     h.lock().record("p", 41, Offset(10), 1);
     seqs.partition("u", 1, 0, no_log)
@@ -145,14 +145,16 @@ fn the_registry_persists_recovers_and_forgets() {
             replayed_from = Some(s.covered());
             assert_eq!(s.last("p"), 42, "the clean shutdown wrote a snapshot");
             s.replayed_to(Offset(11));
-            Ok(())
+            Ok::<_, crate::Error>(())
         })
         .unwrap();
     assert_eq!(replayed_from, Some(Offset(11)));
     assert_eq!(h.lock().last("p"), 42);
     // Loaded once: later calls do not replay.
-    seqs.partition("t", 0, 0, |_| panic!("replayed twice"))
-        .unwrap();
+    seqs.partition("t", 0, 0, |_| -> Result<(), crate::Error> {
+        panic!("replayed twice")
+    })
+    .unwrap();
 
     // What Broker::delete_topic does for a deleted topic.
     b.groups().front_end().forget_topic("u").unwrap();
@@ -163,7 +165,7 @@ fn the_registry_persists_recovers_and_forgets() {
         .producer_sequences()
         .partition("u", 1, 0, |s| {
             assert_eq!(s.covered(), Offset(0), "the tombstone removed the snapshot");
-            Ok(())
+            Ok::<_, crate::Error>(())
         })
         .unwrap();
     assert_eq!(h.lock().last("q"), -1);
@@ -182,7 +184,7 @@ fn a_failed_replay_is_retried_on_next_use() {
     let h = seqs
         .partition("t", 0, 0, |s| {
             s.record("p", 1, Offset(1), 1);
-            Ok(())
+            Ok::<_, crate::Error>(())
         })
         .unwrap();
     assert_eq!(h.lock().last("p"), 1);
@@ -244,7 +246,9 @@ fn the_registry_expires_at_most_once_a_minute() {
     let dir = tempfile::tempdir().unwrap();
     let b = open(dir.path());
     let seqs = b.producer_sequences();
-    let h = seqs.partition("t", 0, 0, |_| Ok(())).unwrap();
+    let h = seqs
+        .partition("t", 0, 0, |_| Ok::<_, crate::Error>(()))
+        .unwrap();
     h.lock().record("p", 1, Offset(1), 0);
     assert_eq!(seqs.expire(100, || 50), 1);
     h.lock().record("q", 1, Offset(2), 100);

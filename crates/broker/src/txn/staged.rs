@@ -297,7 +297,7 @@ impl Broker {
         }
         // On disk before it is answered, as a partition's marker: the
         // coordinator then records the transaction complete.
-        staged.log.flush()
+        Ok(staged.log.flush()?)
     }
 }
 
