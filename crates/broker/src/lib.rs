@@ -17,6 +17,7 @@ pub mod coordinator_error;
 mod core;
 mod error;
 pub mod group;
+pub mod groups;
 mod lifecycle;
 pub mod limits;
 pub mod log_limit;

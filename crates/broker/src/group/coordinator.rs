@@ -4,7 +4,6 @@
 //! them, and writes every change to the group log before acknowledging it.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -1112,17 +1111,6 @@ fn consumer_slot<'a>(
             ProtocolMismatch::ConsumerOnClassic,
         )),
     }
-}
-
-/// Runs the coordinator's timers until the task is aborted.
-pub fn spawn_timers(broker: Arc<crate::Broker>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            let topics = super::topic_infos(&broker);
-            let next = broker.groups().tick(&topics);
-            broker.groups().wait_for_work(next).await;
-        }
-    })
 }
 
 #[cfg(test)]

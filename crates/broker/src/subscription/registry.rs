@@ -360,8 +360,8 @@ impl Subscriptions {
     }
 
     /// Applies an acknowledgement (persisted at the next
-    /// [`Subscriptions::flush_cursors`]; see
-    /// [`crate::group::front_end::spawn_flusher`]).
+    /// [`Subscriptions::flush_cursors`], which the broker runs
+    /// periodically).
     pub fn ack(
         &self,
         key: &SubscriptionKey,

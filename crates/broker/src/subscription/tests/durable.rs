@@ -314,8 +314,7 @@ async fn the_flusher_persists_acks_in_the_background() {
     let partition = b.topic("__consumer_offsets").unwrap().partitions[0].clone();
     let log = partition.log().clone();
     let before = log.log_end_offset();
-    let flusher =
-        crate::group::front_end::spawn_flusher(b.clone(), std::time::Duration::from_millis(10));
+    let flusher = crate::groups::spawn_flusher(b.clone(), std::time::Duration::from_millis(10));
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
     assert!(
         partition.wait_for(before, deadline).await,
