@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use crate::subscription::SubscriptionType;
-use crate::txn::TxnError;
+use crate::txn::state::TxnError;
 
 /// Everything an operation on the coordinator's state can fail with.
 #[derive(Debug, thiserror::Error)]

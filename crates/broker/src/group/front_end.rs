@@ -9,8 +9,8 @@ use super::store::{GroupLog, RecordKey};
 use crate::schema::Schemas;
 use crate::sequences::ProducerSequences;
 use crate::subscription::{SubscriptionKey, Subscriptions};
-use crate::txn::staged::StagedOffsets;
-use crate::txn::Transactions;
+use crate::txn::staged_store::StagedOffsets;
+use crate::txn::store::Transactions;
 
 /// The front ends' durable state.
 #[derive(Debug)]

@@ -98,7 +98,7 @@ pub enum RecordKey {
         /// Schema version.
         version: u64,
     },
-    /// A transactional id's state (value: [`crate::txn::TxnMetadata`] as
+    /// A transactional id's state (value: [`crate::txn::state::TxnMetadata`] as
     /// JSON), as Kafka keeps it in `__transaction_state`.
     Transaction {
         /// The transactional id.
@@ -113,7 +113,7 @@ pub enum RecordKey {
         topic: String,
     },
     /// Offsets a producer staged for a group in a transaction another
-    /// broker coordinates (value: [`crate::txn::staged::Staged`] as JSON).
+    /// broker coordinates (value: [`crate::txn::staged_store::Staged`] as JSON).
     StagedTxnOffsets {
         /// Group id.
         group: String,
