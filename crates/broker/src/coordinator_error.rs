@@ -1,7 +1,7 @@
 //! The error type of the coordinator's state (groups, subscriptions,
 //! producer sequences, schemas, transactions): exactly what those parts
 //! produce, each with the text and meaning of the broker error it becomes
-//! (see `From<CoordError> for crate::Error`).
+//! (the broker turns each into its own error of the same name and text).
 
 use std::path::PathBuf;
 

@@ -14,6 +14,8 @@ pub mod cluster;
 mod codec;
 pub mod config;
 pub mod coordinator_error;
+#[cfg(test)]
+mod coordinator_tests;
 mod core;
 mod error;
 pub mod group;

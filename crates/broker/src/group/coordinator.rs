@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::Bytes;
+use model::now_ms;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{oneshot, Notify};
@@ -21,7 +22,6 @@ use super::consumer::{
 use super::front_end::{FrontEndRecords, FrontEndState};
 use super::store::{CommittedOffset, GroupLog, RecordKey};
 use crate::coordinator_error::CoordError;
-use crate::now_ms;
 use crate::subscription::Subscriptions;
 
 /// Settings of the coordinator, from broker configuration.
@@ -1112,7 +1112,3 @@ fn consumer_slot<'a>(
         )),
     }
 }
-
-#[cfg(test)]
-#[path = "coordinator_tests.rs"]
-mod tests;

@@ -4,13 +4,27 @@
 
 use model::Offset;
 
-use super::dispatch::{cid, spec};
 use crate::group::store::CommittedOffset;
 use crate::now_ms;
 use crate::subscription::*;
 
 fn open(dir: &std::path::Path) -> crate::testing::TestNode {
     crate::testing::broker_with_topics(dir, &["orders", "t", "u", "v"])
+}
+
+fn cid(n: u64) -> ConsumerId {
+    ConsumerId {
+        connection: n,
+        consumer: n,
+    }
+}
+
+fn spec(n: u64, name: &str, priority_level: i32) -> ConsumerSpec {
+    ConsumerSpec {
+        id: cid(n),
+        name: name.into(),
+        priority_level,
+    }
 }
 
 fn bounds(start: i64, end: i64) -> LogBounds {
