@@ -7,7 +7,9 @@ pub mod consumer;
 pub mod coordinator;
 pub mod front_end;
 pub mod log;
+mod slots;
 pub mod store;
+pub mod views;
 
 use crate::config::BrokerConfig;
 
