@@ -260,3 +260,31 @@ impl From<magnetar_metadata::MetadataError> for Error {
         }
     }
 }
+
+impl From<crate::coordinator_error::CoordError> for Error {
+    /// Each coordinator-state error is the broker error of the same name,
+    /// text and wrapped source.
+    fn from(e: crate::coordinator_error::CoordError) -> Error {
+        use crate::coordinator_error::CoordError as C;
+        match e {
+            C::InvalidRequest(m) => Error::InvalidRequest(m),
+            C::Storage { partition, source } => Error::Storage { partition, source },
+            C::MetadataCorrupt { path, reason } => Error::MetadataCorrupt { path, reason },
+            C::Transaction(t) => Error::Transaction(t),
+            C::ConsumerBusy(m) => Error::ConsumerBusy(m),
+            C::SubscriptionTypeMismatch {
+                subscription,
+                existing,
+                requested,
+            } => Error::SubscriptionTypeMismatch {
+                subscription,
+                existing,
+                requested,
+            },
+            C::SubscriptionExists(m) => Error::SubscriptionExists(m),
+            C::SubscriptionNotFound(m) => Error::SubscriptionNotFound(m),
+            C::ConsumerNotFound(m) => Error::ConsumerNotFound(m),
+            C::NotAllowed(m) => Error::NotAllowed(m),
+        }
+    }
+}

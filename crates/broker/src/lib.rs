@@ -17,9 +17,13 @@ pub use magnetar_metadata::{
     delta as metadata_delta, image as metadata_store, machine as metadata_machine, placement,
     reconcile, records as metadata_records, registry, topic_control,
 };
+pub mod coordinator_error;
+#[cfg(test)]
+mod coordinator_tests;
 mod core;
 mod error;
 pub mod group;
+pub mod groups;
 mod lifecycle;
 pub mod limits;
 pub mod log_limit;
@@ -30,6 +34,7 @@ pub mod quota;
 pub mod schema;
 pub mod security;
 pub mod sequences;
+mod state_log;
 pub mod subscription;
 pub mod tenancy;
 #[cfg(any(test, feature = "testing"))]
@@ -43,12 +48,6 @@ mod txn_guard_tests;
 pub use crate::core::{Broker, Endpoint, NewTopic, MAX_PARTITIONS_PER_TOPIC};
 pub use error::Error;
 pub use lifecycle::BrokerScope;
+/// Milliseconds since the Unix epoch, now (see [`model::now_ms`]).
+pub use model::now_ms;
 pub use topic::{complete_disk_work, Partition, ProducerAttachment, Topic};
-
-/// Milliseconds since the Unix epoch, now.
-pub fn now_ms() -> model::Timestamp {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    model::Timestamp(d.as_millis() as i64)
-}

@@ -18,7 +18,7 @@ use crate::{now_ms, Broker};
 /// (see [`spawn_cleaner`]). [`Maintenance::stop`] ends them.
 pub fn spawn(broker: Arc<Broker>) -> Maintenance {
     let (stop, mut stopped) = watch::channel(false);
-    let timers = crate::group::coordinator::spawn_timers(broker.clone());
+    let timers = crate::groups::spawn_timers(broker.clone());
     let cleaner = spawn_cleaner(broker.clone(), stop.subscribe());
     let recovery = spawn_transaction_recovery(broker.clone(), stop.subscribe());
     let task = tokio::spawn(async move {

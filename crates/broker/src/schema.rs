@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 use crate::codec::{
     put_bytes, put_varint, take_bytes, take_string, take_u8, take_varint, unzigzag, zigzag,
 };
+use crate::coordinator_error::CoordError;
 use crate::group::store::{GroupLog, RecordKey};
-use crate::Error;
 
 const RECORD_VERSION: u8 = 1;
 
@@ -122,7 +122,7 @@ impl Schemas {
 
     /// The version of `schema` for `topic`; a new schema gets the next
     /// version, in the group log before this returns.
-    pub fn get_or_create(&self, topic: &str, schema: &StoredSchema) -> Result<u64, Error> {
+    pub fn get_or_create(&self, topic: &str, schema: &StoredSchema) -> Result<u64, CoordError> {
         let mut map = self.by_topic.lock();
         let versions = map.get(topic);
         if let Some((v, _)) = versions
@@ -157,7 +157,7 @@ impl Schemas {
 
     /// Drops a deleted topic's schemas (their tombstones are in the group
     /// log before this returns).
-    pub fn forget_topic(&self, topic: &str) -> Result<(), Error> {
+    pub fn forget_topic(&self, topic: &str) -> Result<(), CoordError> {
         let mut map = self.by_topic.lock();
         let Some(versions) = map.get(topic) else {
             return Ok(());
@@ -200,10 +200,6 @@ fn record_key(topic: &str, version: u64) -> RecordKey {
 mod tests {
     use super::*;
 
-    fn open(dir: &std::path::Path) -> crate::testing::TestNode {
-        crate::testing::broker_with_topics(dir, &["t", "u"])
-    }
-
     fn schema(data: &str) -> StoredSchema {
         StoredSchema {
             name: "orders".into(),
@@ -226,42 +222,5 @@ mod tests {
         );
         assert_eq!(StoredSchema::decode(&[7]), None);
         assert_eq!(StoredSchema::decode(&[]), None);
-    }
-
-    #[test]
-    fn versions_survive_a_restart_and_die_with_the_topic() {
-        let dir = tempfile::tempdir().unwrap();
-        let b = open(dir.path());
-        let s = b.schemas();
-        assert_eq!(s.get_or_create("t", &schema("v0")).unwrap(), 0);
-        assert_eq!(s.get_or_create("t", &schema("v1")).unwrap(), 1);
-        let mut renamed = schema("v0");
-        renamed.name = "other".into();
-        assert_eq!(s.get_or_create("t", &renamed).unwrap(), 0, "same schema");
-        assert_eq!(s.get_or_create("u", &schema("v1")).unwrap(), 0);
-        drop(b);
-
-        // No shutdown: schemas are in the log when their version is given.
-        let b = open(dir.path());
-        let s = b.schemas();
-        assert_eq!(s.get("t", None), Some((schema("v1"), 1)));
-        assert_eq!(s.get("t", Some(0)), Some((schema("v0"), 0)));
-        assert_eq!(s.get("t", Some(2)), None);
-        assert_eq!(s.get_or_create("t", &schema("v2")).unwrap(), 2);
-        b.groups().front_end().forget_topic("t").unwrap();
-        assert_eq!(s.get("t", None), None);
-        b.shutdown().unwrap();
-        drop(b);
-
-        let b = open(dir.path());
-        let s = b.schemas();
-        assert_eq!(s.get("t", None), None, "tombstoned");
-        assert_eq!(s.get("u", None), Some((schema("v1"), 0)));
-        assert_eq!(
-            s.get_or_create("t", &schema("v1")).unwrap(),
-            0,
-            "starts over"
-        );
-        b.shutdown().unwrap();
     }
 }

@@ -25,8 +25,8 @@ use model::Offset;
 use parking_lot::Mutex;
 
 use crate::codec::{put_bytes, put_varint, take_string, take_u8, take_varint, unzigzag, zigzag};
+use crate::coordinator_error::CoordError;
 use crate::group::store::{GroupLog, RecordKey};
-use crate::Error;
 
 /// A snapshot is due after this many stored batches...
 pub const SNAPSHOT_EVERY_BATCHES: u64 = 1000;
@@ -324,13 +324,13 @@ impl ProducerSequences {
     /// given the state and must [`PartitionSequences::record`] every batch
     /// stored from [`PartitionSequences::covered`] to the log end, then
     /// call [`PartitionSequences::replayed_to`] with the end.
-    pub fn partition(
+    pub fn partition<E>(
         &self,
         topic: &str,
         partition: i32,
         now_ms: i64,
-        replay: impl FnOnce(&mut PartitionSequences) -> Result<(), Error>,
-    ) -> Result<SequencesHandle, Error> {
+        replay: impl FnOnce(&mut PartitionSequences) -> Result<(), E>,
+    ) -> Result<SequencesHandle, E> {
         let key = (topic.to_string(), partition);
         if let Some(h) = self.slots.lock().get(&key) {
             return Ok(h.clone());
@@ -358,7 +358,7 @@ impl ProducerSequences {
 
     /// Writes the snapshots that are due at `now_ms` (all changed ones with
     /// `all`) to the group log; returns how many were written.
-    pub fn flush(&self, now_ms: i64, all: bool) -> Result<usize, Error> {
+    pub fn flush(&self, now_ms: i64, all: bool) -> Result<usize, CoordError> {
         let mut persisted = self.persist.lock();
         let slots: Vec<(PartitionKey, SequencesHandle)> = self
             .slots
@@ -423,7 +423,7 @@ impl ProducerSequences {
 
     /// Drops the sequences of a deleted topic (tombstones for its persisted
     /// snapshots are in the group log before this returns).
-    pub fn forget_topic(&self, topic: &str) -> Result<(), Error> {
+    pub fn forget_topic(&self, topic: &str) -> Result<(), CoordError> {
         let mut persisted = self.persist.lock();
         let stored: Vec<PartitionKey> = persisted
             .keys()

@@ -285,10 +285,17 @@ impl Partition {
     /// Appends producer batches (validated, offsets assigned by the log) and
     /// wakes fetchers waiting for data.
     pub fn append(&self, batches: &[u8], now: Timestamp) -> Result<AppendOutcome, Error> {
-        let out = self
-            .log
-            .append(batches, self.leader_epoch(), now)
-            .map_err(|e| self.storage_error(e))?;
+        self.append_storage(batches, now)
+            .map_err(|e| self.storage_error(e))
+    }
+
+    /// [`Partition::append`] with the storage error as it is.
+    pub(crate) fn append_storage(
+        &self,
+        batches: &[u8],
+        now: Timestamp,
+    ) -> Result<AppendOutcome, storage::Error> {
+        let out = self.log.append(batches, self.leader_epoch(), now)?;
         if let AppendOutcome::Appended(info) = &out {
             self.traffic
                 .record_in(info.record_count, batches.len() as u64);

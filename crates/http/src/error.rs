@@ -59,6 +59,13 @@ impl From<PulsarError> for ApiError {
     }
 }
 
+impl From<broker::coordinator_error::CoordError> for ApiError {
+    /// As the broker error it is.
+    fn from(e: broker::coordinator_error::CoordError) -> Self {
+        ApiError::from(broker::Error::from(e))
+    }
+}
+
 impl From<broker::Error> for ApiError {
     /// The status and reason upstream answers for the same refusal (its
     /// reason texts where it has fixed ones).

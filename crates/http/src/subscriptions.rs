@@ -277,7 +277,7 @@ pub async fn delete(
                 .subscriptions()
                 .unsubscribe(&sub_key(&a, n, &p.subscription), None)
             {
-                Ok(()) | Err(broker::Error::SubscriptionNotFound(_)) => {}
+                Ok(()) | Err(broker::coordinator_error::CoordError::SubscriptionNotFound(_)) => {}
                 Err(e) => return Err(ApiError::from(e)),
             }
         }

@@ -14,7 +14,7 @@ use model::TopicId;
 use super::error::coordinator_error;
 use super::{RequestContext, Versions};
 use broker::group::consumer::{Assignment, Heartbeat};
-use broker::group::topic_infos;
+use broker::groups::topic_infos;
 use broker::Broker;
 
 /// Implemented versions.

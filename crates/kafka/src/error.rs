@@ -263,6 +263,26 @@ pub fn coordinator_error(e: &broker::group::coordinator::CoordinatorError) -> Re
         E::GroupNotFound(_) => R::GroupIdNotFound,
         E::NonEmptyGroup(_) => R::NonEmptyGroup,
         E::SubscribedToTopic(_) => R::GroupSubscribedToTopic,
-        E::Storage(e) => response_error(e),
+        E::Storage(e) => coord_state_error(e),
+    }
+}
+
+/// The Kafka error for an error of the coordinator's state: the one the
+/// broker error it becomes gets.
+pub fn coord_state_error(e: &broker::coordinator_error::CoordError) -> ResponseError {
+    use broker::coordinator_error::CoordError as C;
+    use ResponseError as R;
+    match e {
+        C::InvalidRequest(_) => R::InvalidRequest,
+        // Subscriptions are not reachable from Kafka requests.
+        C::ConsumerBusy(_)
+        | C::SubscriptionTypeMismatch { .. }
+        | C::SubscriptionNotFound(_)
+        | C::SubscriptionExists(_)
+        | C::ConsumerNotFound(_)
+        | C::NotAllowed(_) => R::InvalidRequest,
+        C::Storage { source, .. } => storage_error(source),
+        C::Transaction(t) => txn_error(t),
+        C::MetadataCorrupt { .. } => R::KafkaStorageError,
     }
 }

@@ -479,7 +479,7 @@ fn request(key: ApiKey, version: i16, topic_id: uuid::Uuid) -> RequestKind {
 async fn every_supported_version_encodes_and_decodes() {
     let dir = tempfile::tempdir().unwrap();
     let b = broker(dir.path());
-    let timers = broker::group::coordinator::spawn_timers(b.clone());
+    let timers = broker::groups::spawn_timers(b.clone());
     let topic = b
         .lookup_topic(&model::TopicName::new("t").unwrap(), true)
         .unwrap();

@@ -175,6 +175,26 @@ impl fmt::Display for TopicPartition {
     }
 }
 
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> Timestamp {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Timestamp(d.as_millis() as i64)
+}
+
+/// Kafka's `Utils.abs(key.hashCode()) % slots`: the slot of a group or
+/// transactional id, Java's `String.hashCode` over UTF-16 units.
+pub fn coordinator_slot(key: &str, slots: usize) -> usize {
+    let mut h: i32 = 0;
+    for u in key.encode_utf16() {
+        h = h.wrapping_mul(31).wrapping_add(u as i32);
+    }
+    // Kafka's Utils.abs maps i32::MIN to 0.
+    let abs = if h == i32::MIN { 0 } else { h.abs() };
+    abs as usize % slots.max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

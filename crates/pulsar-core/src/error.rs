@@ -25,6 +25,13 @@ impl PulsarError {
     }
 }
 
+impl From<broker::coordinator_error::CoordError> for PulsarError {
+    /// As the broker error it is.
+    fn from(e: broker::coordinator_error::CoordError) -> Self {
+        PulsarError::from(broker::Error::from(e))
+    }
+}
+
 impl From<broker::Error> for PulsarError {
     fn from(e: broker::Error) -> Self {
         use broker::Error as E;

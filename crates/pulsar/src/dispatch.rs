@@ -8,9 +8,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use broker::coordinator_error::CoordError;
 use broker::subscription::{ConsumerId, Entry, LogBounds, Read, SubscriptionKey};
 use broker::traffic::Traffic;
-use broker::{Broker, Error as BrokerError, Partition};
+use broker::{Broker, Partition};
 use bytes::{Bytes, BytesMut};
 use magnetar_pulsar_wire::proto::{CommandMessage, MessageIdData};
 use magnetar_pulsar_wire::{command, encode_payload_command};
@@ -183,7 +184,7 @@ async fn run(d: &Dispatchers, broker: &Broker, key: &SubscriptionKey, partition:
         };
         let deliveries = match subs.dispatch(key, &read, log.log_start_offset()) {
             Ok(d) => d,
-            Err(BrokerError::SubscriptionNotFound(_)) => return,
+            Err(CoordError::SubscriptionNotFound(_)) => return,
             Err(e) => {
                 debug!("dispatch: {e}");
                 continue;

@@ -125,7 +125,7 @@ pub fn serve(
         broker: broker.clone(),
     });
     let front_end = crate::admin::FrontEnd::new(shared.clone());
-    let flusher = Arc::new(FlusherGuard(broker::group::front_end::spawn_flusher(
+    let flusher = Arc::new(FlusherGuard(broker::groups::spawn_flusher(
         broker.clone(),
         Duration::from_millis(100),
     )));

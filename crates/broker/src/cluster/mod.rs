@@ -230,17 +230,8 @@ impl crate::Broker {
 /// `offsets.topic.num.partitions` default).
 pub const DEFAULT_COORDINATOR_SLOTS: usize = 50;
 
-/// Kafka's `Utils.abs(key.hashCode()) % slots`: the slot of a group or
-/// transactional id, Java's `String.hashCode` over UTF-16 units.
-pub fn coordinator_slot(key: &str, slots: usize) -> usize {
-    let mut h: i32 = 0;
-    for u in key.encode_utf16() {
-        h = h.wrapping_mul(31).wrapping_add(u as i32);
-    }
-    // Kafka's Utils.abs maps i32::MIN to 0.
-    let abs = if h == i32::MIN { 0 } else { h.abs() };
-    abs as usize % slots.max(1)
-}
+/// The slot of a group or transactional id (see [`model::coordinator_slot`]).
+pub use model::coordinator_slot;
 
 #[cfg(test)]
 mod tests {

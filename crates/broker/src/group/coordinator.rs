@@ -4,36 +4,28 @@
 //! them, and writes every change to the group log before acknowledging it.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use model::now_ms;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{oneshot, Notify};
 
 use super::classic::{
-    self, ClassicConfig, ClassicGroup, Effect, GroupError, JoinRequest, JoinResult, RequestId,
-    SyncRequest, SyncResult,
+    self, ClassicGroup, Effect, GroupError, JoinRequest, JoinResult, RequestId, SyncRequest,
+    SyncResult,
 };
-use super::consumer::{
-    ConsumerConfig, ConsumerError, ConsumerGroup, Heartbeat, HeartbeatReply, TopicInfo,
-};
+use super::consumer::{ConsumerError, ConsumerGroup, Heartbeat, HeartbeatReply, TopicInfo};
 use super::front_end::{FrontEndRecords, FrontEndState};
+use super::slots::{classic_slot, consumer_slot};
 use super::store::{CommittedOffset, GroupLog, RecordKey};
+pub use super::views::{
+    ConsumerGroupView, CoordinatorConfig, CoordinatorError, GroupListing, GroupView,
+    ProtocolMismatch, SubscriptionsView,
+};
+use crate::coordinator_error::CoordError;
 use crate::subscription::Subscriptions;
-use crate::{now_ms, Error};
-
-/// Settings of the coordinator, from broker configuration.
-#[derive(Debug, Clone)]
-pub struct CoordinatorConfig {
-    /// Classic groups.
-    pub classic: ClassicConfig,
-    /// Consumer-protocol groups.
-    pub consumer: ConsumerConfig,
-    /// Offsets of a group without members expire this long after commit.
-    pub offsets_retention_ms: i64,
-}
 
 /// A group of either protocol. Both share one namespace of group ids.
 #[derive(Debug)]
@@ -54,41 +46,6 @@ enum GroupRecord {
 enum Pending {
     Join(oneshot::Sender<Result<JoinResult, GroupError>>),
     Sync(oneshot::Sender<Result<SyncResult, GroupError>>),
-}
-
-/// Why a group operation was refused, beyond the state machines' own errors.
-#[derive(Debug, thiserror::Error)]
-pub enum CoordinatorError {
-    /// The classic state machine refused.
-    #[error(transparent)]
-    Classic(#[from] GroupError),
-    /// The consumer-protocol state machine refused.
-    #[error(transparent)]
-    Consumer(#[from] ConsumerError),
-    /// The group id is used by the other protocol.
-    #[error("group {0} uses the other group protocol")]
-    WrongProtocol(String, ProtocolMismatch),
-    /// No such group.
-    #[error("group {0} does not exist")]
-    GroupNotFound(String),
-    /// The group still has members.
-    #[error("group {0} is not empty")]
-    NonEmptyGroup(String),
-    /// The group still consumes the topic whose offsets were to be deleted.
-    #[error("group {0} is subscribed to the topic")]
-    SubscribedToTopic(String),
-    /// The group log could not be written.
-    #[error(transparent)]
-    Storage(#[from] Error),
-}
-
-/// Which way round a protocol mismatch is (Kafka answers them differently).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProtocolMismatch {
-    /// A classic request for a consumer-protocol group.
-    ClassicOnConsumer,
-    /// A consumer-protocol heartbeat for a classic group.
-    ConsumerOnClassic,
 }
 
 #[derive(Default)]
@@ -118,65 +75,9 @@ impl std::fmt::Debug for GroupCoordinator {
     }
 }
 
-/// A group as the describe APIs show it: the protocol's own view types,
-/// never the state machines.
-#[derive(Debug, Clone)]
-pub enum GroupView {
-    /// A classic (JoinGroup/SyncGroup) group.
-    Classic(crate::group::classic::GroupDescription),
-    /// A consumer-protocol (KIP-848) group.
-    Consumer(ConsumerGroupView),
-}
-
-/// What a group's members subscribe to.
-#[derive(Debug, Clone)]
-pub enum SubscriptionsView {
-    /// A classic group: its members' opaque protocol metadata (for the
-    /// `consumer` protocol type, Kafka's ConsumerProtocolSubscription).
-    Classic {
-        /// The group's protocol type, if it ever had members.
-        protocol_type: Option<String>,
-        /// Each member's metadata for the group's protocol.
-        metadata: Vec<bytes::Bytes>,
-    },
-    /// A consumer-protocol group: the topics its members named.
-    Consumer {
-        /// Subscribed topic names, over all members.
-        topics: Vec<String>,
-    },
-}
-
-/// A consumer-protocol group as the describe APIs show it.
-#[derive(Debug, Clone)]
-pub struct ConsumerGroupView {
-    /// Kafka's state name (`Empty`, `Assigning`, `Reconciling`, `Stable`).
-    pub state: &'static str,
-    /// The group epoch.
-    pub epoch: i32,
-    /// The epoch of the target assignment.
-    pub assignment_epoch: i32,
-    /// The server-side assignor in use.
-    pub assignor: &'static str,
-    /// Members with their current and target assignments.
-    pub members: Vec<crate::group::consumer::MemberDescription>,
-}
-
-/// One entry of ListGroups.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupListing {
-    /// Group id.
-    pub group_id: String,
-    /// "consumer", or the classic group's protocol type.
-    pub protocol_type: String,
-    /// Kafka state name.
-    pub state: String,
-    /// "classic" or "consumer".
-    pub group_type: &'static str,
-}
-
 impl GroupCoordinator {
     /// Replays the group log into memory.
-    pub fn open(log: GroupLog, config: CoordinatorConfig) -> Result<GroupCoordinator, Error> {
+    pub fn open(log: GroupLog, config: CoordinatorConfig) -> Result<GroupCoordinator, CoordError> {
         let mut inner = Inner::default();
         let mut group_records: HashMap<String, Bytes> = HashMap::new();
         let mut front_end = FrontEndRecords::default();
@@ -473,7 +374,7 @@ impl GroupCoordinator {
         &self,
         group_id: &str,
         offsets: Vec<(String, i32, CommittedOffset)>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), CoordError> {
         let mut inner = self.inner.lock();
         self.write_offsets(&mut inner, group_id, offsets)
     }
@@ -484,7 +385,7 @@ impl GroupCoordinator {
         inner: &mut Inner,
         group_id: &str,
         offsets: Vec<(String, i32, CommittedOffset)>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), CoordError> {
         let records: Vec<(RecordKey, Option<Vec<u8>>)> = offsets
             .iter()
             .map(|(t, p, o)| {
@@ -632,7 +533,7 @@ impl GroupCoordinator {
 
     /// Removes every group's committed offsets of a deleted topic, as Kafka
     /// does, so a topic recreated with the same name starts with none.
-    pub fn forget_topic(&self, topic: &str) -> Result<(), Error> {
+    pub fn forget_topic(&self, topic: &str) -> Result<(), CoordError> {
         let mut inner = self.inner.lock();
         let tombstones: Vec<(RecordKey, Option<Vec<u8>>)> = inner
             .offsets
@@ -680,7 +581,7 @@ impl GroupCoordinator {
     /// Records that the records about these topics are about these ids
     /// (the topics as they are now: created, or found at start-up); only
     /// what changed is written.
-    pub fn note_topic_ids(&self, ids: &[(String, model::TopicId)]) -> Result<(), Error> {
+    pub fn note_topic_ids(&self, ids: &[(String, model::TopicId)]) -> Result<(), CoordError> {
         let mut inner = self.inner.lock();
         let changed: Vec<(RecordKey, Option<Vec<u8>>)> = ids
             .iter()
@@ -876,7 +777,7 @@ impl GroupCoordinator {
 
     /// Removes offsets of memberless groups older than the retention, and
     /// compacts the group log when it has grown well past its live size.
-    pub fn expire_and_compact(&self, now: i64) -> Result<usize, Error> {
+    pub fn expire_and_compact(&self, now: i64) -> Result<usize, CoordError> {
         let mut inner = self.inner.lock();
         let mut tombstones = Vec::new();
         for (group, offsets) in &inner.offsets {
@@ -956,7 +857,7 @@ impl GroupCoordinator {
                 self.log.snapshot(&live)?;
                 tracing::info!(records = live.len(), "compacted the group log");
             }
-            Ok::<_, Error>(())
+            Ok::<_, CoordError>(())
         })?;
         Ok(expired)
     }
@@ -990,11 +891,16 @@ impl GroupCoordinator {
     }
 
     /// Delivers effects to waiting requests and persists group changes.
-    fn apply(&self, inner: &mut Inner, group_id: &str, effects: Vec<Effect>) -> Result<(), Error> {
+    fn apply(
+        &self,
+        inner: &mut Inner,
+        group_id: &str,
+        effects: Vec<Effect>,
+    ) -> Result<(), CoordError> {
         // Effects are handled in order: answers that follow a Persist go out
         // only once the group's state is in the log. If the write fails,
         // those answers become errors (clients rejoin), as Kafka does.
-        let mut failed: Option<Error> = None;
+        let mut failed: Option<CoordError> = None;
         for e in effects {
             match e {
                 Effect::Persist => {
@@ -1033,7 +939,7 @@ impl GroupCoordinator {
         }
     }
 
-    fn persist_group(&self, inner: &mut Inner, group_id: &str) -> Result<(), Error> {
+    fn persist_group(&self, inner: &mut Inner, group_id: &str) -> Result<(), CoordError> {
         let record = match inner.groups.get(group_id) {
             Some(Group::Classic(g)) => GroupRecord::Classic(g.snapshot()),
             Some(Group::Consumer(g)) => GroupRecord::Consumer(g.clone()),
@@ -1060,65 +966,3 @@ impl Inner {
         self.next_request
     }
 }
-
-/// The classic group `group_id`, created if missing; an empty
-/// consumer-protocol group of that id is replaced (a group id belongs to one
-/// protocol at a time, but an empty group may switch).
-fn classic_slot<'a>(
-    groups: &'a mut HashMap<String, Group>,
-    group_id: &str,
-    config: &ClassicConfig,
-) -> Result<&'a mut ClassicGroup, CoordinatorError> {
-    let fresh = || {
-        Group::Classic(Box::new(ClassicGroup::new(
-            group_id.to_string(),
-            config.clone(),
-        )))
-    };
-    let slot = groups.entry(group_id.to_string()).or_insert_with(fresh);
-    if matches!(slot, Group::Consumer(g) if g.is_empty()) {
-        *slot = fresh();
-    }
-    match slot {
-        Group::Classic(g) => Ok(g),
-        Group::Consumer(_) => Err(CoordinatorError::WrongProtocol(
-            group_id.to_string(),
-            ProtocolMismatch::ClassicOnConsumer,
-        )),
-    }
-}
-
-/// The consumer-protocol group `group_id`, created if missing; an empty
-/// classic group of that id is replaced.
-fn consumer_slot<'a>(
-    groups: &'a mut HashMap<String, Group>,
-    group_id: &str,
-) -> Result<&'a mut ConsumerGroup, CoordinatorError> {
-    let fresh = || Group::Consumer(ConsumerGroup::new(group_id.to_string()));
-    let slot = groups.entry(group_id.to_string()).or_insert_with(fresh);
-    if matches!(slot, Group::Classic(g) if g.is_empty()) {
-        *slot = fresh();
-    }
-    match slot {
-        Group::Consumer(g) => Ok(g),
-        Group::Classic(_) => Err(CoordinatorError::WrongProtocol(
-            group_id.to_string(),
-            ProtocolMismatch::ConsumerOnClassic,
-        )),
-    }
-}
-
-/// Runs the coordinator's timers until the task is aborted.
-pub fn spawn_timers(broker: Arc<crate::Broker>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            let topics = super::topic_infos(&broker);
-            let next = broker.groups().tick(&topics);
-            broker.groups().wait_for_work(next).await;
-        }
-    })
-}
-
-#[cfg(test)]
-#[path = "coordinator_tests.rs"]
-mod tests;

@@ -9,8 +9,8 @@ use super::store::{GroupLog, RecordKey};
 use crate::schema::Schemas;
 use crate::sequences::ProducerSequences;
 use crate::subscription::{SubscriptionKey, Subscriptions};
-use crate::txn::staged::StagedOffsets;
-use crate::txn::Transactions;
+use crate::txn::staged_store::StagedOffsets;
+use crate::txn::store::Transactions;
 
 /// The front ends' durable state.
 #[derive(Debug)]
@@ -115,45 +115,10 @@ impl FrontEndState {
 
     /// Drops everything of a deleted topic (tombstones in the group log
     /// before this returns); the first failure is returned after trying all.
-    pub fn forget_topic(&self, topic: &str) -> Result<(), crate::Error> {
+    pub fn forget_topic(&self, topic: &str) -> Result<(), crate::coordinator_error::CoordError> {
         let subs = self.subscriptions.forget_topic(topic);
         let seqs = self.sequences.forget_topic(topic);
         let schemas = self.schemas.forget_topic(topic);
         subs.and(seqs).and(schemas)
     }
-}
-
-/// Every `every` until the task is aborted: flushes changed durable
-/// cursors (acks reach the group log at most this late; see
-/// [`Subscriptions::flush_cursors`]) and the producer-sequence snapshots
-/// that are due ([`ProducerSequences::flush`]).
-pub fn spawn_flusher(
-    broker: std::sync::Arc<crate::Broker>,
-    every: std::time::Duration,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let b = broker.clone();
-            // A group-log append is disk work: off the async workers.
-            let flushed = tokio::task::spawn_blocking(move || {
-                let state = b.groups().front_end();
-                let cursors = state.subscriptions.flush_cursors();
-                let now = crate::now_ms().0;
-                state
-                    .sequences
-                    .expire(now, || b.config().pulsar_dedup_inactivity_ms());
-                let sequences = state.sequences.flush(now, false);
-                cursors.and(sequences)
-            })
-            .await;
-            match flushed {
-                Ok(Err(e)) => tracing::warn!("could not persist front-end state: {e}"),
-                Ok(Ok(_)) => {}
-                Err(e) => tracing::warn!("front-end state flush task failed: {e}"),
-            }
-        }
-    })
 }

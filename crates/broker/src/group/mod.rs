@@ -6,24 +6,12 @@ pub mod classic;
 pub mod consumer;
 pub mod coordinator;
 pub mod front_end;
+pub mod log;
+mod slots;
 pub mod store;
+pub mod views;
 
 use crate::config::BrokerConfig;
-use crate::Broker;
-
-/// The cluster's topics as consumer groups see them (internal ones included;
-/// regex subscriptions skip them).
-pub fn topic_infos(broker: &Broker) -> Vec<consumer::TopicInfo> {
-    broker
-        .topics()
-        .iter()
-        .map(|t| consumer::TopicInfo {
-            id: t.id,
-            name: t.name.to_string(),
-            partitions: t.partition_count() as i32,
-        })
-        .collect()
-}
 
 /// The coordinator's settings from broker configuration.
 pub fn coordinator_config(c: &BrokerConfig) -> coordinator::CoordinatorConfig {

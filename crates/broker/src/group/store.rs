@@ -12,11 +12,13 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use model::now_ms;
 use serde::{Deserialize, Serialize};
 use storage::records::RecordIter;
 use storage::{AppendOutcome, BatchBuilder, BatchHeader, Compression};
 
-use crate::{now_ms, Error, Partition};
+use super::log::StateLog;
+use crate::coordinator_error::CoordError;
 
 /// The internal topic's name.
 pub use model::OFFSETS_TOPIC;
@@ -96,7 +98,7 @@ pub enum RecordKey {
         /// Schema version.
         version: u64,
     },
-    /// A transactional id's state (value: [`crate::txn::TxnMetadata`] as
+    /// A transactional id's state (value: [`crate::txn::state::TxnMetadata`] as
     /// JSON), as Kafka keeps it in `__transaction_state`.
     Transaction {
         /// The transactional id.
@@ -111,7 +113,7 @@ pub enum RecordKey {
         topic: String,
     },
     /// Offsets a producer staged for a group in a transaction another
-    /// broker coordinates (value: [`crate::txn::staged::Staged`] as JSON).
+    /// broker coordinates (value: [`crate::txn::staged_store::Staged`] as JSON).
     StagedTxnOffsets {
         /// Group id.
         group: String,
@@ -161,17 +163,25 @@ pub struct StoredRecord {
 /// The `__consumer_offsets` partition.
 #[derive(Debug, Clone)]
 pub struct GroupLog {
-    partition: Arc<Partition>,
+    partition: Arc<dyn StateLog>,
 }
 
 impl GroupLog {
     /// Wraps the internal topic's partition.
-    pub fn new(partition: Arc<Partition>) -> GroupLog {
+    pub fn new(partition: Arc<dyn StateLog>) -> GroupLog {
         GroupLog { partition }
     }
 
+    /// Wraps a storage error with the partition's name.
+    fn storage_error(&self, source: storage::Error) -> CoordError {
+        CoordError::Storage {
+            partition: self.partition.name(),
+            source,
+        }
+    }
+
     /// Appends records as one batch; returns once they are in the log.
-    pub fn append(&self, records: &[(RecordKey, Option<Vec<u8>>)]) -> Result<(), Error> {
+    pub fn append(&self, records: &[(RecordKey, Option<Vec<u8>>)]) -> Result<(), CoordError> {
         if records.is_empty() {
             return Ok(());
         }
@@ -181,37 +191,42 @@ impl GroupLog {
             let key = serde_json::to_vec(k).unwrap_or_default();
             batch
                 .append(ts, Some(&key), v.as_deref(), &[])
-                .map_err(|e| Error::InvalidRequest(format!("cannot encode group records: {e}")))?;
+                .map_err(|e| {
+                    CoordError::InvalidRequest(format!("cannot encode group records: {e}"))
+                })?;
         }
         let buf = batch
             .build()
-            .map_err(|e| Error::InvalidRequest(format!("cannot encode group records: {e}")))?;
-        match self.partition.append(&buf, now_ms())? {
+            .map_err(|e| CoordError::InvalidRequest(format!("cannot encode group records: {e}")))?;
+        let appended = self.partition.append_batches(&buf, now_ms());
+        match appended.map_err(|e| self.storage_error(e))? {
             AppendOutcome::Appended(_) | AppendOutcome::Duplicate(_) => Ok(()),
         }
     }
 
     /// Makes what was appended durable (fsync).
-    pub fn flush(&self) -> Result<(), Error> {
+    pub fn flush(&self) -> Result<(), CoordError> {
         self.partition
-            .log()
+            .storage()
             .flush()
-            .map_err(|e| self.partition.storage_error(e))
+            .map_err(|e| self.storage_error(e))
     }
 
     /// Every record from the log start, in order.
-    pub fn replay(&self) -> Result<Vec<StoredRecord>, Error> {
-        let log = self.partition.log();
+    pub fn replay(&self) -> Result<Vec<StoredRecord>, CoordError> {
+        let log = self.partition.storage();
         let start = log.log_start_offset();
         let mut next = start;
         let end = log.high_watermark();
         let mut out = Vec::new();
         while next < end {
-            let chunk = self.partition.read(next, REPLAY_CHUNK, true)?;
+            let chunk = log
+                .read(next, REPLAY_CHUNK, true)
+                .map_err(|e| self.storage_error(e))?;
             if chunk.records.is_empty() {
                 break;
             }
-            let corrupt = |e: storage::BatchError| Error::MetadataCorrupt {
+            let corrupt = |e: storage::BatchError| CoordError::MetadataCorrupt {
                 path: log.dir().to_path_buf(),
                 reason: format!("undecodable group record batch: {e}"),
             };
@@ -247,118 +262,20 @@ impl GroupLog {
 
     /// Bytes the log holds.
     pub fn size_bytes(&self) -> u64 {
-        self.partition.log().size_bytes()
+        self.partition.storage().size_bytes()
     }
 
     /// Replaces the log's history with `live`: appends it, then moves the log
     /// start to where it begins, so older segments can be deleted.
-    pub fn snapshot(&self, live: &[(RecordKey, Option<Vec<u8>>)]) -> Result<(), Error> {
-        let start = self.partition.log().log_end_offset();
+    pub fn snapshot(&self, live: &[(RecordKey, Option<Vec<u8>>)]) -> Result<(), CoordError> {
+        let start = self.partition.storage().log_end_offset();
         for chunk in live.chunks(1000) {
             self.append(chunk)?;
         }
         self.partition
-            .log()
+            .storage()
             .delete_records_before(start)
-            .map_err(|e| self.partition.storage_error(e))?;
+            .map_err(|e| self.storage_error(e))?;
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use bytes::BytesMut;
-    use kafka_protocol::records::{
-        Compression as KCompression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-    };
-    use model::PartitionId;
-
-    use super::*;
-    use crate::config::BrokerConfig;
-
-    fn key(group: &str) -> RecordKey {
-        RecordKey::Offset {
-            group: group.into(),
-            topic: "t".into(),
-            partition: 0,
-        }
-    }
-
-    /// A batch exactly as `GroupLog::append` wrote it before it used
-    /// `storage`'s builder: kafka-protocol's encoder.
-    fn old_format(records: &[(RecordKey, Option<Vec<u8>>)], compression: KCompression) -> BytesMut {
-        let encoded: Vec<Record> = records
-            .iter()
-            .enumerate()
-            .map(|(i, (k, v))| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                sequence: i as i32,
-                timestamp: 1_700_000_000_000,
-                key: Some(Bytes::from(serde_json::to_vec(k).unwrap())),
-                value: v.as_ref().map(|v| Bytes::copy_from_slice(v)),
-                headers: Default::default(),
-            })
-            .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            &encoded,
-            &RecordEncodeOptions {
-                version: 2,
-                compression,
-            },
-        )
-        .unwrap();
-        buf
-    }
-
-    #[test]
-    fn records_written_before_the_builder_still_replay() {
-        let dir = tempfile::tempdir().unwrap();
-        let broker = crate::testing::TestNode::start(BrokerConfig::new(
-            dir.path(),
-            "127.0.0.1:9092".parse().unwrap(),
-        ))
-        .unwrap();
-        let partition = broker
-            .topic(OFFSETS_TOPIC)
-            .unwrap()
-            .partition(PartitionId(0))
-            .cloned()
-            .unwrap();
-        let log = GroupLog::new(partition.clone());
-        let before = log.replay().unwrap().len();
-
-        let old = vec![
-            (key("a"), Some(b"{\"offset\":1}".to_vec())),
-            (key("b"), None),
-            (RecordKey::Group { group: "g".into() }, Some(vec![1, 2, 3])),
-        ];
-        for compression in [KCompression::None, KCompression::Gzip, KCompression::Zstd] {
-            let buf = old_format(&old, compression);
-            partition.append(&buf, now_ms()).unwrap();
-        }
-        let new = vec![(key("c"), Some(b"new".to_vec()))];
-        log.append(&new).unwrap();
-
-        let replayed = log.replay().unwrap();
-        let got: Vec<(RecordKey, Option<Vec<u8>>)> = replayed[before..]
-            .iter()
-            .map(|r| (r.key.clone(), r.value.as_ref().map(|v| v.to_vec())))
-            .collect();
-        let mut expected = Vec::new();
-        for _ in 0..3 {
-            expected.extend(old.iter().cloned());
-        }
-        expected.extend(new);
-        assert_eq!(got, expected);
-        broker.shutdown().unwrap();
     }
 }

@@ -17,7 +17,7 @@ use super::{
     Ack, ConsumerId, ConsumerSpec, ConsumerStats, Delivery, Effect, LogBounds, Message, Read,
     ReadPlan, StartPosition, SubscriptionStats, SubscriptionType,
 };
-use crate::Error;
+use crate::coordinator_error::CoordError;
 
 /// Shared: messages a consumer gets in a row before the next one's turn
 /// (upstream's `dispatcherMaxRoundRobinBatchSize`).
@@ -203,16 +203,16 @@ impl Subscription {
         &mut self,
         spec: ConsumerSpec,
         sub_type: SubscriptionType,
-    ) -> Result<Vec<Effect>, Error> {
+    ) -> Result<Vec<Effect>, CoordError> {
         if self.has_consumer(spec.id) {
-            return Err(Error::ConsumerBusy(format!(
+            return Err(CoordError::ConsumerBusy(format!(
                 "consumer {} is already attached to subscription {}",
                 spec.id.consumer, self.name
             )));
         }
         if sub_type != self.sub_type {
             if !self.consumers.is_empty() {
-                return Err(Error::SubscriptionTypeMismatch {
+                return Err(CoordError::SubscriptionTypeMismatch {
                     subscription: self.name.clone(),
                     existing: self.sub_type,
                     requested: sub_type,
@@ -223,12 +223,12 @@ impl Subscription {
             self.mark_dirty();
         }
         if sub_type == SubscriptionType::Exclusive && !self.consumers.is_empty() {
-            return Err(Error::ConsumerBusy(
+            return Err(CoordError::ConsumerBusy(
                 "Exclusive consumer is already connected".into(),
             ));
         }
         if sub_type == SubscriptionType::KeyShared && !self.ranges.add(spec.id) {
-            return Err(Error::ConsumerBusy(
+            return Err(CoordError::ConsumerBusy(
                 "no key hash range left to give a new Key_Shared consumer".into(),
             ));
         }
@@ -255,7 +255,7 @@ impl Subscription {
     /// Detaches a consumer (closed or disconnected): its unacknowledged
     /// messages go back for redelivery to the others (or the next active
     /// one).
-    pub fn detach(&mut self, id: ConsumerId) -> Result<Vec<Effect>, Error> {
+    pub fn detach(&mut self, id: ConsumerId) -> Result<Vec<Effect>, CoordError> {
         let i = self.index(id)?;
         self.requeue(id, None);
         self.consumers.remove(i);
@@ -268,7 +268,7 @@ impl Subscription {
     }
 
     /// Adds message permits.
-    pub fn flow(&mut self, id: ConsumerId, permits: u32) -> Result<(), Error> {
+    pub fn flow(&mut self, id: ConsumerId, permits: u32) -> Result<(), CoordError> {
         let i = self.index(id)?;
         self.consumers[i].permits += i64::from(permits);
         Ok(())
@@ -277,13 +277,13 @@ impl Subscription {
     /// Applies an acknowledgement from `id`. Acknowledging something not
     /// outstanding is harmless; a cumulative ack on Shared/Key_Shared is
     /// refused.
-    pub fn ack(&mut self, id: ConsumerId, ack: Ack) -> Result<(), Error> {
+    pub fn ack(&mut self, id: ConsumerId, ack: Ack) -> Result<(), CoordError> {
         self.index(id)?;
         let ranges = match ack {
             Ack::Individual(r) => r,
             Ack::Cumulative(through) => {
                 if !self.sub_type.single_active() {
-                    return Err(Error::NotAllowed(format!(
+                    return Err(CoordError::NotAllowed(format!(
                         "cumulative ack is not allowed on {} subscription {}",
                         self.sub_type, self.name
                     )));
@@ -318,7 +318,11 @@ impl Subscription {
 
     /// Puts `id`'s unacknowledged messages (these offsets, or all of them)
     /// back for redelivery.
-    pub fn redeliver(&mut self, id: ConsumerId, offsets: Option<&[Offset]>) -> Result<(), Error> {
+    pub fn redeliver(
+        &mut self,
+        id: ConsumerId,
+        offsets: Option<&[Offset]>,
+    ) -> Result<(), CoordError> {
         self.index(id)?;
         self.requeue(id, offsets);
         Ok(())
@@ -608,12 +612,12 @@ impl Subscription {
         }
     }
 
-    fn index(&self, id: ConsumerId) -> Result<usize, Error> {
+    fn index(&self, id: ConsumerId) -> Result<usize, CoordError> {
         self.consumers
             .iter()
             .position(|c| c.spec.id == id)
             .ok_or_else(|| {
-                Error::ConsumerNotFound(format!(
+                CoordError::ConsumerNotFound(format!(
                     "consumer {} of connection {} is not attached to subscription {}",
                     id.consumer, id.connection, self.name
                 ))

@@ -20,9 +20,9 @@ use super::{
     Ack, ConsumerId, ConsumerSpec, Delivery, Effect, LogBounds, Read, ReadPlan, StartPosition,
     Subscription, SubscriptionStats, SubscriptionType,
 };
+use crate::coordinator_error::CoordError;
 use crate::group::store::{GroupLog, RecordKey};
 use crate::traffic::{Traffic, TrafficCounts, TrafficRates};
-use crate::Error;
 
 /// Which subscription: topic, partition, subscription name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -140,7 +140,7 @@ impl Subscriptions {
         req: SubscribeRequest,
         bounds: LogBounds,
         now: Timestamp,
-    ) -> Result<Vec<Effect>, Error> {
+    ) -> Result<Vec<Effect>, CoordError> {
         let mut persisted = self.persist.lock();
         let mut state = self.state.lock();
         let index = req.partitioned.then_some(key.partition);
@@ -149,12 +149,12 @@ impl Subscriptions {
             // subscription's cursor, nor a subscription a Reader's.
             match (slot.sub.durable(), req.durable) {
                 (true, false) => {
-                    return Err(Error::NotAllowed(
+                    return Err(CoordError::NotAllowed(
                         "Durable subscription with the same name already exists.".into(),
                     ))
                 }
                 (false, true) => {
-                    return Err(Error::NotAllowed(
+                    return Err(CoordError::NotAllowed(
                         "NonDurable subscription with the same name already exists.".into(),
                     ))
                 }
@@ -194,11 +194,11 @@ impl Subscriptions {
         start: StartPosition,
         bounds: LogBounds,
         now: Timestamp,
-    ) -> Result<(), Error> {
+    ) -> Result<(), CoordError> {
         let mut persisted = self.persist.lock();
         let mut state = self.state.lock();
         if state.contains_key(key) {
-            return Err(Error::SubscriptionExists(key.name.clone()));
+            return Err(CoordError::SubscriptionExists(key.name.clone()));
         }
         let mut sub = Subscription::new(
             key.name.clone(),
@@ -227,7 +227,7 @@ impl Subscriptions {
         key: &SubscriptionKey,
         n: Option<u64>,
         log_end: Offset,
-    ) -> Result<u64, Error> {
+    ) -> Result<u64, CoordError> {
         self.with(key, |s| Ok(s.skip(n, log_end)))
     }
 
@@ -264,22 +264,22 @@ impl Subscriptions {
         &self,
         key: &SubscriptionKey,
         consumer: Option<ConsumerId>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), CoordError> {
         let mut persisted = self.persist.lock();
         let mut state = self.state.lock();
         let slot = state
             .get(key)
-            .ok_or_else(|| Error::SubscriptionNotFound(key.name.clone()))?;
+            .ok_or_else(|| CoordError::SubscriptionNotFound(key.name.clone()))?;
         if let Some(c) = consumer {
             if !slot.sub.has_consumer(c) {
-                return Err(Error::ConsumerNotFound(format!(
+                return Err(CoordError::ConsumerNotFound(format!(
                     "consumer {} is not attached to subscription {}",
                     c.consumer, key.name
                 )));
             }
             let stats = slot.sub.stats(Offset(0));
             if stats.consumers.len() != 1 {
-                return Err(Error::ConsumerBusy(
+                return Err(CoordError::ConsumerBusy(
                     "Unconnected or shared consumer attempting to unsubscribe".into(),
                 ));
             }
@@ -301,7 +301,7 @@ impl Subscriptions {
         &self,
         key: &SubscriptionKey,
         consumer: ConsumerId,
-    ) -> Result<Vec<Effect>, Error> {
+    ) -> Result<Vec<Effect>, CoordError> {
         let mut state = self.state.lock();
         let slot = Self::slot(&mut state, key)?;
         let effects = slot.sub.detach(consumer)?;
@@ -355,14 +355,19 @@ impl Subscriptions {
         key: &SubscriptionKey,
         consumer: ConsumerId,
         permits: u32,
-    ) -> Result<(), Error> {
+    ) -> Result<(), CoordError> {
         self.with(key, |s| s.flow(consumer, permits))
     }
 
     /// Applies an acknowledgement (persisted at the next
-    /// [`Subscriptions::flush_cursors`]; see
-    /// [`crate::group::front_end::spawn_flusher`]).
-    pub fn ack(&self, key: &SubscriptionKey, consumer: ConsumerId, ack: Ack) -> Result<(), Error> {
+    /// [`Subscriptions::flush_cursors`], which the broker runs
+    /// periodically).
+    pub fn ack(
+        &self,
+        key: &SubscriptionKey,
+        consumer: ConsumerId,
+        ack: Ack,
+    ) -> Result<(), CoordError> {
         self.with(key, |s| s.ack(consumer, ack))
     }
 
@@ -373,13 +378,13 @@ impl Subscriptions {
         key: &SubscriptionKey,
         consumer: ConsumerId,
         offsets: Option<&[Offset]>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), CoordError> {
         self.with(key, |s| s.redeliver(consumer, offsets))
     }
 
     /// Resets the cursor to `offset` (see [`Subscription::seek`]); persisted
     /// at the next flush.
-    pub fn seek(&self, key: &SubscriptionKey, offset: Offset) -> Result<(), Error> {
+    pub fn seek(&self, key: &SubscriptionKey, offset: Offset) -> Result<(), CoordError> {
         self.with(key, |s| {
             s.seek(offset);
             Ok(())
@@ -392,7 +397,7 @@ impl Subscriptions {
         &self,
         key: &SubscriptionKey,
         bounds: LogBounds,
-    ) -> Result<Option<ReadPlan>, Error> {
+    ) -> Result<Option<ReadPlan>, CoordError> {
         let mut state = self.state.lock();
         Ok(Self::slot(&mut state, key)?.sub.next_read(bounds))
     }
@@ -403,7 +408,7 @@ impl Subscriptions {
         key: &SubscriptionKey,
         read: &Read<'_>,
         log_start: Offset,
-    ) -> Result<Vec<Delivery>, Error> {
+    ) -> Result<Vec<Delivery>, CoordError> {
         let mut state = self.state.lock();
         Ok(Self::slot(&mut state, key)?.sub.dispatch(read, log_start))
     }
@@ -426,7 +431,7 @@ impl Subscriptions {
 
     /// Writes every durable cursor changed since the last flush to the group
     /// log, returning once they are appended; returns how many were written.
-    pub fn flush_cursors(&self) -> Result<usize, Error> {
+    pub fn flush_cursors(&self) -> Result<usize, CoordError> {
         let mut persisted = self.persist.lock();
         let changed: Vec<(SubscriptionKey, Vec<u8>)> = {
             let mut state = self.state.lock();
@@ -498,7 +503,7 @@ impl Subscriptions {
 
     /// Drops every subscription of a deleted topic (tombstones for the
     /// durable ones are in the group log before this returns).
-    pub fn forget_topic(&self, topic: &str) -> Result<(), Error> {
+    pub fn forget_topic(&self, topic: &str) -> Result<(), CoordError> {
         let mut persisted = self.persist.lock();
         let mut state = self.state.lock();
         let stored: Vec<SubscriptionKey> = persisted
@@ -538,17 +543,17 @@ impl Subscriptions {
     fn slot<'a>(
         state: &'a mut HashMap<SubscriptionKey, Slot>,
         key: &SubscriptionKey,
-    ) -> Result<&'a mut Slot, Error> {
+    ) -> Result<&'a mut Slot, CoordError> {
         state
             .get_mut(key)
-            .ok_or_else(|| Error::SubscriptionNotFound(key.name.clone()))
+            .ok_or_else(|| CoordError::SubscriptionNotFound(key.name.clone()))
     }
 
     fn with<T>(
         &self,
         key: &SubscriptionKey,
-        f: impl FnOnce(&mut Subscription) -> Result<T, Error>,
-    ) -> Result<T, Error> {
+        f: impl FnOnce(&mut Subscription) -> Result<T, CoordError>,
+    ) -> Result<T, CoordError> {
         let mut state = self.state.lock();
         let slot = Self::slot(&mut state, key)?;
         let out = f(&mut slot.sub)?;

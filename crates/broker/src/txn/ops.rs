@@ -321,7 +321,7 @@ impl Broker {
         let mut d = txns.decide();
         let m = d.known(id)?;
         let next = m.stage_offsets(id, producer_id, epoch, group, offsets, now_ms().0)?;
-        d.persist(id, next)
+        Ok(d.persist(id, next)?)
     }
 
     /// EndTxn: commits or aborts the open transaction: the prepared state

@@ -33,10 +33,9 @@ use crate::{Broker, Error, Partition};
 /// The future of a request to another broker.
 pub type PeerFuture<T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send>>;
 
-/// The internal topic whose partition numbers are the coordinator slots: a
-/// marker for `__consumer_offsets` partition N ends the transaction's
-/// offsets of the groups of slot N.
-pub const GROUP_OFFSETS_TOPIC: &str = "__consumer_offsets";
+/// The internal topic whose partition numbers are the coordinator slots
+/// (see [`super::state::GROUP_OFFSETS_TOPIC`]).
+pub use super::state::GROUP_OFFSETS_TOPIC;
 
 /// How long a request to another broker may take.
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(10);

@@ -10,6 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::group::store::CommittedOffset;
 
+/// The internal topic whose partition numbers are the coordinator slots: a
+/// marker for `__consumer_offsets` partition N ends the transaction's
+/// offsets of the groups of slot N.
+pub const GROUP_OFFSETS_TOPIC: &str = "__consumer_offsets";
+
 /// Where a transaction is (Kafka's `TransactionState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TxnState {
@@ -213,7 +218,7 @@ impl TxnMetadata {
         // `__consumer_offsets` partition N stands for the groups of slot N
         // (a group coordinator checking before it stages offsets).
         let added = |tp: &(String, i32)| {
-            if tp.0 == super::peers::GROUP_OFFSETS_TOPIC {
+            if tp.0 == GROUP_OFFSETS_TOPIC {
                 self.groups.keys().any(|g| group_slot(g) == Some(tp.1))
             } else {
                 self.partitions.contains(tp)

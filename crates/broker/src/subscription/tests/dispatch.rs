@@ -3,8 +3,8 @@
 
 use model::{Offset, Timestamp};
 
+use crate::coordinator_error::CoordError;
 use crate::subscription::*;
-use crate::Error;
 
 pub(super) fn cid(n: u64) -> ConsumerId {
     ConsumerId {
@@ -112,7 +112,7 @@ fn exclusive_refuses_a_second_consumer_and_respects_permits() {
     s.attach(spec(1, "a", 0), SubscriptionType::Exclusive)
         .unwrap();
     let e = s.attach(spec(2, "b", 0), SubscriptionType::Exclusive);
-    assert!(matches!(e, Err(Error::ConsumerBusy(m)) if m.contains("Exclusive")));
+    assert!(matches!(e, Err(CoordError::ConsumerBusy(m)) if m.contains("Exclusive")));
     assert!(drain(&mut s, 10, &no_key).is_empty(), "no permits yet");
     s.flow(cid(1), 4).unwrap();
     let d = drain(&mut s, 10, &no_key);
@@ -161,7 +161,7 @@ fn individual_and_cumulative_acks() {
     // Acks from a consumer that is not attached are refused.
     assert!(matches!(
         s.ack(cid(9), Ack::Cumulative(Offset(1))),
-        Err(Error::ConsumerNotFound(_))
+        Err(CoordError::ConsumerNotFound(_))
     ));
 }
 
@@ -199,7 +199,7 @@ fn shared_round_robins_by_permits_and_priority() {
     // Cumulative acks are not for Shared.
     assert!(matches!(
         s.ack(cid(1), Ack::Cumulative(Offset(40))),
-        Err(Error::NotAllowed(_))
+        Err(CoordError::NotAllowed(_))
     ));
     // Any consumer's ack counts for the subscription.
     s.ack(cid(1), Ack::Individual(vec![r(0, 50)])).unwrap();
@@ -328,7 +328,7 @@ fn a_different_type_is_refused_while_consumers_are_attached() {
     s.attach(spec(1, "a", 0), SubscriptionType::Shared).unwrap();
     let e = s.attach(spec(2, "b", 0), SubscriptionType::Failover);
     match e {
-        Err(e @ Error::SubscriptionTypeMismatch { .. }) => {
+        Err(e @ CoordError::SubscriptionTypeMismatch { .. }) => {
             assert!(e
                 .to_string()
                 .starts_with("Subscription is of different type"))
@@ -362,7 +362,7 @@ fn key_shared_routes_by_hash_range() {
     assert_eq!(got(&d, 1), vec![1, 3, 5, 7, 9]);
     assert!(matches!(
         s.ack(cid(1), Ack::Cumulative(Offset(3))),
-        Err(Error::NotAllowed(_))
+        Err(CoordError::NotAllowed(_))
     ));
 }
 

@@ -4,13 +4,27 @@
 
 use model::Offset;
 
-use super::dispatch::{cid, spec};
 use crate::group::store::CommittedOffset;
 use crate::now_ms;
 use crate::subscription::*;
 
 fn open(dir: &std::path::Path) -> crate::testing::TestNode {
     crate::testing::broker_with_topics(dir, &["orders", "t", "u", "v"])
+}
+
+fn cid(n: u64) -> ConsumerId {
+    ConsumerId {
+        connection: n,
+        consumer: n,
+    }
+}
+
+fn spec(n: u64, name: &str, priority_level: i32) -> ConsumerSpec {
+    ConsumerSpec {
+        id: cid(n),
+        name: name.into(),
+        priority_level,
+    }
 }
 
 fn bounds(start: i64, end: i64) -> LogBounds {
@@ -151,7 +165,7 @@ fn unsubscribe_and_topic_deletion_are_durable() {
         // Not while another consumer is attached.
         assert!(matches!(
             subs.unsubscribe(&a, Some(cid(1))),
-            Err(crate::Error::ConsumerBusy(_))
+            Err(crate::coordinator_error::CoordError::ConsumerBusy(_))
         ));
         subs.detach(&a, cid(2)).unwrap();
         subs.unsubscribe(&a, Some(cid(1))).unwrap();
@@ -223,7 +237,9 @@ fn a_reader_is_listed_while_connected_and_never_stored() {
     assert_eq!(names, vec!["sub".to_string()]);
     assert!(matches!(
         subs.flow(&reader, cid(2), 1),
-        Err(crate::Error::SubscriptionNotFound(_))
+        Err(crate::coordinator_error::CoordError::SubscriptionNotFound(
+            _
+        ))
     ));
     b.shutdown().unwrap();
     drop(b);
@@ -312,8 +328,7 @@ async fn the_flusher_persists_acks_in_the_background() {
     let partition = b.topic("__consumer_offsets").unwrap().partitions[0].clone();
     let log = partition.log().clone();
     let before = log.log_end_offset();
-    let flusher =
-        crate::group::front_end::spawn_flusher(b.clone(), std::time::Duration::from_millis(10));
+    let flusher = crate::groups::spawn_flusher(b.clone(), std::time::Duration::from_millis(10));
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
     assert!(
         partition.wait_for(before, deadline).await,
@@ -352,7 +367,7 @@ fn a_reader_cannot_take_a_durable_subscription_nor_the_reverse() {
         )
         .unwrap_err();
     assert!(
-        matches!(&e, crate::Error::NotAllowed(m) if m.contains("Durable subscription")),
+        matches!(&e, crate::coordinator_error::CoordError::NotAllowed(m) if m.contains("Durable subscription")),
         "{e}"
     );
     let reader = SubscriptionKey::new("orders", 0, "reader-x");
@@ -377,7 +392,7 @@ fn a_reader_cannot_take_a_durable_subscription_nor_the_reverse() {
         )
         .unwrap_err();
     assert!(
-        matches!(&e, crate::Error::NotAllowed(m) if m.contains("NonDurable subscription")),
+        matches!(&e, crate::coordinator_error::CoordError::NotAllowed(m) if m.contains("NonDurable subscription")),
         "{e}"
     );
     // The durable subscription keeps its consumer.
@@ -403,7 +418,7 @@ fn state_left_by_a_deleted_topic_is_removed_at_start_up() {
         b.producer_sequences()
             .partition("ghost", 0, 0, |s| {
                 s.record("p", 1, Offset(1), 0);
-                Ok(())
+                Ok::<_, crate::Error>(())
             })
             .unwrap();
         b.producer_sequences().flush(0, true).unwrap();
@@ -438,7 +453,13 @@ fn admin_created_subscriptions_and_skips_are_durable() {
         let e = subs
             .create(&key, StartPosition::Earliest, bounds(0, 10), now_ms())
             .unwrap_err();
-        assert!(matches!(e, crate::Error::SubscriptionExists(_)), "{e}");
+        assert!(
+            matches!(
+                e,
+                crate::coordinator_error::CoordError::SubscriptionExists(_)
+            ),
+            "{e}"
+        );
         let s = subs.stats(&key, Offset(10)).unwrap();
         assert_eq!((s.mark_delete, s.backlog, s.durable), (Offset(3), 7, true));
         assert!(s.consumers.is_empty());
@@ -455,7 +476,9 @@ fn admin_created_subscriptions_and_skips_are_durable() {
         let missing = SubscriptionKey::new("orders", 1, "nope");
         assert!(matches!(
             subs.skip(&missing, None, Offset(10)),
-            Err(crate::Error::SubscriptionNotFound(_))
+            Err(crate::coordinator_error::CoordError::SubscriptionNotFound(
+                _
+            ))
         ));
         subs.flush_cursors().unwrap();
     }
