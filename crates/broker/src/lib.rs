@@ -11,18 +11,18 @@
 #[cfg(test)]
 mod broker_config_tests;
 pub mod cluster;
-mod codec;
 pub use magnetar_config as config;
+pub use magnetar_coordinator::{
+    error as coordinator_error, group, schema, sequences, subscription, traffic,
+};
 pub use magnetar_metadata::{
     delta as metadata_delta, image as metadata_store, machine as metadata_machine, placement,
     reconcile, records as metadata_records, registry, topic_control,
 };
-pub mod coordinator_error;
 #[cfg(test)]
 mod coordinator_tests;
 mod core;
 mod error;
-pub mod group;
 pub mod groups;
 mod lifecycle;
 pub mod limits;
@@ -31,16 +31,12 @@ pub mod maintenance;
 pub mod metrics;
 pub mod net;
 pub mod quota;
-pub mod schema;
 pub mod security;
-pub mod sequences;
 mod state_log;
-pub mod subscription;
 pub mod tenancy;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod topic;
-pub mod traffic;
 pub mod txn;
 #[cfg(test)]
 mod txn_guard_tests;

@@ -13,9 +13,8 @@
 mod ops;
 pub mod peers;
 pub mod staged;
-pub mod staged_store;
-pub mod state;
-pub mod store;
+
+pub use magnetar_coordinator::txn::{staged_store, state, store};
 
 pub use ops::{transactional_producer, TransactionListing, TxnPartitionResult};
 pub use peers::{MarkerRequest, PeerFuture, PendingAppend, TxnPeers, VerifyRequest};

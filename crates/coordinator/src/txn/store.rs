@@ -8,7 +8,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 use super::state::{TxnError, TxnMetadata};
-use crate::coordinator_error::CoordError;
+use crate::error::CoordError;
 use crate::group::store::{GroupLog, RecordKey};
 
 /// The transactional ids this broker coordinates.

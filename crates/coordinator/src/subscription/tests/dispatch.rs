@@ -3,7 +3,7 @@
 
 use model::{Offset, Timestamp};
 
-use crate::coordinator_error::CoordError;
+use crate::error::CoordError;
 use crate::subscription::*;
 
 pub(super) fn cid(n: u64) -> ConsumerId {

@@ -11,7 +11,7 @@ use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
 use super::state::TxnError;
-use crate::coordinator_error::CoordError;
+use crate::error::CoordError;
 use crate::group::store::{CommittedOffset, GroupLog, RecordKey};
 
 /// A producer's offsets for one group, staged in its open transaction.

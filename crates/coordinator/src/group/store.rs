@@ -18,7 +18,7 @@ use storage::records::RecordIter;
 use storage::{AppendOutcome, BatchBuilder, BatchHeader, Compression};
 
 use super::log::StateLog;
-use crate::coordinator_error::CoordError;
+use crate::error::CoordError;
 
 /// The internal topic's name.
 pub use model::OFFSETS_TOPIC;
@@ -27,10 +27,10 @@ pub use model::OFFSETS_TOPIC;
 /// one partition, never expired by time or size (the coordinator compacts
 /// it itself).
 pub fn offsets_topic_record(
-    node: crate::metadata_records::NodeId,
+    node: magnetar_metadata::records::NodeId,
     id: model::TopicId,
-) -> crate::metadata_store::TopicRecord {
-    let mut config = crate::config::TopicConfig::default();
+) -> magnetar_metadata::image::TopicRecord {
+    let mut config = magnetar_config::TopicConfig::default();
     for (k, v) in [
         ("retention.ms", "-1"),
         ("retention.bytes", "-1"),
@@ -41,13 +41,13 @@ pub fn offsets_topic_record(
             .set(k, v)
             .expect("the offsets topic's settings are valid");
     }
-    crate::metadata_store::TopicRecord {
+    magnetar_metadata::image::TopicRecord {
         name: model::TopicName::new(OFFSETS_TOPIC).expect("a valid topic name"),
         id,
-        kind: crate::config::TopicKind::Partitioned,
+        kind: magnetar_config::TopicKind::Partitioned,
         partitions: 1,
         config,
-        placements: vec![crate::metadata_records::PartitionState::single(node)],
+        placements: vec![magnetar_metadata::records::PartitionState::single(node)],
     }
 }
 

@@ -25,7 +25,7 @@ use model::Offset;
 use parking_lot::Mutex;
 
 use crate::codec::{put_bytes, put_varint, take_string, take_u8, take_varint, unzigzag, zigzag};
-use crate::coordinator_error::CoordError;
+use crate::error::CoordError;
 use crate::group::store::{GroupLog, RecordKey};
 
 /// A snapshot is due after this many stored batches...

@@ -24,7 +24,7 @@ pub use super::views::{
     ConsumerGroupView, CoordinatorConfig, CoordinatorError, GroupListing, GroupView,
     ProtocolMismatch, SubscriptionsView,
 };
-use crate::coordinator_error::CoordError;
+use crate::error::CoordError;
 use crate::subscription::Subscriptions;
 
 /// A group of either protocol. Both share one namespace of group ids.

@@ -115,7 +115,7 @@ impl FrontEndState {
 
     /// Drops everything of a deleted topic (tombstones in the group log
     /// before this returns); the first failure is returned after trying all.
-    pub fn forget_topic(&self, topic: &str) -> Result<(), crate::coordinator_error::CoordError> {
+    pub fn forget_topic(&self, topic: &str) -> Result<(), crate::error::CoordError> {
         let subs = self.subscriptions.forget_topic(topic);
         let seqs = self.sequences.forget_topic(topic);
         let schemas = self.schemas.forget_topic(topic);

@@ -3,7 +3,7 @@
 
 use super::classic::{ClassicConfig, GroupError};
 use super::consumer::{ConsumerConfig, ConsumerError};
-use crate::coordinator_error::CoordError;
+use crate::error::CoordError;
 
 /// Settings of the coordinator, from broker configuration.
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@ use super::{
     Ack, ConsumerId, ConsumerSpec, ConsumerStats, Delivery, Effect, LogBounds, Message, Read,
     ReadPlan, StartPosition, SubscriptionStats, SubscriptionType,
 };
-use crate::coordinator_error::CoordError;
+use crate::error::CoordError;
 
 /// Shared: messages a consumer gets in a row before the next one's turn
 /// (upstream's `dispatcherMaxRoundRobinBatchSize`).

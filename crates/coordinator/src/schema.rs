@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use crate::codec::{
     put_bytes, put_varint, take_bytes, take_string, take_u8, take_varint, unzigzag, zigzag,
 };
-use crate::coordinator_error::CoordError;
+use crate::error::CoordError;
 use crate::group::store::{GroupLog, RecordKey};
 
 const RECORD_VERSION: u8 = 1;

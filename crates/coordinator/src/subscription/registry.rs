@@ -20,7 +20,7 @@ use super::{
     Ack, ConsumerId, ConsumerSpec, Delivery, Effect, LogBounds, Read, ReadPlan, StartPosition,
     Subscription, SubscriptionStats, SubscriptionType,
 };
-use crate::coordinator_error::CoordError;
+use crate::error::CoordError;
 use crate::group::store::{GroupLog, RecordKey};
 use crate::traffic::{Traffic, TrafficCounts, TrafficRates};
 

@@ -11,7 +11,7 @@ mod slots;
 pub mod store;
 pub mod views;
 
-use crate::config::BrokerConfig;
+use magnetar_config::BrokerConfig;
 
 /// The coordinator's settings from broker configuration.
 pub fn coordinator_config(c: &BrokerConfig) -> coordinator::CoordinatorConfig {
