@@ -250,19 +250,23 @@ impl Channel {
             return Err(too_large(len, lim.max));
         }
         let mut permit = BudgetPermit::default();
-        let free = len.min(FREE_BYTES);
-        let mut body: Vec<u8> = Vec::with_capacity(free);
+        // The frame's whole room is reserved at once: address space only,
+        // pages become memory as bytes arrive into them. The budget is
+        // taken a chunk at a time before the bytes that fill it are read,
+        // so a frame holds in memory what has arrived and never a second,
+        // copied-from buffer (growing by reallocation held both at once,
+        // half as much again as the budget over many peers).
+        let mut body: Vec<u8> = Vec::with_capacity(len);
+        let mut taken = len.min(FREE_BYTES);
         while body.len() < len {
-            if body.len() == body.capacity() {
-                // Doubling steps: few reallocations, and what is held is
-                // at most about twice what arrived.
-                let more = (len - body.len()).min(body.len().max(CHUNK_BYTES));
+            if body.len() == taken {
+                let more = (len - taken).min(CHUNK_BYTES);
                 if let Some(budget) = lim.budget {
                     permit.merge(budget.take(more).await?);
                 }
-                body.reserve_exact(more);
+                taken += more;
             }
-            let room = (body.capacity().min(len) - body.len()) as u64;
+            let room = (taken - body.len()) as u64;
             let n = within(lim.stall, (&mut self.conn).take(room).read_buf(&mut body))
                 .await
                 .ok_or_else(stalled)?
@@ -339,7 +343,7 @@ mod tests {
             budget: Some(&budget),
         };
         // Announces 16 MiB, sends 3 MiB, then stops: only what arrived
-        // (rounded up to the next doubling step) is taken, and the
+        // (rounded up to the next chunk) is taken, and the
         // stalled frame is dropped with its bytes given back.
         let len = 16u32 << 20;
         let sender = tokio::spawn(async move {
