@@ -114,6 +114,8 @@ struct Pending {
     isr: BTreeSet<NodeId>,
     request: AlterPartitionRequest,
     sent_ms: u64,
+    /// Refused as stale: not resent, waiting for a metadata update.
+    refused: bool,
 }
 
 /// The leader's state for one partition.
@@ -302,7 +304,7 @@ impl LeaderReplica {
             return Vec::new();
         }
         if let Some(p) = &mut self.pending {
-            if now.saturating_sub(p.sent_ms) >= self.config.alter_partition_retry_ms {
+            if !p.refused && now.saturating_sub(p.sent_ms) >= self.config.alter_partition_retry_ms {
                 p.sent_ms = now;
                 return vec![LeaderEffect::AlterPartition {
                     id: p.id,
@@ -375,14 +377,16 @@ impl LeaderReplica {
             isr,
             request: request.clone(),
             sent_ms: now,
+            refused: false,
         });
         Some(LeaderEffect::AlterPartition { id, request })
     }
 
     /// The controller's answer to AlterPartition `id`: on acceptance the
     /// new ISR and partition epoch are adopted; a fenced leader epoch fences
-    /// this leader (it stops taking appends); other refusals drop the
-    /// request (the next metadata update brings the current record).
+    /// this leader (it stops taking appends); a stale partition epoch keeps
+    /// the request pending (unsent) until [`Self::on_partition_update`]
+    /// brings the controller's record; other refusals drop the request.
     pub fn on_alter_partition_response(
         &mut self,
         id: u64,
@@ -390,17 +394,34 @@ impl LeaderReplica {
         now: u64,
     ) -> Vec<LeaderEffect> {
         let _ = now;
-        if self.pending.as_ref().is_none_or(|p| p.id != id) {
+        let Some(pending) = self.pending.as_mut().filter(|p| p.id == id && !p.refused) else {
             return Vec::new();
-        }
-        self.pending = None;
+        };
         match result {
-            Ok(state) => self.adopt(state),
+            Ok(state) => {
+                self.pending = None;
+                self.adopt(state)
+            }
             Err(ReplicationError::FencedLeaderEpoch { .. }) | Err(ReplicationError::NotLeader) => {
+                self.pending = None;
                 self.fenced = true;
                 Vec::new()
             }
-            Err(_) => Vec::new(),
+            // The controller's record moved on: perhaps this very request was
+            // accepted and its answer lost. Until the metadata update brings
+            // the record, the pending additions may be in the ISR, so they
+            // keep counting for the high watermark (Kafka keeps the maximal
+            // ISR until then too).
+            Err(ReplicationError::InvalidUpdateVersion { .. })
+            | Err(ReplicationError::UnknownLeaderEpoch { .. }) => {
+                pending.refused = true;
+                Vec::new()
+            }
+            // Refused on its merits (say, an ineligible replica): nothing changed.
+            Err(_) => {
+                self.pending = None;
+                Vec::new()
+            }
         }
     }
 
@@ -659,14 +680,21 @@ mod tests {
             561,
         );
         assert!(!l.is_fenced());
-        let (id, _) = alter(&l.tick(600));
+        // Not resent: it waits for the controller's newer record.
+        assert!(l.tick(800).is_empty());
+        let mut state = PartitionState::new(vec![n(1), n(2), n(3)]);
+        state.partition_epoch = PartitionEpoch(1);
+        l.on_partition_update(&state, 801);
+        assert_eq!(l.partition_epoch(), PartitionEpoch(1));
+        let (id, req) = alter(&l.tick(802));
+        assert_eq!(req.partition_epoch, PartitionEpoch(1));
         l.on_alter_partition_response(
             id,
             Err(ReplicationError::FencedLeaderEpoch {
                 request: LeaderEpoch(0),
                 current: LeaderEpoch(1),
             }),
-            601,
+            803,
         );
         assert!(l.is_fenced());
         assert_eq!(

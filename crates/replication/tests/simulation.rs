@@ -104,6 +104,8 @@ struct Broker {
     incarnation: u64,
     known: Option<(LeaderEpoch, PartitionEpoch)>,
     next_heartbeat: u64,
+    /// Followers created in this incarnation (keeps fetch ids unique).
+    followers_made: u64,
 }
 
 struct Controller {
@@ -157,8 +159,6 @@ struct Sim {
     hw_of_epoch: BTreeMap<LeaderEpoch, Offset>,
     /// The highest high watermark any leader ever had.
     committed: Offset,
-    /// The highest high watermark any leader sent in a fetch answer.
-    hw_sent: Offset,
     stats: Stats,
 }
 
@@ -177,6 +177,7 @@ impl Sim {
                     incarnation: 1,
                     known: None,
                     next_heartbeat: 0,
+                    followers_made: 0,
                 };
                 (id, b)
             })
@@ -205,7 +206,6 @@ impl Sim {
             writer_of_epoch: BTreeMap::new(),
             hw_of_epoch: BTreeMap::new(),
             committed: Offset(0),
-            hw_sent: Offset(0),
             stats: Stats::default(),
         }
     }
@@ -348,6 +348,7 @@ impl Sim {
             b.incarnation,
         ));
         b.next_heartbeat = now;
+        b.followers_made = 0;
     }
 
     fn produce(&mut self) {
@@ -575,7 +576,6 @@ impl Sim {
                     Ok((FetchAnswer::Records { from, count, hw }, fx)) => {
                         let start = from.0 as usize;
                         let records = b.log[start..start + count as usize].to_vec();
-                        self.hw_sent = self.hw_sent.max(hw);
                         let msg = Msg::FetchRecords {
                             fetch_id,
                             leader_epoch: epoch,
@@ -680,6 +680,12 @@ impl Sim {
                 return;
             }
         }
+        if let Role::Follower(f) = &mut b.role {
+            if state.leader != Some(id) {
+                f.on_leader_change(state.leader, state.leader_epoch);
+                return;
+            }
+        }
         let role = std::mem::replace(&mut b.role, Role::Down);
         let (hw, failed) = match role {
             Role::Leader(l) => (l.high_watermark(), l.resign()),
@@ -693,13 +699,15 @@ impl Sim {
             b.cache = l.epoch_cache().clone();
             b.role = Role::Leader(l);
         } else {
+            b.followers_made += 1;
+            let first_fetch_id = (b.incarnation << 32) + (b.followers_made << 20);
             let mut f = FollowerReplica::new(
                 id,
                 log_end,
                 hw,
                 b.cache.clone(),
                 FETCH_TIMEOUT_MS,
-                b.incarnation << 32,
+                first_fetch_id,
             );
             f.on_leader_change(state.leader, state.leader_epoch);
             b.role = Role::Follower(f);
@@ -809,8 +817,7 @@ impl Sim {
         for b in self.brokers.values() {
             let Role::Follower(f) = &b.role else { continue };
             let readable = f.readable_end();
-            if readable > f.high_watermark() || readable > self.hw_sent || readable > self.committed
-            {
+            if readable > f.high_watermark() || readable > self.committed {
                 self.fail(format!(
                     "follower {} exposes up to {readable} (hw {}, committed {})",
                     b.id,
