@@ -402,16 +402,17 @@ impl LeaderReplica {
                 self.pending = None;
                 self.adopt(state)
             }
-            Err(ReplicationError::FencedLeaderEpoch { .. }) | Err(ReplicationError::NotLeader) => {
-                self.pending = None;
-                self.fenced = true;
-                Vec::new()
-            }
             // The controller's record moved on: perhaps this very request was
             // accepted and its answer lost. Until the metadata update brings
             // the record, the pending additions may be in the ISR, so they
             // keep counting for the high watermark (Kafka keeps the maximal
-            // ISR until then too).
+            // ISR until then too). A newer leader epoch also fences this
+            // leader.
+            Err(ReplicationError::FencedLeaderEpoch { .. }) | Err(ReplicationError::NotLeader) => {
+                pending.refused = true;
+                self.fenced = true;
+                Vec::new()
+            }
             Err(ReplicationError::InvalidUpdateVersion { .. })
             | Err(ReplicationError::UnknownLeaderEpoch { .. }) => {
                 pending.refused = true;
