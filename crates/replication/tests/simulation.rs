@@ -247,7 +247,7 @@ impl Sim {
         self.queue.insert((self.now + delay, self.seq), env);
     }
 
-    fn to_controller(&mut self, from: NodeId, msg: Msg) {
+    fn send_to_controller(&mut self, from: NodeId, msg: Msg) {
         let from_incarnation = self.brokers[&from].incarnation;
         self.send(Envelope {
             from: Node::Broker(from),
@@ -258,7 +258,7 @@ impl Sim {
         });
     }
 
-    fn to_broker(&mut self, from: Node, to: NodeId, to_incarnation: Option<u64>, msg: Msg) {
+    fn send_to_broker(&mut self, from: Node, to: NodeId, to_incarnation: Option<u64>, msg: Msg) {
         let from_incarnation = match from {
             Node::Broker(b) => self.brokers[&b].incarnation,
             Node::Controller => 0,
@@ -420,10 +420,10 @@ impl Sim {
                 Role::Down => {}
             }
             if heartbeat {
-                self.to_controller(id, Msg::Heartbeat { incarnation });
+                self.send_to_controller(id, Msg::Heartbeat { incarnation });
             }
             if let Some((leader, req)) = fetch {
-                self.to_broker(Node::Broker(id), leader, None, Msg::Fetch(req));
+                self.send_to_broker(Node::Broker(id), leader, None, Msg::Fetch(req));
             }
             self.leader_effects(id, effects);
         }
@@ -517,7 +517,7 @@ impl Sim {
                     }
                 }
                 let state = self.controller.state.clone();
-                self.to_broker(
+                self.send_to_broker(
                     Node::Controller,
                     from,
                     Some(incarnation),
@@ -537,7 +537,7 @@ impl Sim {
                 if let Ok(s) = &result {
                     self.set_state(s.clone());
                 }
-                self.to_broker(
+                self.send_to_broker(
                     Node::Controller,
                     from,
                     Some(incarnation),
@@ -604,7 +604,7 @@ impl Sim {
                     Err(_) => (Msg::FetchError { fetch_id }, Vec::new()),
                 };
                 self.leader_effects(id, fx);
-                self.to_broker(Node::Broker(id), follower, Some(from_incarnation), msg);
+                self.send_to_broker(Node::Broker(id), follower, Some(from_incarnation), msg);
             }
             Msg::FetchRecords {
                 fetch_id,
@@ -728,7 +728,7 @@ impl Sim {
             match fx {
                 LeaderEffect::AlterPartition { id: alter, request } => {
                     self.log(|| format!("broker {id} asks ISR {:?}", request.new_isr));
-                    self.to_controller(id, Msg::Alter { id: alter, request });
+                    self.send_to_controller(id, Msg::Alter { id: alter, request });
                 }
                 LeaderEffect::HighWatermark { hw, acked, failed } => {
                     self.committed = self.committed.max(hw);
