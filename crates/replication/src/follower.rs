@@ -64,6 +64,9 @@ impl FollowerReplica {
         fetch_timeout_ms: u64,
         first_fetch_id: u64,
     ) -> Self {
+        let mut cache = cache;
+        // Epochs starting at the log end hold no record.
+        cache.truncate_from_end(log_end);
         FollowerReplica {
             id,
             leader: None,
@@ -164,11 +167,13 @@ impl FollowerReplica {
         let (_, own_end) = self.cache.end_offset_for(epoch, self.log_end);
         let own_end = if own_end.0 < 0 { self.log_end } else { own_end };
         let to = end_offset.min(own_end).min(self.log_end).max(Offset(0));
+        // Also drops epochs that hold no record (a leader's epoch that never
+        // appended): the next fetch's last epoch must be a record's epoch.
+        self.cache.truncate_from_end(to);
         if to == self.log_end {
             return Vec::new();
         }
         self.log_end = to;
-        self.cache.truncate_from_end(to);
         self.hw = self.hw.min(to);
         vec![FollowerEffect::Truncate { to }]
     }
@@ -274,5 +279,32 @@ mod tests {
             (req.fetch_offset, req.last_fetched_epoch),
             (Offset(5), Some(e(1)))
         );
+    }
+}
+
+#[cfg(test)]
+mod empty_epoch_tests {
+    use super::*;
+
+    #[test]
+    fn an_epoch_without_records_is_not_the_last_fetched_epoch() {
+        // A former leader of epoch 2 that never appended in it.
+        let mut cache = EpochCache::new();
+        cache.assign(LeaderEpoch(0), Offset(0));
+        cache.assign(LeaderEpoch(2), Offset(89));
+        let mut f = FollowerReplica::new(NodeId(1), Offset(89), Offset(0), cache.clone(), 100, 0);
+        f.on_leader_change(Some(NodeId(3)), LeaderEpoch(5));
+        let (_, req) = f.poll_fetch(0).unwrap();
+        assert_eq!(req.last_fetched_epoch, Some(LeaderEpoch(0)));
+        // And a diverging answer that keeps the log end still drops it.
+        let mut f =
+            FollowerReplica::new(NodeId(1), Offset(89), Offset(0), EpochCache::new(), 100, 0);
+        f.cache = cache;
+        f.on_leader_change(Some(NodeId(3)), LeaderEpoch(5));
+        let (_, req) = f.poll_fetch(0).unwrap();
+        assert!(f
+            .on_fetch_diverging(req.fetch_id, LeaderEpoch(5), LeaderEpoch(0), Offset(89))
+            .is_empty());
+        assert_eq!(f.epoch_cache().latest_epoch(), Some(LeaderEpoch(0)));
     }
 }

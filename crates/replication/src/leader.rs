@@ -397,6 +397,22 @@ impl LeaderReplica {
         let Some(pending) = self.pending.as_mut().filter(|p| p.id == id && !p.refused) else {
             return Vec::new();
         };
+        // An answer to another request (say, one sent by an earlier
+        // leadership of this broker under the same id) changes nothing.
+        let ours = match &result {
+            Ok(state) => state.leader_epoch == self.leader_epoch,
+            Err(ReplicationError::FencedLeaderEpoch { request, .. })
+            | Err(ReplicationError::UnknownLeaderEpoch { request, .. }) => {
+                *request == self.leader_epoch
+            }
+            Err(ReplicationError::InvalidUpdateVersion { request, .. }) => {
+                *request == pending.request.partition_epoch
+            }
+            Err(_) => true,
+        };
+        if !ours {
+            return Vec::new();
+        }
         match result {
             Ok(state) => {
                 self.pending = None;

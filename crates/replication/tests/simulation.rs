@@ -26,11 +26,13 @@ const BROKERS: [NodeId; 3] = [NodeId(1), NodeId(2), NodeId(3)];
 const HEARTBEAT_MS: u64 = 100;
 const SESSION_MS: u64 = 600;
 const FETCH_TIMEOUT_MS: u64 = 200;
+const HEAL_STEPS: u64 = 300;
+const QUIET_STEPS: u64 = 100;
 const CONFIG: LeaderConfig = LeaderConfig {
     min_insync_replicas: 2,
     replica_lag_time_max_ms: 300,
     alter_partition_retry_ms: 200,
-    max_fetch_records: 5,
+    max_fetch_records: 20,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -144,6 +146,10 @@ struct Sim {
     rng: StdRng,
     trace: bool,
     drop_p: f64,
+    /// No more faults: the cluster must heal.
+    calm: bool,
+    /// No more appends.
+    quiet: bool,
     queue: BTreeMap<(u64, u64), Envelope>,
     seq: u64,
     isolated: BTreeMap<NodeId, u64>,
@@ -189,6 +195,8 @@ impl Sim {
             rng,
             trace,
             drop_p,
+            calm: false,
+            quiet: false,
             queue: BTreeMap::new(),
             seq: 0,
             isolated: BTreeMap::new(),
@@ -217,6 +225,30 @@ impl Sim {
     }
 
     fn fail(&self, what: String) -> ! {
+        for b in self.brokers.values() {
+            let role = match &b.role {
+                Role::Down => "down".to_string(),
+                Role::Follower(f) => format!(
+                    "follower of {:?} epoch {} hw {}",
+                    f.leader(),
+                    f.leader_epoch(),
+                    f.high_watermark()
+                ),
+                Role::Leader(l) => format!(
+                    "leader epoch {} hw {} isr {:?} fenced {}",
+                    l.leader_epoch(),
+                    l.high_watermark(),
+                    l.isr(),
+                    l.is_fenced()
+                ),
+            };
+            eprintln!(
+                "  broker {}: {role}, log {}, epochs {:?}",
+                b.id,
+                b.log.len(),
+                b.cache.entries()
+            );
+        }
         panic!(
             "seed {} step {} (t={}): {what}\n  controller: {:?}\n  replay: SIM_SEED={} cargo test -p magnetar-replication --test simulation -- --ignored sim_replay --nocapture",
             self.seed, self.step, self.now, self.controller.state, self.seed
@@ -233,12 +265,12 @@ impl Sim {
     fn send(&mut self, env: Envelope) {
         if self.is_isolated(env.from)
             || self.is_isolated(env.to)
-            || self.rng.random_bool(self.drop_p)
+            || (!self.calm && self.rng.random_bool(self.drop_p))
         {
             self.stats.dropped += 1;
             return;
         }
-        let delay = if self.rng.random_bool(0.05) {
+        let delay = if !self.calm && self.rng.random_bool(0.05) {
             self.rng.random_range(100..400)
         } else {
             self.rng.random_range(1..30)
@@ -277,8 +309,10 @@ impl Sim {
             self.step += 1;
             self.advance_time();
             self.deliver_due();
-            self.faults();
-            if self.rng.random_bool(0.4) {
+            if !self.calm {
+                self.faults();
+            }
+            if !self.quiet && self.rng.random_bool(0.4) {
                 self.produce();
             }
             self.brokers_act();
@@ -288,7 +322,7 @@ impl Sim {
     }
 
     fn advance_time(&mut self) {
-        let dt = if self.rng.random_bool(0.01) {
+        let dt = if !self.calm && self.rng.random_bool(0.01) {
             let jump = self.rng.random_range(200..1500);
             self.log(|| format!("clock jumps {jump}ms"));
             jump
@@ -850,6 +884,29 @@ fn follower(id: NodeId, log_end: Offset, cache: EpochCache, incarnation: u64) ->
 fn run_seed(seed: u64, steps: u64, trace: bool) -> Stats {
     let mut sim = Sim::new(seed, trace);
     sim.run(steps);
+    // Liveness: once faults stop, every broker comes back, rejoins the ISR
+    // and acks=all appends are answered again.
+    sim.calm = true;
+    for id in BROKERS {
+        sim.isolated.remove(&id);
+        if matches!(sim.brokers[&id].role, Role::Down) {
+            sim.restart(id);
+        }
+    }
+    let acked = sim.stats.acked;
+    sim.run(HEAL_STEPS);
+    sim.quiet = true;
+    sim.run(QUIET_STEPS);
+    let state = &sim.controller.state;
+    let caught_up = state.leader.is_some_and(|l| match &sim.brokers[&l].role {
+        Role::Leader(l) => l.high_watermark() == l.log_end() && l.isr().len() == BROKERS.len(),
+        _ => false,
+    });
+    if !caught_up || state.isr.len() != BROKERS.len() || sim.stats.acked == acked {
+        sim.fail(format!(
+            "did not heal in {HEAL_STEPS} calm steps and {QUIET_STEPS} without appends"
+        ));
+    }
     sim.stats
 }
 
