@@ -161,6 +161,10 @@ struct Sim {
     inflight: BTreeMap<u64, Vec<(usize, u64)>>,
     /// Every acknowledged record: offset -> payload id.
     acked: BTreeMap<usize, u64>,
+    /// Set when the acknowledged records need checking again.
+    acked_dirty: bool,
+    /// The leader and ISR of the last full check.
+    acked_checked_for: Option<(Option<NodeId>, Vec<NodeId>)>,
     writer_of_epoch: BTreeMap<LeaderEpoch, NodeId>,
     hw_of_epoch: BTreeMap<LeaderEpoch, Offset>,
     /// The highest high watermark any leader ever had.
@@ -211,6 +215,8 @@ impl Sim {
             next_request: 0,
             inflight: BTreeMap::new(),
             acked: BTreeMap::new(),
+            acked_dirty: true,
+            acked_checked_for: None,
             writer_of_epoch: BTreeMap::new(),
             hw_of_epoch: BTreeMap::new(),
             committed: Offset(0),
@@ -681,6 +687,7 @@ impl Sim {
                     if let FollowerEffect::Truncate { to } = fx {
                         truncated = Some((b.log.len(), to));
                         b.log.truncate(to.0 as usize);
+                        self.acked_dirty = true;
                     }
                 }
                 b.cache = f.epoch_cache().clone();
@@ -776,6 +783,7 @@ impl Sim {
                         };
                         for (offset, payload) in records {
                             self.stats.acked += 1;
+                            self.acked_dirty = true;
                             if let Some(old) = self.acked.insert(offset, payload) {
                                 self.fail(format!(
                                     "offset {offset} acknowledged twice: {old} then {payload}"
@@ -824,7 +832,15 @@ impl Sim {
             ));
         }
         // Every acknowledged record stays at its offset, on the leader and
-        // on every ISR member.
+        // on every ISR member. Logs only lose records by truncation, so the
+        // full check runs after a truncation, an ack or a controller change.
+        let members = (state.leader, state.isr.clone());
+        if !self.acked_dirty && self.acked_checked_for.as_ref() == Some(&members) {
+            return self.check_prefixes(leader_id);
+        }
+        self.acked_dirty = false;
+        self.acked_checked_for = Some(members);
+        let state = &self.controller.state;
         for m in state.isr.iter().chain([&leader_id]) {
             let log = &self.brokers[m].log;
             for (&offset, &payload) in &self.acked {
@@ -833,6 +849,12 @@ impl Sim {
                 }
             }
         }
+        self.check_prefixes(leader_id);
+    }
+
+    fn check_prefixes(&self, leader_id: NodeId) {
+        let state = &self.controller.state;
+        let leader = &self.brokers[&leader_id];
         // ISR members agree with the leader up to its high watermark.
         if let Role::Leader(l) = &leader.role {
             if l.leader_epoch() == state.leader_epoch {
