@@ -135,6 +135,33 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        #[test]
+        fn entries_stay_ordered_and_answer_their_own_ends(
+            ops in proptest::collection::vec((0i32..30, 0i64..200, proptest::bool::ANY), 0..40),
+        ) {
+            let mut c = EpochCache::new();
+            for (epoch, offset, truncate) in ops {
+                if truncate {
+                    c.truncate_from_end(Offset(offset));
+                } else {
+                    c.assign(LeaderEpoch(epoch), Offset(offset));
+                }
+                let es = c.entries();
+                for w in es.windows(2) {
+                    proptest::prop_assert!(w[0].epoch < w[1].epoch && w[0].start < w[1].start);
+                }
+            }
+            let es = c.entries().to_vec();
+            let log_end = Offset(es.last().map_or(0, |e| e.start.0 + 5));
+            for (i, e) in es.iter().enumerate() {
+                let end = es.get(i + 1).map_or(log_end, |n| n.start);
+                proptest::prop_assert_eq!(c.end_offset_for(e.epoch, log_end), (e.epoch, end));
+                proptest::prop_assert_eq!(c.epoch_at(e.start), Some(e.epoch));
+            }
+        }
+    }
+
     #[test]
     fn assign_and_truncate() {
         let mut c = cache(&[(1, 0), (2, 5)]);
