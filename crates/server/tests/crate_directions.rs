@@ -14,6 +14,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("magnetar-controller", &[]),
     ("magnetar-pulsar-wire", &[]),
     ("magnetar-storage", &["magnetar-model"]),
+    ("magnetar-replication", &["magnetar-model"]),
     (
         "magnetar-config",
         &["magnetar-model", "magnetar-storage", "magnetar-controller"],
