@@ -12,7 +12,7 @@
 //! Password keys are read-only here (Kafka lets some change per broker):
 //! nothing uses them, and a password is not kept in the broker metadata.
 
-use super::keys::{ConfigKey, ValueKind};
+use super::key_spec::{ConfigKey, ValueKind};
 
 const I32_MIN: i64 = i32::MIN as i64;
 const I32_MAX: i64 = i32::MAX as i64;

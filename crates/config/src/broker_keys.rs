@@ -2,7 +2,7 @@
 //! has the key. Keys that are a topic key's default (`log.*` and the
 //! others named in `topic_keys.rs`) are dynamic, as in Kafka.
 
-use super::keys::{ConfigKey, ValueKind};
+use super::key_spec::{ConfigKey, ValueKind};
 
 const WEEK_MS: &str = "604800000";
 const I32_MAX: i64 = i32::MAX as i64;
@@ -102,7 +102,7 @@ pub const BROKER_KEYS: &[ConfigKey] = &[
         "SASL sessions last this long (KIP-368): the client must re-authenticate on the same connection before then or the connection is closed; 0 = no limit."),
     b("connection.failed.authentication.delay.ms", "100", int(0, I32_MAX), false,
         "How long a failed authentication waits before its answer (and the connection's close), to slow down password guessing."),
-    b("authorizer.class.name", "", ValueKind::Class(crate::AUTHORIZER_CLASSES), false,
+    b("authorizer.class.name", "", ValueKind::Class(crate::authorizer::AUTHORIZER_CLASSES), false,
         "The authorizer: empty = none (every client may do everything; CreateAcls answers SECURITY_DISABLED), or org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer, the same here) to check every request against the ACLs."),
     b("super.users", "", ValueKind::Principals, false,
         "Principals the authorizer allows everything, separated by semicolons: User:admin;User:CN=broker,O=example."),

@@ -1,12 +1,12 @@
 //! The security keys' typed views: bearer-token keys, and the Pulsar and
 //! HTTP listeners' TLS and authentication.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use model::Principal;
 
-use super::{keys, BrokerConfig};
+use super::broker::BrokerConfig;
+use super::key_spec;
 
 /// How Pulsar clients may authenticate (`pulsar.authentication.providers`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,6 +124,30 @@ impl BrokerConfig {
         self.anonymous_principal("http.authentication.enabled", "http.anonymous.principal")
     }
 
+    /// The TLS settings (`ssl.*`), if a keystore is set.
+    pub fn tls_settings(&self) -> Option<TlsSettings> {
+        let path = |k: &str| {
+            let v = self.raw(k);
+            (!v.is_empty()).then(|| PathBuf::from(v))
+        };
+        Some(TlsSettings {
+            keystore: path("ssl.keystore.location")?,
+            key: path("ssl.key.location"),
+            truststore: path("ssl.truststore.location"),
+            client_auth: ClientAuth::from_name(self.raw("ssl.client.auth"))
+                .unwrap_or(ClientAuth::None),
+            tls12: self
+                .raw("ssl.enabled.protocols")
+                .split(',')
+                .any(|p| p == "TLSv1.2"),
+            // Checked when the key is set.
+            principal_rules: crate::principal_mapping::PrincipalMapper::parse(
+                self.raw("ssl.principal.mapping.rules"),
+            )
+            .unwrap_or_default(),
+        })
+    }
+
     /// The named principal if `principal_key` is set; otherwise
     /// `User:ANONYMOUS` only where nothing depends on who a client is (no
     /// authentication asked for and no authorizer), so that a front end's
@@ -131,7 +155,7 @@ impl BrokerConfig {
     /// authorizer grants a Kafka listener's `User:ANONYMOUS`.
     fn anonymous_principal(&self, enabled_key: &str, principal_key: &str) -> Option<Principal> {
         // Checked when the key is set.
-        if let Ok(p) = keys::parse_user_principal(self.raw(principal_key)) {
+        if let Ok(p) = key_spec::parse_user_principal(self.raw(principal_key)) {
             return Some(p);
         }
         let open = self.raw(enabled_key) != "true" && self.authorizer().is_none();
@@ -143,7 +167,7 @@ impl BrokerConfig {
         if v.is_empty() {
             return None;
         }
-        keys::parse_listener(v).ok()
+        key_spec::parse_listener(v).ok()
     }
 }
 
@@ -230,36 +254,4 @@ pub struct TlsSettings {
     /// How a client certificate's subject becomes a principal
     /// (`ssl.principal.mapping.rules`).
     pub principal_rules: crate::principal_mapping::PrincipalMapper,
-}
-
-/// The `authorizer.class.name` values this broker implements: Kafka's
-/// KRaft authorizer and its ZooKeeper-era one, which decide alike.
-pub const AUTHORIZER_CLASSES: &[&str] = &[
-    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "kafka.security.authorizer.AclAuthorizer",
-];
-
-/// The authorizer's settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AuthorizerConfig {
-    /// `super.users`: principals (`User:admin`) allowed everything.
-    pub super_users: BTreeSet<String>,
-    /// `allow.everyone.if.no.acl.found`.
-    pub allow_if_no_acl: bool,
-}
-
-impl AuthorizerConfig {
-    /// Parses `super.users` (`User:a;User:b`, Kafka's separator).
-    pub fn parse_super_users(v: &str) -> Result<BTreeSet<String>, String> {
-        v.split(';')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(|p| match p.split_once(':') {
-                Some((kind, name)) if !kind.is_empty() && !name.is_empty() => Ok(p.to_string()),
-                _ => Err(format!(
-                    "invalid principal {p:?}: expected Type:name, e.g. User:admin"
-                )),
-            })
-            .collect()
-    }
 }

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::broker::{BrokerConfig, ConfigSource};
 use super::keys::{topic_key, TOPIC_KEYS};
-use super::{BrokerConfig, ConfigSource};
 use crate::ConfigError;
 
 /// Whether a topic was created as partitioned or as a single non-partitioned
@@ -28,6 +28,22 @@ impl TopicKind {
             TopicKind::Partitioned => "partitioned",
             TopicKind::NonPartitioned => "non-partitioned",
         }
+    }
+}
+
+impl BrokerConfig {
+    /// `auto.create.topics.type`.
+    pub fn auto_create_topics_type(&self) -> TopicKind {
+        if self.raw("auto.create.topics.type") == "non-partitioned" {
+            TopicKind::NonPartitioned
+        } else {
+            TopicKind::Partitioned
+        }
+    }
+
+    /// The log settings every topic inherits unless it overrides them.
+    pub fn log_defaults(&self) -> storage::LogConfig {
+        TopicConfig::default().log_config(self)
     }
 }
 

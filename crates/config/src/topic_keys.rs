@@ -7,7 +7,7 @@
 //! and a no-op there; it is accepted the same way.
 
 use super::broker_keys::{CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES};
-use super::keys::{ConfigKey, ValueKind};
+use super::key_spec::{ConfigKey, ValueKind};
 
 const I32_MAX: i64 = i32::MAX as i64;
 

@@ -1,12 +1,12 @@
 //! The error type of the coordinator's state (groups, subscriptions,
 //! producer sequences, schemas, transactions): exactly what those parts
 //! produce, each with the text and meaning of the broker error it becomes
-//! (the broker turns each into its own error of the same name and text).
+//! (the broker turns each into its own error of the same name and text),
+//! and the transaction coordinator's refusals ([`TxnError`]) it wraps.
 
 use std::path::PathBuf;
 
-use crate::subscription::SubscriptionType;
-use crate::txn::state::TxnError;
+use crate::subscription_type::SubscriptionType;
 
 /// Everything an operation on the coordinator's state can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -63,4 +63,40 @@ pub enum CoordError {
     /// on Shared or Key_Shared).
     #[error("{0}")]
     NotAllowed(String),
+}
+
+/// Why a transactional request is refused (each maps to Kafka's error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TxnError {
+    /// INVALID_PRODUCER_ID_MAPPING: the transactional id has no producer
+    /// id, or another one.
+    #[error("transactional id {0:?} is not mapped to this producer id")]
+    InvalidProducerIdMapping(String),
+    /// PRODUCER_FENCED: an older epoch; a newer producer took over.
+    #[error("producer epoch {sent} is fenced by epoch {current}")]
+    ProducerFenced {
+        /// The epoch sent.
+        sent: i16,
+        /// The current epoch.
+        current: i16,
+    },
+    /// INVALID_TXN_STATE.
+    #[error("invalid transaction state: {0}")]
+    InvalidTxnState(String),
+    /// CONCURRENT_TRANSACTIONS: markers of the previous transaction are
+    /// still being written; retry.
+    #[error("the previous transaction of {0:?} is still completing")]
+    ConcurrentTransactions(String),
+    /// INVALID_TRANSACTION_TIMEOUT.
+    #[error("transaction timeout {0} ms is not within 1..={1} ms")]
+    InvalidTimeout(i32, i64),
+    /// NOT_COORDINATOR: another broker of the cluster coordinates this
+    /// transactional id (the client looks its coordinator up again).
+    #[error("this broker does not coordinate transactional id {0:?}")]
+    NotCoordinator(String),
+    /// COORDINATOR_NOT_AVAILABLE: a broker the transaction needs (its
+    /// coordinator, a partition's leader, a group's coordinator) cannot be
+    /// reached now; retried.
+    #[error("{0}")]
+    CoordinatorNotAvailable(String),
 }

@@ -19,6 +19,7 @@ pub mod group;
 pub mod schema;
 pub mod sequences;
 pub mod subscription;
+mod subscription_type;
 pub mod traffic;
 pub mod txn;
 

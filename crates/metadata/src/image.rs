@@ -16,7 +16,6 @@ use std::path::Path;
 use model::{TopicId, TopicName};
 use serde::{Deserialize, Serialize};
 
-use crate::records::PartitionState;
 use crate::MetadataError as Error;
 use magnetar_config::{TopicConfig, TopicKind};
 
@@ -47,6 +46,51 @@ pub struct TopicRecord {
     #[serde(default)]
     pub placements: Vec<PartitionState>,
 }
+
+/// A broker's node id.
+pub type NodeId = i32;
+
+/// No leader: the partition is offline.
+pub const NO_LEADER: NodeId = -1;
+
+/// Where a partition lives and who leads it: Kafka's `PartitionRecord`.
+/// On a single node every partition has one replica, itself, at epoch 0;
+/// the cluster fills in the lists and bumps the epochs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionState {
+    /// The brokers holding a replica, preferred leader first.
+    pub replicas: Vec<NodeId>,
+    /// The replicas in sync with the leader.
+    pub isr: Vec<NodeId>,
+    /// The leader, or [`NO_LEADER`].
+    pub leader: NodeId,
+    /// Bumped whenever the leader changes.
+    pub leader_epoch: i32,
+    /// Bumped on every change of this state.
+    pub partition_epoch: i32,
+}
+
+impl PartitionState {
+    /// One replica on `node`, which leads it, at epoch 0.
+    pub fn single(node: NodeId) -> PartitionState {
+        PartitionState {
+            replicas: vec![node],
+            isr: vec![node],
+            leader: node,
+            leader_epoch: 0,
+            partition_epoch: 0,
+        }
+    }
+
+    /// Whether `node` holds a replica.
+    pub fn has_replica(&self, node: NodeId) -> bool {
+        self.replicas.contains(&node)
+    }
+}
+
+/// The name of this (single-broker) cluster, as upstream's standalone
+/// broker calls its cluster; the only value `allowedClusters` may hold.
+pub const CLUSTER_NAME: &str = "standalone";
 
 /// A tenant as persisted: upstream Pulsar's `TenantInfo` and the
 /// tenant's namespaces.
@@ -91,7 +135,7 @@ pub struct Metadata {
     /// Broker keys changed at runtime for one broker, by node; they
     /// override the cluster-wide defaults on that broker only.
     #[serde(default)]
-    pub node_configs: BTreeMap<crate::records::NodeId, BTreeMap<String, String>>,
+    pub node_configs: BTreeMap<NodeId, BTreeMap<String, String>>,
     /// Tenants by name (files written before tenants existed have none;
     /// `public` and `public/default` are added when a file is opened).
     #[serde(default)]
@@ -99,7 +143,7 @@ pub struct Metadata {
     /// The brokers registered with the controller, by node id (a single
     /// node's file has none: it is its own only broker).
     #[serde(default)]
-    pub brokers: BTreeMap<crate::records::NodeId, BrokerRegistration>,
+    pub brokers: BTreeMap<NodeId, BrokerRegistration>,
     /// The last broker epoch handed out: every registration gets a higher
     /// one, also after a broker unregistered (as Kafka's epochs, which are
     /// record offsets, always rise), so an old process's epoch never
@@ -109,7 +153,7 @@ pub struct Metadata {
     /// The group and transaction coordinators by slot (empty until
     /// placed; a file written before the quorum of one has none).
     #[serde(default)]
-    pub coordinators: Vec<crate::records::NodeId>,
+    pub coordinators: Vec<NodeId>,
     /// SCRAM credentials by user and mechanism (salted: no password is
     /// stored).
     #[serde(default)]
@@ -166,7 +210,7 @@ impl Metadata {
     pub fn dynamic_config(
         &self,
         static_config: &magnetar_config::BrokerConfig,
-        node: crate::records::NodeId,
+        node: NodeId,
     ) -> magnetar_config::BrokerConfig {
         let none = BTreeMap::new();
         let own = self.node_configs.get(&node).unwrap_or(&none);
@@ -215,10 +259,7 @@ impl MetadataStore {
     /// version 1 file upgraded, every partition placed on `node` when the
     /// file predates placements), without writing anything: what the
     /// quorum imports.
-    pub fn read_file(
-        data_dir: &Path,
-        node: crate::records::NodeId,
-    ) -> Result<Option<Metadata>, Error> {
+    pub fn read_file(data_dir: &Path, node: NodeId) -> Result<Option<Metadata>, Error> {
         let path = data_dir.join(FILE_NAME);
         let bytes = match fs::read(&path) {
             Ok(b) => b,
@@ -230,11 +271,7 @@ impl MetadataStore {
 
     /// As [`MetadataStore::read_file`], of the file's bytes read from
     /// `path` already.
-    pub fn parse_file(
-        path: &Path,
-        bytes: &[u8],
-        node: crate::records::NodeId,
-    ) -> Result<Metadata, Error> {
+    pub fn parse_file(path: &Path, bytes: &[u8], node: NodeId) -> Result<Metadata, Error> {
         let mut data = parse(path, bytes, node)?;
         for rec in data.topics.values_mut() {
             if rec.placements.len() != rec.partitions as usize {
@@ -250,7 +287,7 @@ impl MetadataStore {
 /// The file's content, upgraded from version 1: its dynamic broker keys
 /// were the node's own, so they stay `node`'s rather than becoming
 /// cluster-wide defaults that the node's resource could not remove.
-fn parse(path: &Path, bytes: &[u8], node: crate::records::NodeId) -> Result<Metadata, Error> {
+fn parse(path: &Path, bytes: &[u8], node: NodeId) -> Result<Metadata, Error> {
     let mut data: Metadata = serde_json::from_slice(bytes).map_err(|e| Error::MetadataCorrupt {
         path: path.to_path_buf(),
         reason: e.to_string(),
@@ -278,7 +315,7 @@ fn add_default_namespace(tenants: &mut BTreeMap<String, TenantRecord>) {
     let public = tenants
         .entry(model::pulsar_name::DEFAULT_TENANT.to_string())
         .or_insert_with(|| TenantRecord {
-            allowed_clusters: [crate::tenancy::CLUSTER_NAME.to_string()].into(),
+            allowed_clusters: [CLUSTER_NAME.to_string()].into(),
             ..TenantRecord::default()
         });
     public

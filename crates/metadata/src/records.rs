@@ -15,50 +15,11 @@ use std::collections::BTreeMap;
 use model::{TopicId, TopicName};
 use serde::{Deserialize, Serialize};
 
+pub use crate::image::{NodeId, PartitionState, NO_LEADER};
+
 use crate::image::{BrokerRegistration, Metadata, TenantRecord, TopicRecord};
 use crate::MetadataError as Error;
 use magnetar_config::TopicConfig;
-
-/// A broker's node id.
-pub type NodeId = i32;
-
-/// No leader: the partition is offline.
-pub const NO_LEADER: NodeId = -1;
-
-/// Where a partition lives and who leads it: Kafka's `PartitionRecord`.
-/// On a single node every partition has one replica, itself, at epoch 0;
-/// the cluster fills in the lists and bumps the epochs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PartitionState {
-    /// The brokers holding a replica, preferred leader first.
-    pub replicas: Vec<NodeId>,
-    /// The replicas in sync with the leader.
-    pub isr: Vec<NodeId>,
-    /// The leader, or [`NO_LEADER`].
-    pub leader: NodeId,
-    /// Bumped whenever the leader changes.
-    pub leader_epoch: i32,
-    /// Bumped on every change of this state.
-    pub partition_epoch: i32,
-}
-
-impl PartitionState {
-    /// One replica on `node`, which leads it, at epoch 0.
-    pub fn single(node: NodeId) -> PartitionState {
-        PartitionState {
-            replicas: vec![node],
-            isr: vec![node],
-            leader: node,
-            leader_epoch: 0,
-            partition_epoch: 0,
-        }
-    }
-
-    /// Whether `node` holds a replica.
-    pub fn has_replica(&self, node: NodeId) -> bool {
-        self.replicas.contains(&node)
-    }
-}
 
 /// One change of the metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -21,13 +21,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use model::pulsar_name::{Namespace, PulsarTopic};
 use model::TopicName;
 
+pub use crate::image::CLUSTER_NAME;
+
 use crate::image::{NamespaceRecord, TenantRecord};
 use crate::MetadataError as Error;
 use magnetar_config::{BrokerConfig, TopicConfig};
-
-/// The name of this (single-broker) cluster, as upstream's standalone
-/// broker calls its cluster; the only value `allowedClusters` may hold.
-pub const CLUSTER_NAME: &str = "standalone";
 
 /// Tenants by name, with their namespaces.
 pub type Tenants = BTreeMap<String, TenantRecord>;

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::error::TxnError;
 use crate::group::store::CommittedOffset;
 
 /// The internal topic whose partition numbers are the coordinator slots: a
@@ -49,42 +50,6 @@ impl TxnState {
     pub fn is_prepared(self) -> bool {
         matches!(self, TxnState::PrepareCommit | TxnState::PrepareAbort)
     }
-}
-
-/// Why a transactional request is refused (each maps to Kafka's error).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TxnError {
-    /// INVALID_PRODUCER_ID_MAPPING: the transactional id has no producer
-    /// id, or another one.
-    #[error("transactional id {0:?} is not mapped to this producer id")]
-    InvalidProducerIdMapping(String),
-    /// PRODUCER_FENCED: an older epoch; a newer producer took over.
-    #[error("producer epoch {sent} is fenced by epoch {current}")]
-    ProducerFenced {
-        /// The epoch sent.
-        sent: i16,
-        /// The current epoch.
-        current: i16,
-    },
-    /// INVALID_TXN_STATE.
-    #[error("invalid transaction state: {0}")]
-    InvalidTxnState(String),
-    /// CONCURRENT_TRANSACTIONS: markers of the previous transaction are
-    /// still being written; retry.
-    #[error("the previous transaction of {0:?} is still completing")]
-    ConcurrentTransactions(String),
-    /// INVALID_TRANSACTION_TIMEOUT.
-    #[error("transaction timeout {0} ms is not within 1..={1} ms")]
-    InvalidTimeout(i32, i64),
-    /// NOT_COORDINATOR: another broker of the cluster coordinates this
-    /// transactional id (the client looks its coordinator up again).
-    #[error("this broker does not coordinate transactional id {0:?}")]
-    NotCoordinator(String),
-    /// COORDINATOR_NOT_AVAILABLE: a broker the transaction needs (its
-    /// coordinator, a partition's leader, a group's coordinator) cannot be
-    /// reached now; retried.
-    #[error("{0}")]
-    CoordinatorNotAvailable(String),
 }
 
 /// Each partition asked about and whether it is in the open transaction.
