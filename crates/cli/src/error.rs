@@ -119,6 +119,14 @@ pub fn client_code(e: &client::Error) -> u8 {
     }
 }
 
+/// A parse error's text without the "invalid argument" prefix.
+pub(crate) fn message(e: client::Error) -> String {
+    match e {
+        client::Error::InvalidArgument(m) => m,
+        other => other.to_string(),
+    }
+}
+
 /// Attaches context and the broker address to client results.
 pub trait Context<T> {
     /// Wraps an error with what was being done.

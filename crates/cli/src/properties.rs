@@ -11,8 +11,7 @@ use std::path::{Path, PathBuf};
 
 use client::{SaslMechanism, SecurityProtocol};
 
-use crate::error::CliError;
-use crate::security::message;
+use crate::error::{message, CliError};
 
 /// The keys `--command-config` understands.
 pub const KNOWN_KEYS: &[&str] = &[

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use client::{SaslMechanism, SecurityConfig, SecurityProtocol};
 
-use crate::error::CliError;
+use crate::error::{message, CliError};
 use crate::properties::FileSettings;
 
 /// TLS and SASL options (Kafka's client security settings).
@@ -59,14 +59,6 @@ fn parse_protocol(s: &str) -> Result<SecurityProtocol, String> {
 
 fn parse_mechanism(s: &str) -> Result<SaslMechanism, String> {
     s.parse().map_err(message)
-}
-
-/// A parse error's text without the "invalid argument" prefix.
-pub(crate) fn message(e: client::Error) -> String {
-    match e {
-        client::Error::InvalidArgument(m) => m,
-        other => other.to_string(),
-    }
 }
 
 impl SecurityArgs {

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use kafka_protocol::ResponseError;
 
+use crate::message::TopicPartition;
+
 /// A Kafka error code as the broker sent it, with the broker's message if
 /// any. [`ResponseError`] names every code of the protocol; codes newer than
 /// this client are kept as [`ResponseError::Unknown`].
@@ -149,7 +151,7 @@ pub enum Error {
     /// A consumer has no position for a partition: nothing committed and
     /// `auto_offset_reset` is none. Seek to go on.
     #[error("no committed offset for {0} and auto_offset_reset is none")]
-    NoOffset(crate::message::TopicPartition),
+    NoOffset(TopicPartition),
 }
 
 /// `Result` with this crate's [`Error`].
@@ -225,6 +227,23 @@ impl Error {
 
     pub(crate) fn protocol(context: &str, e: impl std::fmt::Display) -> Error {
         Error::Protocol(format!("{context}: {e}"))
+    }
+}
+
+// Here rather than in `message`: the parse fails with an `Error`, which
+// names `TopicPartition`, so `message` stays below `error`.
+impl std::str::FromStr for TopicPartition {
+    type Err = Error;
+    /// Parses `topic-partition` (Java's notation; the partition is after
+    /// the last `-`).
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let bad = || Error::InvalidArgument(format!("{s:?} is not topic-partition"));
+        let (topic, p) = s.rsplit_once('-').ok_or_else(bad)?;
+        let partition = p.parse().map_err(|_| bad())?;
+        if topic.is_empty() || partition < 0 {
+            return Err(bad());
+        }
+        Ok(TopicPartition::new(topic, partition))
     }
 }
 

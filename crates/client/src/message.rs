@@ -8,8 +8,6 @@ use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Record, TimestampType};
 
-use crate::error::Error;
-
 /// A partition of a topic.
 ///
 /// ```
@@ -38,21 +36,6 @@ impl TopicPartition {
 impl std::fmt::Display for TopicPartition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
-
-impl std::str::FromStr for TopicPartition {
-    type Err = Error;
-    /// Parses `topic-partition` (Java's notation; the partition is after
-    /// the last `-`).
-    fn from_str(s: &str) -> Result<Self, Error> {
-        let bad = || Error::InvalidArgument(format!("{s:?} is not topic-partition"));
-        let (topic, p) = s.rsplit_once('-').ok_or_else(bad)?;
-        let partition = p.parse().map_err(|_| bad())?;
-        if topic.is_empty() || partition < 0 {
-            return Err(bad());
-        }
-        Ok(TopicPartition::new(topic, partition))
     }
 }
 

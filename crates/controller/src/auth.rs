@@ -29,24 +29,19 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use hmac::{Hmac, Mac};
+use hmac::Mac;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-use crate::codec::{read_small, write_small};
+use crate::codec::{read_small, write_small, HANDSHAKE_MAX_FRAME};
 use crate::error::{ControllerError, Result};
+use crate::frame_mac::{FrameKeys, FrameMac, HmacSha256};
 use crate::transport::BoxConn;
 use crate::types::NodeId;
 
-type HmacSha256 = Hmac<Sha256>;
-
 /// The shortest cluster secret accepted, in bytes.
 pub const MIN_SECRET_BYTES: usize = 32;
-
-/// The largest frame a peer may send before it is authenticated.
-pub const HANDSHAKE_MAX_FRAME: usize = 1024;
 
 /// The controller protocol version this build speaks.
 pub const PROTOCOL_VERSION: u16 = 1;
@@ -54,9 +49,6 @@ pub const PROTOCOL_VERSION: u16 = 1;
 /// The first bytes of every client hello: a peer that sends anything else
 /// is not a controller peer of this protocol (or an older node).
 const MAGIC: [u8; 8] = *b"MAGNETAR";
-
-/// The size of a frame's authentication tag.
-pub(crate) const TAG_BYTES: usize = 32;
 
 /// What each HMAC of the handshake is for (all the same length, so no
 /// input of one can be read as another's).
@@ -215,54 +207,6 @@ impl Transcript {
             }
         }
     }
-}
-
-/// One direction's frame authentication: a key and the sequence number
-/// of the next frame.
-pub(crate) struct FrameMac {
-    key: HmacSha256,
-    seq: u64,
-}
-
-impl FrameMac {
-    fn new(key: &[u8; 32]) -> Self {
-        FrameMac {
-            key: HmacSha256::new_from_slice(key).expect("HMAC takes any key"),
-            seq: 0,
-        }
-    }
-
-    fn start(&mut self) -> HmacSha256 {
-        let mut m = self.key.clone();
-        m.update(&self.seq.to_be_bytes());
-        self.seq += 1;
-        m
-    }
-
-    /// The tag of the next frame, whose bytes are `parts` in order.
-    pub(crate) fn tag(&mut self, parts: &[&[u8]]) -> [u8; TAG_BYTES] {
-        let mut m = self.start();
-        for p in parts {
-            m.update(p);
-        }
-        m.finalize().into_bytes().into()
-    }
-
-    /// Whether `tag` is the next frame's for its bytes `parts`
-    /// (compared in constant time).
-    pub(crate) fn verify(&mut self, parts: &[&[u8]], tag: &[u8]) -> bool {
-        let mut m = self.start();
-        for p in parts {
-            m.update(p);
-        }
-        m.verify_slice(tag).is_ok()
-    }
-}
-
-/// A connection's frame keys, one per direction.
-pub(crate) struct FrameKeys {
-    pub send: FrameMac,
-    pub recv: FrameMac,
 }
 
 /// What a finished handshake established.

@@ -7,6 +7,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
 use crate::codec::{Channel, ReadLimits};
+use crate::frame_mac::TAG_BYTES;
 
 fn secret(byte: u8) -> PeerAuth {
     PeerAuth::Secret(ClusterSecret::new(vec![byte; 32]).unwrap())

@@ -17,9 +17,12 @@ use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::auth::{FrameKeys, TAG_BYTES};
 use crate::error::{ControllerError, Result};
+use crate::frame_mac::{FrameKeys, TAG_BYTES};
 use crate::transport::BoxConn;
+
+/// The largest frame a peer may send before it is authenticated.
+pub const HANDSHAKE_MAX_FRAME: usize = 1024;
 
 /// The first part of every frame, read without the budget: small
 /// requests (heartbeats, votes, fetches) are always read, whoever holds
@@ -49,7 +52,7 @@ where
     W: AsyncWrite + Unpin + ?Sized,
     T: Serialize,
 {
-    let buf = encode(msg, crate::auth::HANDSHAKE_MAX_FRAME)?;
+    let buf = encode(msg, HANDSHAKE_MAX_FRAME)?;
     w.write_all(&buf).await.map_err(net)?;
     w.flush().await.map_err(net)
 }

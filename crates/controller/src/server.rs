@@ -12,8 +12,8 @@ use tokio::task::JoinSet;
 use crate::auth;
 use crate::codec::{ByteBudget, Channel, ReadLimits};
 use crate::error::ControllerError;
+use crate::inner::Inner;
 use crate::log_limit::warn_refused;
-use crate::node::Inner;
 use crate::rpc::{Refused, Request, Response};
 use crate::transport::{BoxConn, Handshake, Listener};
 use crate::types::NodeId;
@@ -211,23 +211,6 @@ async fn handle<S: StateMachine>(inner: &Inner<S>, req: Request<S>) -> Response<
                     .map_err(Refused::from),
             )
         }
-        Request::Call(bytes) => Response::Call(call(inner, bytes).await),
+        Request::Call(bytes) => Response::Call(inner.call(bytes).await),
     }
-}
-
-pub(crate) async fn call<S: StateMachine>(
-    inner: &Inner<S>,
-    bytes: Vec<u8>,
-) -> Result<Vec<u8>, Refused> {
-    if inner.status().state != openraft::ServerState::Leader {
-        return Err(Refused::NotLeader {
-            leader: inner.leader().filter(|(id, _)| *id != inner.id),
-        });
-    }
-    let Some(service) = inner.service.get() else {
-        return Err(Refused::Failed(
-            "this controller serves no requests yet".into(),
-        ));
-    };
-    service.call(bytes).await.map_err(Refused::Failed)
 }

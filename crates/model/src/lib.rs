@@ -6,37 +6,15 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+mod error;
 mod principal;
 pub mod pulsar_name;
 mod topic_name;
 
+pub use error::Error;
 pub use principal::Principal;
 pub use pulsar_name::{Namespace, PulsarTopic};
 pub use topic_name::{is_internal_topic, TopicName, INTERNAL_TOPICS, OFFSETS_TOPIC};
-
-/// Errors raised when constructing a domain value from untrusted input.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    /// A topic name breaks Kafka's naming rules.
-    #[error("invalid topic name {name:?}: {reason}")]
-    InvalidTopicName {
-        /// The rejected name.
-        name: String,
-        /// Why it was rejected.
-        reason: &'static str,
-    },
-    /// A Pulsar topic, tenant or namespace name that Magnetar cannot hold.
-    #[error("invalid Pulsar name {name:?}: {reason}")]
-    InvalidPulsarName {
-        /// The rejected name.
-        name: String,
-        /// Why it was rejected.
-        reason: &'static str,
-    },
-    /// A topic id string is not a UUID.
-    #[error("invalid topic id {0:?}")]
-    InvalidTopicId(String),
-}
 
 macro_rules! newtype {
     ($(#[$meta:meta])* $name:ident($inner:ty)) => {

@@ -16,29 +16,16 @@
 
 #![warn(missing_docs)]
 
-use std::fmt;
-
 pub mod controller;
 pub mod epoch_cache;
 mod error;
 pub mod follower;
 pub mod leader;
+mod partition_epoch;
 
 pub use controller::{AlterPartitionRequest, PartitionState};
 pub use epoch_cache::EpochCache;
 pub use error::ReplicationError;
 pub use follower::{FetchRequest, FollowerEffect, FollowerReplica};
 pub use leader::{Acks, Appended, FetchAnswer, LeaderConfig, LeaderEffect, LeaderReplica};
-
-/// The version of a partition's controller record (ISR, leader, replicas):
-/// bumped by the controller on every change, and carried by AlterPartition
-/// so that a leader's request built on an older record is refused
-/// (Kafka's `partitionEpoch`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct PartitionEpoch(pub i32);
-
-impl fmt::Display for PartitionEpoch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
-    }
-}
+pub use partition_epoch::PartitionEpoch;

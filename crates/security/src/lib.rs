@@ -13,6 +13,7 @@
 //! in the broker, which writes them as metadata records.
 
 pub mod acl;
+mod error;
 pub use magnetar_config::listeners;
 pub mod oauthbearer;
 pub mod plain;
@@ -22,8 +23,7 @@ pub mod scram;
 pub mod tls;
 pub mod token;
 
-use thiserror::Error;
-
+pub use error::AuthError;
 pub use magnetar_config::listeners::{KafkaListener, SecurityProtocol};
 pub use model::Principal;
 pub use scram::{ScramCredential, ScramMechanism};
@@ -69,37 +69,6 @@ impl Mechanism {
     /// The mechanism named `name` (case-sensitive, as Kafka).
     pub fn from_name(name: &str) -> Option<Mechanism> {
         Mechanism::ALL.into_iter().find(|m| m.name() == name)
-    }
-}
-
-/// Why an authentication failed. The message a client gets never tells a
-/// wrong password from an unknown user.
-#[derive(Debug, Error, PartialEq, Eq)]
-pub enum AuthError {
-    /// Bad credentials, whichever part was wrong.
-    #[error("authentication failed: invalid credentials")]
-    InvalidCredentials {
-        /// What was wrong, for the broker's own log only.
-        detail: String,
-    },
-    /// The client broke the mechanism's exchange.
-    #[error("authentication failed: {0}")]
-    Malformed(String),
-}
-
-impl AuthError {
-    pub(crate) fn invalid(detail: impl Into<String>) -> AuthError {
-        AuthError::InvalidCredentials {
-            detail: detail.into(),
-        }
-    }
-
-    /// What to log about this failure (more than the client is told).
-    pub fn log_detail(&self) -> String {
-        match self {
-            AuthError::InvalidCredentials { detail } => detail.clone(),
-            AuthError::Malformed(m) => m.clone(),
-        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Per-log configuration, mirroring the Kafka topic configs of the same names.
 
-use crate::batch::{Compression, TimestampType};
+use crate::attributes::{Compression, TimestampType};
 
 /// How a log is segmented, retained, compacted and flushed.
 ///

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use model::{Offset, ProducerEpoch, ProducerId, TopicId};
 
-use crate::batch::Compression;
+use crate::attributes::Compression;
 
 /// A `Result` whose error defaults to [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -17,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+mod attributes;
 pub mod batch;
 pub mod builder;
 mod checkpoint;
@@ -24,7 +25,9 @@ pub mod cleaner;
 mod config;
 mod epoch;
 mod error;
+mod file_names;
 mod files;
+mod header;
 mod index;
 mod io;
 mod log;

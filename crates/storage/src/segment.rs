@@ -22,6 +22,8 @@ mod view;
 pub use view::FileRegion;
 pub(crate) use view::{find_timestamp_in, scan, Located, ScanEnd, SegmentView};
 
+pub(crate) use crate::file_names::{file_name, parse_file_name};
+
 /// Extension of segment data files.
 pub(crate) const LOG_EXT: &str = "log";
 /// Extension of offset index files.
@@ -31,20 +33,6 @@ pub(crate) const TIME_INDEX_EXT: &str = "timeindex";
 /// Suffix of a deleted segment's files waiting out `file.delete.delay.ms`
 /// (Kafka's).
 pub(crate) const DELETED_SUFFIX: &str = ".deleted";
-
-/// `{base_offset:020}.{ext}`.
-pub(crate) fn file_name(base: Offset, ext: &str) -> String {
-    format!("{:020}.{ext}", base.0)
-}
-
-/// The base offset encoded in a `{offset:020}.{ext}` file name.
-pub(crate) fn parse_file_name(name: &str, ext: &str) -> Option<Offset> {
-    let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
-    if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    stem.parse().ok().map(Offset)
-}
 
 /// Files of a segment, to fsync outside the log's lock.
 #[derive(Debug)]

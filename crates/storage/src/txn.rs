@@ -13,8 +13,8 @@ use model::{Offset, ProducerEpoch, ProducerId, Timestamp};
 use crate::batch::{Compression, CONTROL_FLAG, TRANSACTIONAL_FLAG};
 use crate::builder::BatchBuilder;
 use crate::error::{corrupt, IoContext, Result};
+use crate::file_names::file_name;
 use crate::records::RecordIter;
-use crate::segment::file_name;
 
 /// Extension of a segment's aborted-transaction index.
 pub(crate) const TXN_INDEX_EXT: &str = "txnindex";

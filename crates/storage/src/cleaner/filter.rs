@@ -18,13 +18,15 @@
 
 use bytes::Bytes;
 
-use crate::batch::{
-    self, BatchHeader, TimestampType, ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, COMPRESSION_MASK,
-    HEADER_LEN, LENGTH_OFFSET, LOG_OVERHEAD, MAX_TIMESTAMP_OFFSET, RECORD_COUNT_OFFSET,
-};
+use crate::attributes::COMPRESSION_MASK;
+use crate::batch::{self, BatchHeader, TimestampType, HEADER_LEN, LOG_OVERHEAD};
 use crate::builder::{compress, encode_record, Fields};
 use crate::config::CompressionLevels;
 use crate::error::BatchError;
+use crate::header::{
+    ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, LENGTH_OFFSET, MAX_TIMESTAMP_OFFSET,
+    RECORD_COUNT_OFFSET,
+};
 use crate::records::{Record, RecordIter};
 
 /// Attribute bit 6: the base timestamp is the batch's delete horizon.

@@ -4,7 +4,7 @@
 use std::io::{self, Cursor, Read};
 
 use super::snappy::SnappyDecoder;
-use crate::batch::Compression;
+use crate::attributes::Compression;
 use crate::error::RecordError;
 
 /// The decompressed records of one batch, as a stream.

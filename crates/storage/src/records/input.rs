@@ -3,7 +3,7 @@
 
 use std::io::{self, Read};
 
-use crate::batch::Compression;
+use crate::attributes::Compression;
 use crate::error::RecordError;
 
 /// Size of the chunk buffer decompressed records are read through.

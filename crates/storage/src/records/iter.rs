@@ -8,8 +8,9 @@ use super::decompress::Decoder;
 use super::input::{Input, SliceInput, StreamInput, CHUNK_BYTES};
 use super::parse::{read_body, read_length, read_record, RecordLayout};
 use super::varint::read_varint;
-use crate::batch::{BatchHeader, TimestampType, HEADER_LEN};
+use crate::attributes::TimestampType;
 use crate::error::{BatchError, RecordError};
+use crate::header::{BatchHeader, HEADER_LEN};
 
 /// One record of a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,8 +10,9 @@
 
 use model::{Offset, Timestamp};
 
-use crate::batch::{BatchHeader, TimestampType, HEADER_LEN};
+use crate::attributes::TimestampType;
 use crate::error::BatchError;
+use crate::header::{BatchHeader, HEADER_LEN};
 
 mod decompress;
 mod input;

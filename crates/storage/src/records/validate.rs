@@ -7,8 +7,66 @@ use model::Timestamp;
 use super::decompress::Decoder;
 use super::input::{Input, SliceInput, StreamInput, CHUNK_BYTES};
 use super::parse::read_record;
-use crate::batch::{BatchHeader, TimestampRules, TimestampType, HEADER_LEN};
+use crate::attributes::TimestampType;
+use crate::config::LogConfig;
 use crate::error::{RecordError, RefusedRecord};
+use crate::header::{BatchHeader, HEADER_LEN};
+
+/// The timestamp rules of Kafka's log validator: the topic's
+/// `message.timestamp.type` and the window `message.timestamp.before.max.ms`
+/// and `message.timestamp.after.max.ms` allow around the append time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimestampRules {
+    /// The topic's `message.timestamp.type`.
+    pub topic_type: TimestampType,
+    /// The append time the window is measured from.
+    pub now: Timestamp,
+    /// How much older than `now` a CreateTime record may be.
+    pub before_max_ms: u64,
+    /// How much newer than `now` a CreateTime record may be.
+    pub after_max_ms: u64,
+}
+
+impl TimestampRules {
+    /// The rules a log with `config` applies at `now`.
+    pub fn for_log(config: &LogConfig, now: Timestamp) -> TimestampRules {
+        TimestampRules {
+            topic_type: config.timestamp_type,
+            now,
+            before_max_ms: config.timestamp_before_max_ms,
+            after_max_ms: config.timestamp_after_max_ms,
+        }
+    }
+
+    /// Kafka's `validateTimestamp` for one record whose timestamp (the
+    /// batch's `maxTimestamp` in a LogAppendTime batch) is `ts`, in a batch
+    /// of type `batch_type`, at offset delta `offset`. On a CreateTime topic
+    /// a record with a timestamp must lie in the window; a LogAppendTime
+    /// batch from a producer is refused otherwise (on a LogAppendTime
+    /// topic, or without a timestamp), exactly as Kafka decides.
+    pub fn check(
+        &self,
+        ts: i64,
+        batch_type: TimestampType,
+        offset: i32,
+    ) -> Result<(), RecordError> {
+        if self.topic_type == TimestampType::CreateTime && ts != -1 {
+            let diff = i128::from(self.now.0) - i128::from(ts);
+            if diff > i128::from(self.before_max_ms) || -diff > i128::from(self.after_max_ms) {
+                let clamp = |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+                return Err(RecordError::TimestampOutOfRange {
+                    timestamp: ts,
+                    offset,
+                    min: clamp(i128::from(self.now.0) - i128::from(self.before_max_ms)),
+                    max: clamp(i128::from(self.now.0) + i128::from(self.after_max_ms)),
+                });
+            }
+        } else if batch_type == TimestampType::LogAppendTime {
+            return Err(RecordError::LogAppendTimeFromProducer);
+        }
+        Ok(())
+    }
+}
 
 /// A record-level fault: the index of the record at fault (if one is) and
 /// what is wrong.
