@@ -5,6 +5,9 @@ pub use magnetar_metadata::topic_control::{NewTopic, MAX_PARTITIONS_PER_TOPIC};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use magnetar_metadata::tenancy::Tenants;
+use magnetar_security::acl::Authorizer;
+use magnetar_security::quota::{QuotaManager, QuotaWindow};
 use model::{PartitionId, Timestamp, TopicId, TopicName};
 use parking_lot::{Mutex, RwLock};
 use storage::{LogManager, LogSpec};
@@ -13,25 +16,14 @@ use tracing::{info, warn};
 use crate::config::BrokerConfig;
 use crate::group::coordinator::GroupCoordinator;
 use crate::group::store::{GroupLog, OFFSETS_TOPIC};
-use crate::lifecycle::{into_partitions, partition_specs, topic_from};
 use crate::metadata_records::PartitionState;
 use crate::metadata_store::{MetadataStore, TopicRecord};
-use crate::tenancy::Tenants;
-use crate::topic::{Partition, Topic};
-use crate::Error;
+use crate::topic::{into_partitions, partition_specs, topic_from, Partition, Topic};
+use crate::{Endpoint, Error};
 
 /// How producer ids are reserved: the limit on disk moves ahead in blocks so
 /// ids are never reused across restarts without a write per id.
 pub(crate) const PRODUCER_ID_BLOCK: i64 = 1000;
-
-/// The address clients are told to connect to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
-    /// Host name or IP.
-    pub host: String,
-    /// TCP port.
-    pub port: u16,
-}
 
 #[derive(Default)]
 pub(crate) struct TopicTable {
@@ -71,8 +63,8 @@ pub struct Broker {
     // node) and the brokers it knows of.
     pub(crate) cluster: crate::cluster::ClusterState,
     // Set with `authorizer.class.name`.
-    pub(crate) authorizer: Option<crate::security::acl::Authorizer>,
-    pub(crate) quotas: crate::quota::QuotaManager,
+    pub(crate) authorizer: Option<Authorizer>,
+    pub(crate) quotas: QuotaManager,
     // How a cluster member's transactions reach other brokers.
     pub(crate) txn_peers: OnceLock<Arc<dyn crate::txn::TxnPeers>>,
     // `queued.max.request.bytes`, shared by every listener.
@@ -106,9 +98,9 @@ impl Broker {
         let tenants = RwLock::new(Arc::new(store.data.tenants.clone()));
         let authorizer = static_config
             .authorizer()
-            .map(|c| crate::security::acl::Authorizer::new(c, &store.data.acls));
-        let quotas = crate::quota::QuotaManager::new(
-            crate::quota::QuotaWindow::from_config(&static_config),
+            .map(|c| Authorizer::new(c, &store.data.acls));
+        let quotas = QuotaManager::new(
+            QuotaWindow::from_config(&static_config),
             store.data.client_quotas.clone(),
         );
         let request_budget =

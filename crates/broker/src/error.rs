@@ -152,11 +152,11 @@ pub enum Error {
     #[error("not authorized: {operation:?} on {kind:?} {name}")]
     Denied {
         /// The resource's type.
-        kind: crate::security::acl::ResourceType,
+        kind: magnetar_security::acl::ResourceType,
         /// Its name.
         name: String,
         /// What was denied.
-        operation: crate::security::acl::Operation,
+        operation: magnetar_security::acl::Operation,
     },
     /// ACLs asked of a broker without an authorizer.
     #[error("{0}")]

@@ -22,6 +22,7 @@ pub use magnetar_metadata::{
 #[cfg(test)]
 mod coordinator_tests;
 mod core;
+mod endpoint;
 mod error;
 pub mod groups;
 mod lifecycle;
@@ -41,7 +42,8 @@ pub mod txn;
 #[cfg(test)]
 mod txn_guard_tests;
 
-pub use crate::core::{Broker, Endpoint, NewTopic, MAX_PARTITIONS_PER_TOPIC};
+pub use crate::core::{Broker, NewTopic, MAX_PARTITIONS_PER_TOPIC};
+pub use endpoint::Endpoint;
 pub use error::Error;
 pub use lifecycle::BrokerScope;
 /// Milliseconds since the Unix epoch, now (see [`model::now_ms`]).

@@ -8,17 +8,15 @@
 use std::sync::Arc;
 
 use model::pulsar_name::Namespace;
-use model::{PartitionId, ProducerId, TopicId, TopicName, TopicPartition};
-use storage::LogSpec;
+use model::{ProducerId, TopicId, TopicName};
 use tracing::{info, warn};
 
 use crate::config::ConfigError;
 use crate::config::{BrokerConfig, ConfigSource, TopicConfig, TopicKind};
 use crate::core::NewTopic;
-use crate::metadata_records::{MetadataRecord, NodeId, PartitionState};
-use crate::metadata_store::TopicRecord;
+use crate::metadata_records::{MetadataRecord, NodeId};
 use crate::tenancy::{self, Tenants};
-use crate::topic::{Partition, Topic};
+use crate::topic::Topic;
 use crate::{Broker, Error};
 
 /// Which dynamic layer of broker keys a change is made in, as Kafka's
@@ -468,69 +466,5 @@ impl Broker {
     /// Hands out a producer id never given before, even across restarts.
     pub fn next_producer_id(&self) -> Result<ProducerId, Error> {
         crate::cluster::next_cluster_producer_id(self)
-    }
-}
-
-/// What a validate-only creation answers: the topic as asked, no id, no
-/// partitions.
-pub(crate) fn validated_only(req: NewTopic) -> Arc<Topic> {
-    Arc::new(Topic {
-        name: req.name,
-        id: TopicId::ZERO,
-        kind: req.kind,
-        config: req.config,
-        placements: Vec::new(),
-        partitions: Vec::new(),
-    })
-}
-
-/// The logs of `rec`'s partitions in `range`.
-pub(crate) fn partition_specs(
-    rec: &TopicRecord,
-    tenants: &Tenants,
-    config: &BrokerConfig,
-    range: std::ops::Range<i32>,
-) -> Vec<LogSpec> {
-    let log_config = tenancy::log_config(tenants, config, &rec.name, &rec.config);
-    range
-        .map(|p| LogSpec {
-            topic_partition: TopicPartition::new(rec.name.clone(), PartitionId(p)),
-            topic_id: rec.id,
-            config: log_config.clone(),
-        })
-        .collect()
-}
-
-/// Partitions over opened logs; the first failure names its partition.
-pub(crate) fn into_partitions(
-    opened: Vec<Result<Arc<storage::Log>, storage::Error>>,
-    specs: Vec<LogSpec>,
-    states: Vec<PartitionState>,
-) -> Result<Vec<Arc<Partition>>, Error> {
-    opened
-        .into_iter()
-        .zip(specs)
-        .zip(states)
-        .map(|((log, spec), state)| {
-            let tp = spec.topic_partition;
-            match log {
-                Ok(log) => Ok(Arc::new(Partition::new(tp, spec.topic_id, log, state))),
-                Err(source) => Err(Error::Storage {
-                    partition: tp.to_string(),
-                    source,
-                }),
-            }
-        })
-        .collect()
-}
-
-pub(crate) fn topic_from(rec: &TopicRecord, partitions: Vec<Arc<Partition>>) -> Topic {
-    Topic {
-        name: rec.name.clone(),
-        id: rec.id,
-        kind: rec.kind,
-        config: rec.config.clone(),
-        placements: rec.placements.clone(),
-        partitions,
     }
 }

@@ -1,18 +1,22 @@
-//! Topics and partitions: the broker's view of the logs it serves.
+//! Topics and partitions: the broker's view of the logs it serves, and
+//! how they are built from the metadata's topic records.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use magnetar_metadata::tenancy::{self, Tenants};
 use model::{
     LeaderEpoch, Offset, PartitionId, ProducerEpoch, ProducerId, Timestamp, TopicId, TopicName,
     TopicPartition,
 };
 use parking_lot::{Mutex, RwLock};
-use storage::{AppendOutcome, Log, ReadResult, SyncWork};
+use storage::{AppendOutcome, Log, LogSpec, ReadResult, SyncWork};
 use tokio::sync::Notify;
 
-use crate::config::{TopicConfig, TopicKind};
+use crate::config::{BrokerConfig, TopicConfig, TopicKind};
 use crate::metadata_records::PartitionState;
+use crate::metadata_store::TopicRecord;
+use crate::topic_control::NewTopic;
 use crate::traffic::Traffic;
 use crate::Error;
 
@@ -471,4 +475,68 @@ pub async fn complete_disk_work(
     let started = std::time::Instant::now();
     let _ = tokio::task::spawn_blocking(run(required)).await;
     Some(started.elapsed())
+}
+
+/// What a validate-only creation answers: the topic as asked, no id, no
+/// partitions.
+pub(crate) fn validated_only(req: NewTopic) -> Arc<Topic> {
+    Arc::new(Topic {
+        name: req.name,
+        id: TopicId::ZERO,
+        kind: req.kind,
+        config: req.config,
+        placements: Vec::new(),
+        partitions: Vec::new(),
+    })
+}
+
+/// The logs of `rec`'s partitions in `range`.
+pub(crate) fn partition_specs(
+    rec: &TopicRecord,
+    tenants: &Tenants,
+    config: &BrokerConfig,
+    range: std::ops::Range<i32>,
+) -> Vec<LogSpec> {
+    let log_config = tenancy::log_config(tenants, config, &rec.name, &rec.config);
+    range
+        .map(|p| LogSpec {
+            topic_partition: TopicPartition::new(rec.name.clone(), PartitionId(p)),
+            topic_id: rec.id,
+            config: log_config.clone(),
+        })
+        .collect()
+}
+
+/// Partitions over opened logs; the first failure names its partition.
+pub(crate) fn into_partitions(
+    opened: Vec<Result<Arc<storage::Log>, storage::Error>>,
+    specs: Vec<LogSpec>,
+    states: Vec<PartitionState>,
+) -> Result<Vec<Arc<Partition>>, Error> {
+    opened
+        .into_iter()
+        .zip(specs)
+        .zip(states)
+        .map(|((log, spec), state)| {
+            let tp = spec.topic_partition;
+            match log {
+                Ok(log) => Ok(Arc::new(Partition::new(tp, spec.topic_id, log, state))),
+                Err(source) => Err(Error::Storage {
+                    partition: tp.to_string(),
+                    source,
+                }),
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn topic_from(rec: &TopicRecord, partitions: Vec<Arc<Partition>>) -> Topic {
+    Topic {
+        name: rec.name.clone(),
+        id: rec.id,
+        kind: rec.kind,
+        config: rec.config.clone(),
+        placements: rec.placements.clone(),
+        partitions,
+    }
 }

@@ -18,15 +18,14 @@ use tracing::{info, warn};
 use super::dir::{check_membership, ClusterDir};
 use super::{ClusterLink, ClusterState, ClusterView};
 use crate::config::BrokerConfig;
-use crate::core::{open_hosted, reconcile_disk, Endpoint};
+use crate::core::{open_hosted, reconcile_disk};
 use crate::group::store::OFFSETS_TOPIC;
-use crate::lifecycle::{into_partitions, partition_specs};
 use crate::metadata_machine::MetadataBatch;
 use crate::metadata_records::apply_all;
 use crate::metadata_store::{Metadata, MetadataStore, TopicRecord};
 use crate::tenancy;
-use crate::topic::{Partition, Topic};
-use crate::{Broker, Error};
+use crate::topic::{into_partitions, partition_specs, Partition, Topic};
+use crate::{Broker, Endpoint, Error};
 
 impl Broker {
     /// Opens a cluster member's data directory from `metadata`, the

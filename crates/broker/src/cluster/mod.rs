@@ -14,12 +14,9 @@ mod link;
 mod membership;
 mod ops;
 mod service;
+mod state;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-
-use parking_lot::RwLock;
-use tokio::sync::watch;
 
 pub use dir::{ClusterDir, MetadataFile, IMPORTED_SUFFIX, MEMBERSHIP_FILE};
 pub use link::ClusterLink;
@@ -28,10 +25,11 @@ pub(crate) use ops::next_cluster_producer_id;
 pub use service::{
     run_fencing, BrokerService, QuorumDescription, ReplicaProgress, ServiceRequest, ServiceResponse,
 };
+pub(crate) use state::ClusterState;
+pub use state::{BrokerInfo, ClusterView};
 
-use crate::core::Endpoint;
 use crate::metadata_records::NodeId;
-use crate::metadata_store::Metadata;
+use crate::Endpoint;
 
 /// Listener names in a broker registration's endpoints.
 pub use magnetar_config::listeners::KAFKA_LISTENER;
@@ -44,31 +42,6 @@ pub const HTTP_LISTENER: &str = "http";
 /// The HTTPS service listener.
 pub const HTTPS_LISTENER: &str = "https";
 
-/// A registered broker as clients are told about it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BrokerInfo {
-    /// Its node id.
-    pub node: NodeId,
-    /// Listener name → advertised `host:port`.
-    pub endpoints: BTreeMap<String, String>,
-    /// Fenced brokers lead nothing (their partitions are offline).
-    pub fenced: bool,
-}
-
-impl BrokerInfo {
-    /// The endpoint of listener `name`.
-    pub fn endpoint(&self, name: &str) -> Option<Endpoint> {
-        let (host, port) = self.endpoints.get(name)?.rsplit_once(':')?;
-        Some(Endpoint {
-            host: host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_string(),
-            port: port.parse().ok()?,
-        })
-    }
-}
-
 /// The controller id clients are told (see [`crate::Broker::controller_id`]).
 fn pick_controller(view: &ClusterView, leader: Option<NodeId>, me: NodeId) -> NodeId {
     leader
@@ -76,55 +49,6 @@ fn pick_controller(view: &ClusterView, leader: Option<NodeId>, me: NodeId) -> No
         .or_else(|| view.is_live(me).then_some(me))
         .or_else(|| view.brokers.values().find(|b| !b.fenced).map(|b| b.node))
         .unwrap_or(me)
-}
-
-/// The brokers and coordinators of the applied metadata, for answering
-/// clients without locking the metadata.
-#[derive(Debug, Clone, Default)]
-pub struct ClusterView {
-    /// Registered brokers by node id.
-    pub brokers: BTreeMap<NodeId, BrokerInfo>,
-    /// Coordinator slot → node (empty until placed).
-    pub coordinators: Vec<NodeId>,
-}
-
-impl ClusterView {
-    pub(crate) fn of(m: &Metadata) -> ClusterView {
-        ClusterView {
-            brokers: m
-                .brokers
-                .iter()
-                .map(|(n, b)| {
-                    (
-                        *n,
-                        BrokerInfo {
-                            node: *n,
-                            endpoints: b.endpoints.clone(),
-                            fenced: b.fenced,
-                        },
-                    )
-                })
-                .collect(),
-            coordinators: m.coordinators.clone(),
-        }
-    }
-
-    /// Whether `node` is registered and unfenced.
-    pub fn is_live(&self, node: NodeId) -> bool {
-        self.brokers.get(&node).is_some_and(|b| !b.fenced)
-    }
-}
-
-/// A broker's link to its controller quorum and what it applied.
-pub(crate) struct ClusterState {
-    pub(crate) link: Arc<ClusterLink>,
-    /// The last metadata index applied here.
-    pub(crate) applied: watch::Sender<u64>,
-    pub(crate) view: RwLock<Arc<ClusterView>>,
-    /// Topics whose hosted partitions could not be opened when their
-    /// metadata was applied (e.g. the disk was full): retried until they
-    /// open (see [`crate::Broker::retry_pending_topics`]).
-    pub(crate) pending: parking_lot::Mutex<BTreeSet<model::TopicName>>,
 }
 
 impl crate::Broker {
@@ -235,6 +159,8 @@ pub use model::coordinator_slot;
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     #[test]

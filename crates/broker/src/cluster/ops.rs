@@ -159,7 +159,7 @@ impl Broker {
             Ok((vec![MetadataRecord::TopicCreated { topic: rec }], Some(id)))
         })?;
         match created {
-            None => Ok(crate::lifecycle::validated_only(req)),
+            None => Ok(crate::topic::validated_only(req)),
             Some(id) => self
                 .topic_by_id(id)
                 .ok_or_else(|| Error::UnknownTopic(name.to_string())),

@@ -10,6 +10,7 @@ use super::state::{lag, StateSample};
 use super::*;
 use crate::config::{BrokerConfig, TopicConfig, TopicKind};
 use crate::group::store::CommittedOffset;
+use crate::limits::Refused;
 use crate::subscription::{
     ConsumerId, ConsumerSpec, LogBounds, StartPosition, SubscribeRequest, SubscriptionKey,
     SubscriptionType,

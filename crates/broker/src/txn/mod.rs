@@ -12,11 +12,13 @@
 
 mod ops;
 pub mod peers;
+mod requests;
 pub mod staged;
 
 pub use magnetar_coordinator::txn::{staged_store, state, store};
 
-pub use ops::{transactional_producer, TransactionListing, TxnPartitionResult};
-pub use peers::{MarkerRequest, PeerFuture, PendingAppend, TxnPeers, VerifyRequest};
+pub use ops::{transactional_producer, TransactionListing};
+pub use peers::PendingAppend;
+pub use requests::{MarkerRequest, PeerFuture, TxnPartitionResult, TxnPeers, VerifyRequest};
 pub use state::{EndPlan, TxnError, TxnMetadata, TxnState};
 pub use store::{Decider, Transactions};

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use model::{PartitionId, ProducerEpoch, ProducerId, Timestamp};
 use storage::txn::{ControlType, TxnMarker};
 
-use super::peers::{MarkerRequest, GROUP_OFFSETS_TOPIC};
+use super::peers::GROUP_OFFSETS_TOPIC;
+use super::requests::{MarkerRequest, TxnPartitionResult};
 use super::state::{EndPlan, TxnError, TxnMetadata, TxnState};
 use super::Transactions;
 use crate::group::store::CommittedOffset;
@@ -18,9 +19,6 @@ use crate::{now_ms, Broker, Error, Partition};
 
 /// Partitions (topic, index) grouped by the broker leading them.
 type ByLeader = BTreeMap<NodeId, Vec<(String, i32)>>;
-
-/// One partition's answer to AddPartitionsToTxn.
-pub type TxnPartitionResult = ((String, i32), Result<(), Error>);
 
 /// A transactional id as ListTransactions reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,21 +17,17 @@
 //! carries the requests ([`TxnPeers`], set at start-up).
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use model::{ProducerEpoch, ProducerId};
 
-use super::ops::TxnPartitionResult;
+use super::requests::TxnPartitionResult;
+pub use super::requests::{MarkerRequest, PeerFuture, TxnPeers, VerifyRequest};
 use super::TxnError;
 use crate::metadata_records::NodeId;
 use crate::{Broker, Error, Partition};
-
-/// The future of a request to another broker.
-pub type PeerFuture<T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send>>;
 
 /// The internal topic whose partition numbers are the coordinator slots
 /// (see [`super::state::GROUP_OFFSETS_TOPIC`]).
@@ -39,48 +35,6 @@ pub use super::state::GROUP_OFFSETS_TOPIC;
 
 /// How long a request to another broker may take.
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Markers for one broker (WriteTxnMarkers, one marker entry).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MarkerRequest {
-    /// The transaction's producer.
-    pub producer_id: i64,
-    /// The epoch its records carry.
-    pub producer_epoch: i16,
-    /// Commit or abort.
-    pub commit: bool,
-    /// The coordinator's epoch (slots never move: 0).
-    pub coordinator_epoch: i32,
-    /// The partitions that broker leads (or group slots it coordinates).
-    pub partitions: Vec<(String, i32)>,
-}
-
-/// A question to a transaction's coordinator (AddPartitionsToTxn v4
-/// `verify_only`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VerifyRequest {
-    /// The transactional id.
-    pub transactional_id: String,
-    /// Its producer as the batch names it.
-    pub producer_id: i64,
-    /// And its epoch.
-    pub producer_epoch: i16,
-    /// The partitions (or `__consumer_offsets` slots) to check.
-    pub partitions: Vec<(String, i32)>,
-}
-
-/// Carries requests to other brokers (implemented by the Kafka front end:
-/// they are Kafka's inter-broker requests). Each answers per partition.
-pub trait TxnPeers: Send + Sync + 'static {
-    /// WriteTxnMarkers to the broker at `addr`.
-    fn write_markers(
-        &self,
-        addr: String,
-        req: MarkerRequest,
-    ) -> PeerFuture<Vec<TxnPartitionResult>>;
-    /// AddPartitionsToTxn `verify_only` to the coordinator at `addr`.
-    fn verify(&self, addr: String, req: VerifyRequest) -> PeerFuture<Vec<TxnPartitionResult>>;
-}
 
 /// A partition whose transactional append waits for the coordinator's
 /// word (see [`Broker::verify_transactional_appends`]).
