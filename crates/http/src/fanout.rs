@@ -17,9 +17,9 @@ use axum::Json;
 use tokio::net::TcpStream;
 
 use crate::error::ApiError;
-use crate::redirect::{authoritative_target, Https};
+use crate::forward::{authoritative_target, Https};
+use crate::state::AppState;
 use crate::stats::{PartitionedQuery, PartitionedStats, TopicStats};
-use crate::AppState;
 
 /// Most a broker may take to answer about one partition.
 const PEER_TIMEOUT: Duration = Duration::from_secs(8);
@@ -172,7 +172,7 @@ pub(crate) async fn in_use(
     targets: Vec<(String, i32)>,
 ) -> Result<(bool, Request), Response> {
     let (parts, body) = req.into_parts();
-    let body = axum::body::to_bytes(body, crate::MAX_BODY_BYTES)
+    let body = axum::body::to_bytes(body, crate::state::MAX_BODY_BYTES)
         .await
         .map_err(|e| ApiError::bad_request(format!("unreadable body: {e}")).into_response())?;
     let req = Request::from_parts(parts.clone(), Body::from(body));
@@ -214,7 +214,7 @@ impl Asking {
         targets: Vec<(String, i32)>,
     ) -> Result<Asking, ApiError> {
         let (parts, body) = req.into_parts();
-        let body = axum::body::to_bytes(body, crate::MAX_BODY_BYTES)
+        let body = axum::body::to_bytes(body, crate::state::MAX_BODY_BYTES)
             .await
             .map_err(|e| ApiError::bad_request(format!("unreadable body: {e}")))?;
         let template = split_at_topic(parts.uri.path(), segment)

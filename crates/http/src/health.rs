@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 
 use crate::error::ApiError;
-use crate::AppState;
+use crate::state::AppState;
 
 /// `GET /health/live`.
 pub async fn live() -> &'static str {

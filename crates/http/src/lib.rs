@@ -14,11 +14,14 @@ mod admin;
 pub mod auth;
 mod error;
 mod fanout;
+mod forward;
 mod health;
 mod kafka_assignment;
 mod lookup;
 mod metrics;
 mod redirect;
+mod security;
+mod state;
 mod stats;
 mod subscriptions;
 mod topic;
@@ -39,39 +42,7 @@ use tower_http::timeout::TimeoutLayer;
 use tracing::info;
 
 pub use error::ApiError;
-
-/// Largest request body accepted.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-/// Longest a request may take.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Addresses the service hands out, and how callers authenticate.
-#[derive(Debug, Clone, Default)]
-pub struct HttpConfig {
-    /// `pulsar://host:port` of the Pulsar listener, if there is one.
-    pub pulsar_url: Option<String>,
-    /// `pulsar+ssl://host:port` of the Pulsar TLS listener, if there is one.
-    pub pulsar_url_tls: Option<String>,
-    /// `http://host:port` of this service.
-    pub http_url: String,
-    /// `https://host:port` of this service, if it serves HTTPS.
-    pub https_url: Option<String>,
-    /// The Pulsar front end (its publishers and consumers), if it runs.
-    pub pulsar: Option<Arc<dyn magnetar_pulsar_core::admin::Connections>>,
-    /// How callers authenticate.
-    pub security: auth::HttpSecurity,
-    /// How this broker verifies other brokers' HTTPS service when it asks
-    /// them about their partitions (the truststore's CAs), if it can.
-    pub peer_tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
-}
-
-/// What every handler sees.
-#[derive(Debug)]
-pub struct AppState {
-    broker: Arc<Broker>,
-    config: HttpConfig,
-    ready: AtomicBool,
-}
+pub use state::{AppState, HttpConfig, MAX_BODY_BYTES, REQUEST_TIMEOUT};
 
 /// Every route the service serves, as `(method, path)` in axum's path
 /// syntax; the OpenAPI document must list exactly these (a test checks
@@ -244,15 +215,6 @@ async fn wrong_method(uri: Uri) -> ApiError {
     )
 }
 
-/// Runs broker work that may touch files off the async workers.
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
-}
-
 /// A running HTTP (or HTTPS) listener.
 pub struct Server {
     /// The bound address.
@@ -359,7 +321,7 @@ async fn connection<S>(
             req.extensions_mut()
                 .insert(axum::extract::ConnectInfo(peer));
             if https {
-                req.extensions_mut().insert(redirect::Https);
+                req.extensions_mut().insert(forward::Https);
             }
             tower::ServiceExt::oneshot(app.clone(), req.map(axum::body::Body::new))
         });

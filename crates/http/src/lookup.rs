@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::{blocking, AppState};
+use crate::state::{blocking, AppState};
 
 /// `{domain}/{tenant}/{namespace}/{topic}` of a topic path.
 #[derive(Debug, Deserialize)]

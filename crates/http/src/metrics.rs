@@ -8,7 +8,7 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 
 use crate::error::ApiError;
-use crate::{blocking, AppState};
+use crate::state::{blocking, AppState};
 
 /// `GET /metrics`. Sampling walks every partition, group and
 /// subscription, so it runs on the blocking pool.

@@ -18,11 +18,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
-use crate::{fanout, AppState};
-
-/// Set on every request of an HTTPS connection.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Https;
+use crate::fanout;
+use crate::forward::{authoritative_target, Https};
+use crate::state::AppState;
 
 /// The redirect layer, around the handlers of topic routes.
 pub(crate) async fn to_owner(
@@ -191,19 +189,6 @@ fn authoritative(uri: &Uri) -> bool {
 /// `authoritative` parameter dropped).
 fn location(scheme: &str, addr: &str, uri: &Uri) -> String {
     format!("{scheme}://{addr}{}", authoritative_target(uri))
-}
-
-/// `uri`'s path and query with `authoritative=true` (and any earlier
-/// `authoritative` parameter dropped).
-pub(crate) fn authoritative_target(uri: &Uri) -> String {
-    let mut query: Vec<&str> = uri
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .filter(|kv| !kv.is_empty() && kv.split('=').next() != Some("authoritative"))
-        .collect();
-    query.push("authoritative=true");
-    format!("{}?{}", uri.path(), query.join("&"))
 }
 
 #[cfg(test)]

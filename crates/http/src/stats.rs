@@ -27,8 +27,8 @@ use model::{Offset, PartitionId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
+use crate::state::{blocking, AppState};
 use crate::topic::{Addressed, TopicParts};
-use crate::{blocking, AppState};
 
 /// The subscription type of a Kafka group's entry.
 const KAFKA_TYPE: &str = "Kafka";

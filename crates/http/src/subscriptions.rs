@@ -37,8 +37,8 @@ use serde::Deserialize;
 use storage::BatchHeader;
 
 use crate::error::ApiError;
+use crate::state::{blocking, AppState};
 use crate::topic::{Addressed, TopicParts};
-use crate::{blocking, AppState};
 
 /// Most bytes read per step while looking for an entry to peek.
 const PEEK_READ: usize = 1 << 20;

@@ -2,12 +2,127 @@
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 
-use super::{Versions, SUPPORTED_APIS};
+use super::Versions;
+use crate::{
+    add_offsets_to_txn, add_partitions_to_txn, alter_client_quotas, alter_configs,
+    alter_partition_reassignments, alter_replica_log_dirs, alter_user_scram_credentials,
+    consumer_group_describe, consumer_group_heartbeat, create_acls, create_partitions,
+    create_topics, delete_acls, delete_groups, delete_records, delete_topics, describe_acls,
+    describe_client_quotas, describe_cluster, describe_configs, describe_groups, describe_log_dirs,
+    describe_producers, describe_quorum, describe_topic_partitions, describe_transactions,
+    describe_user_scram_credentials, elect_leaders, end_txn, fetch, find_coordinator, heartbeat,
+    incremental_alter_configs, init_producer_id, join_group, leave_group, list_config_resources,
+    list_groups, list_offsets, list_partition_reassignments, list_transactions, metadata,
+    offset_commit, offset_delete, offset_fetch, offset_for_leader_epoch, produce,
+    sasl_authenticate, sasl_handshake, sync_group, txn_offset_commit, write_txn_markers,
+};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 3);
+
+/// Every API this broker implements, with the versions it implements. This
+/// table is what ApiVersions advertises; nothing outside it is answered.
+pub const SUPPORTED_APIS: &[(ApiKey, Versions)] = &[
+    (ApiKey::Produce, produce::VERSIONS),
+    (ApiKey::Fetch, fetch::VERSIONS),
+    (ApiKey::ListOffsets, list_offsets::VERSIONS),
+    (ApiKey::Metadata, metadata::VERSIONS),
+    (ApiKey::OffsetCommit, offset_commit::VERSIONS),
+    (ApiKey::OffsetFetch, offset_fetch::VERSIONS),
+    (ApiKey::FindCoordinator, find_coordinator::VERSIONS),
+    (ApiKey::JoinGroup, join_group::VERSIONS),
+    (ApiKey::Heartbeat, heartbeat::VERSIONS),
+    (ApiKey::LeaveGroup, leave_group::VERSIONS),
+    (ApiKey::SyncGroup, sync_group::VERSIONS),
+    (ApiKey::DescribeGroups, describe_groups::VERSIONS),
+    (ApiKey::ListGroups, list_groups::VERSIONS),
+    (ApiKey::SaslHandshake, sasl_handshake::VERSIONS),
+    (ApiKey::ApiVersions, VERSIONS),
+    (ApiKey::CreateTopics, create_topics::VERSIONS),
+    (ApiKey::DeleteTopics, delete_topics::VERSIONS),
+    (ApiKey::DeleteRecords, delete_records::VERSIONS),
+    (ApiKey::InitProducerId, init_producer_id::VERSIONS),
+    (ApiKey::AddPartitionsToTxn, add_partitions_to_txn::VERSIONS),
+    (ApiKey::AddOffsetsToTxn, add_offsets_to_txn::VERSIONS),
+    (ApiKey::EndTxn, end_txn::VERSIONS),
+    (ApiKey::TxnOffsetCommit, txn_offset_commit::VERSIONS),
+    (ApiKey::WriteTxnMarkers, write_txn_markers::VERSIONS),
+    (
+        ApiKey::OffsetForLeaderEpoch,
+        offset_for_leader_epoch::VERSIONS,
+    ),
+    (ApiKey::DescribeAcls, describe_acls::VERSIONS),
+    (ApiKey::CreateAcls, create_acls::VERSIONS),
+    (ApiKey::DeleteAcls, delete_acls::VERSIONS),
+    (ApiKey::DescribeConfigs, describe_configs::VERSIONS),
+    (ApiKey::AlterConfigs, alter_configs::VERSIONS),
+    (ApiKey::CreatePartitions, create_partitions::VERSIONS),
+    (
+        ApiKey::IncrementalAlterConfigs,
+        incremental_alter_configs::VERSIONS,
+    ),
+    (ApiKey::DeleteGroups, delete_groups::VERSIONS),
+    (ApiKey::OffsetDelete, offset_delete::VERSIONS),
+    (ApiKey::SaslAuthenticate, sasl_authenticate::VERSIONS),
+    (
+        ApiKey::DescribeClientQuotas,
+        describe_client_quotas::VERSIONS,
+    ),
+    (ApiKey::AlterClientQuotas, alter_client_quotas::VERSIONS),
+    (ApiKey::DescribeCluster, describe_cluster::VERSIONS),
+    (
+        ApiKey::DescribeUserScramCredentials,
+        describe_user_scram_credentials::VERSIONS,
+    ),
+    (
+        ApiKey::AlterUserScramCredentials,
+        alter_user_scram_credentials::VERSIONS,
+    ),
+    (
+        ApiKey::ConsumerGroupHeartbeat,
+        consumer_group_heartbeat::VERSIONS,
+    ),
+    (
+        ApiKey::ConsumerGroupDescribe,
+        consumer_group_describe::VERSIONS,
+    ),
+    (
+        ApiKey::AlterReplicaLogDirs,
+        alter_replica_log_dirs::VERSIONS,
+    ),
+    (ApiKey::DescribeLogDirs, describe_log_dirs::VERSIONS),
+    (ApiKey::ElectLeaders, elect_leaders::VERSIONS),
+    (
+        ApiKey::AlterPartitionReassignments,
+        alter_partition_reassignments::VERSIONS,
+    ),
+    (
+        ApiKey::ListPartitionReassignments,
+        list_partition_reassignments::VERSIONS,
+    ),
+    (ApiKey::DescribeQuorum, describe_quorum::VERSIONS),
+    (ApiKey::DescribeProducers, describe_producers::VERSIONS),
+    (
+        ApiKey::DescribeTransactions,
+        describe_transactions::VERSIONS,
+    ),
+    (ApiKey::ListTransactions, list_transactions::VERSIONS),
+    (ApiKey::ListConfigResources, list_config_resources::VERSIONS),
+    (
+        ApiKey::DescribeTopicPartitions,
+        describe_topic_partitions::VERSIONS,
+    ),
+];
+
+/// The versions of `key` this broker implements, if any.
+pub fn supported_versions(key: ApiKey) -> Option<Versions> {
+    SUPPORTED_APIS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| *v)
+}
 
 fn api_list() -> Vec<ApiVersion> {
     SUPPORTED_APIS

@@ -13,7 +13,7 @@ use magnetar_pulsar_wire::command;
 use magnetar_pulsar_wire::proto::CommandCloseConsumer;
 use model::TopicPartition;
 
-use crate::server::Shared;
+use crate::shared::Shared;
 
 pub use magnetar_pulsar_core::admin::{ClientInfo, Connections, ConsumerView, Publisher};
 

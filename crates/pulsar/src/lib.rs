@@ -21,6 +21,7 @@ pub mod producer;
 pub mod schema;
 pub mod server;
 pub mod session;
+mod shared;
 
 pub use magnetar_pulsar_core::{authz, convert, error, lookup, message_id, topics};
 

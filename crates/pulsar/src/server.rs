@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use broker::limits::{ConnectionGuard, ConnectionTracker, RequestBudget};
+use broker::limits::{ConnectionGuard, ConnectionTracker};
 use broker::log_limit::RateLimiter;
 use broker::net::{read_frame, FrameLimits, ReadError};
 use broker::security::tls::TlsContext;
@@ -25,9 +25,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::debug;
 
 use crate::authz::PulsarSecurity;
-use crate::dispatch::Dispatchers;
 use crate::lookup::ServiceUrls;
-use crate::producer::ProducerRegistry;
 use crate::session::{self, Session};
 
 static BAD_CONNECTION_LOG: RateLimiter = RateLimiter::new(10, Duration::from_secs(1));
@@ -43,28 +41,7 @@ const BATCH_OVERHEAD: usize = 16 * 1024;
 /// Largest frame before CONNECT is accepted (a CONNECT with a token fits).
 const MAX_FRAME_BEFORE_CONNECT: usize = 64 * 1024;
 
-/// What every connection of the listener shares.
-pub struct Shared {
-    /// The broker.
-    pub broker: Arc<Broker>,
-    /// This broker's service URLs, given in Lookup answers.
-    pub urls: ServiceUrls,
-    /// How clients authenticate.
-    pub security: PulsarSecurity,
-    /// Largest message accepted (announced in Connected).
-    pub max_message_size: usize,
-    /// Keep-alive interval.
-    pub keep_alive: Duration,
-    budget: RequestBudget,
-    frame_limits: FrameLimits,
-    /// Producers across connections.
-    pub producers: Arc<ProducerRegistry>,
-    /// Consumers and subscription dispatchers.
-    pub dispatchers: Arc<Dispatchers>,
-    /// Command counts and latencies by command type.
-    pub commands: broker::metrics::RequestTable,
-    next_connection: AtomicU64,
-}
+pub use crate::shared::Shared;
 
 /// A running listener.
 pub use broker::net::Listener as Server;

@@ -28,7 +28,7 @@ use crate::consumer::{self, Consumer};
 use crate::dispatch::ConsumerOutlet;
 use crate::error::PulsarError;
 use crate::producer::{self, Producer};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::{lookup, schema, topics};
 use broker::security::acl::Operation;
 use broker::security::Principal;

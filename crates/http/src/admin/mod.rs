@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
-use crate::AppState;
+use crate::state::AppState;
 
 /// The broker's error as upstream's REST API answers it: its status and,
 /// where upstream has one, its reason text.
@@ -35,7 +35,7 @@ pub(crate) fn broker_error(e: broker::Error) -> ApiError {
 pub(crate) async fn run<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, broker::Error> + Send + 'static,
 ) -> Result<T, ApiError> {
-    crate::blocking(f).await?.map_err(broker_error)
+    crate::state::blocking(f).await?.map_err(broker_error)
 }
 
 /// A request body as JSON of any content type (`curl -d` sends form

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{json_body, namespace_name, no_content, path, query, run, tenant_name, ForceQuery};
 use crate::error::ApiError;
-use crate::AppState;
+use crate::state::AppState;
 
 /// Upstream's `RetentionPolicies` as JSON.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]

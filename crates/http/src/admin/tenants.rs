@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{json_body, no_content, path, query, run, tenant_name, ForceQuery};
 use crate::error::ApiError;
-use crate::AppState;
+use crate::state::AppState;
 
 /// Upstream's `TenantInfo` as JSON.
 #[derive(Debug, Default, Serialize, Deserialize)]

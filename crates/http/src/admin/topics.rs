@@ -19,7 +19,7 @@ use model::pulsar_name::{Namespace, PulsarTopic, PARTITION_SUFFIX};
 
 use super::{broker_error, json_body, namespace_name, no_content, path, query, run, ForceQuery};
 use crate::error::ApiError;
-use crate::AppState;
+use crate::state::AppState;
 
 /// The `{domain}` of a topic path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,7 +237,7 @@ pub async fn grow_partitions(
         return Err(too_few());
     }
     let broker = state.broker.clone();
-    crate::blocking(move || broker.create_partitions(kafka.as_str(), partitions, false))
+    crate::state::blocking(move || broker.create_partitions(kafka.as_str(), partitions, false))
         .await?
         .map_err(|e| match e {
             // Grown by someone else meanwhile.
