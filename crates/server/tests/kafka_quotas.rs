@@ -482,7 +482,10 @@ async fn librdkafka_is_held_to_its_byte_rates() {
         let payload = vec![1u8; MESSAGE];
         let start = Instant::now();
         while !ran_for(&deliveries.0.lock().unwrap(), run) {
-            assert!(start.elapsed() < deadline, "the producer got no traffic through");
+            assert!(
+                start.elapsed() < deadline,
+                "the producer got no traffic through"
+            );
             match p.send(BaseRecord::<(), [u8]>::to("rated").payload(&payload[..])) {
                 Ok(()) => {}
                 Err((_, _)) => {
