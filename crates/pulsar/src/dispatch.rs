@@ -21,9 +21,9 @@ use storage::BatchHeader;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-use crate::admin::ClientInfo;
 use crate::convert::{self, Entry as PulsarEntry};
 use crate::message_id::IdSpace;
+use magnetar_pulsar_core::admin::ClientInfo;
 
 /// Most bytes read from the log per dispatch round.
 const READ_BYTES: usize = 1 << 20;

@@ -30,11 +30,11 @@ use model::{Timestamp, TopicPartition};
 use parking_lot::Mutex;
 use storage::{AppendOutcome, BatchHeader};
 
-use crate::admin::{ClientInfo, Publisher};
 use crate::convert::{self, Origin, StoredOrigin};
 use crate::error::PulsarError;
 use crate::schema;
 use crate::topics::{self, Target};
+use magnetar_pulsar_core::admin::{ClientInfo, Publisher};
 
 /// Most bytes read per step while replaying a partition's log.
 const REPLAY_CHUNK: usize = 1 << 20;

@@ -22,7 +22,6 @@ use model::TopicName;
 use tokio::sync::mpsc;
 use tracing::debug;
 
-use crate::admin::ClientInfo;
 use crate::authz::{self, Identity};
 use crate::consumer::{self, Consumer};
 use crate::dispatch::ConsumerOutlet;
@@ -32,6 +31,7 @@ use crate::shared::Shared;
 use crate::{lookup, schema, topics};
 use broker::security::acl::Operation;
 use broker::security::Principal;
+use magnetar_pulsar_core::admin::ClientInfo;
 
 /// Highest protocol version spoken (ProtocolVersion v21).
 pub const PROTOCOL_VERSION: i32 = 21;
