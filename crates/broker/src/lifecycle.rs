@@ -6,6 +6,7 @@
 //! opens, stages and publishes what the records change).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use model::pulsar_name::Namespace;
 use model::{ProducerId, TopicId, TopicName};
@@ -83,7 +84,7 @@ impl Broker {
             kind,
             config: TopicConfig::default(),
         };
-        match self.create_topic_checked(req, false, namespace) {
+        match self.create_topic_checked(req, false, namespace, None) {
             Ok(t) => {
                 info!(topic = %name, kind = kind.as_str(), partitions = t.partition_count(), "auto-created topic");
                 Ok(t)
@@ -100,7 +101,21 @@ impl Broker {
     /// partitions opened by the brokers that apply it (this one before it
     /// answers).
     pub fn create_topic(&self, req: NewTopic, validate_only: bool) -> Result<Arc<Topic>, Error> {
-        self.create_topic_checked(req, validate_only, None)
+        self.create_topic_checked(req, validate_only, None, None)
+    }
+
+    /// [`Broker::create_topic`] for a client that waits up to `timeout`
+    /// (Kafka's CreateTopics `timeout_ms`): once committed, opening the
+    /// partitions here is waited for that long (or the controller's change
+    /// timeout, if longer) before [`Error::ControllerUnavailable`] says it
+    /// is not done yet. The topic is created either way.
+    pub fn create_topic_within(
+        &self,
+        req: NewTopic,
+        validate_only: bool,
+        timeout: Duration,
+    ) -> Result<Arc<Topic>, Error> {
+        self.create_topic_checked(req, validate_only, None, Some(timeout))
     }
 
     /// Creates a topic a client named in Pulsar namespace `namespace`: as
@@ -113,7 +128,7 @@ impl Broker {
         namespace: &Namespace,
         req: NewTopic,
     ) -> Result<Arc<Topic>, Error> {
-        self.create_topic_checked(req, false, Some(namespace))
+        self.create_topic_checked(req, false, Some(namespace), None)
     }
 
     fn create_topic_checked(
@@ -121,8 +136,9 @@ impl Broker {
         req: NewTopic,
         validate_only: bool,
         namespace: Option<&Namespace>,
+        patience: Option<Duration>,
     ) -> Result<Arc<Topic>, Error> {
-        self.cluster_create_topic(req, validate_only, namespace)
+        self.cluster_create_topic(req, validate_only, namespace, patience)
     }
 
     /// Deletes a topic: the metadata commit deletes it, then its logs are
@@ -254,7 +270,21 @@ impl Broker {
         assignments: &[Vec<NodeId>],
         validate_only: bool,
     ) -> Result<(), Error> {
-        self.cluster_create_partitions(name, total, assignments, validate_only)
+        self.cluster_create_partitions(name, total, assignments, validate_only, None)
+    }
+
+    /// [`Broker::create_partitions_assigned`] for a client that waits up to
+    /// `timeout` (Kafka's CreatePartitions `timeout_ms`), as
+    /// [`Broker::create_topic_within`] waits.
+    pub fn create_partitions_within(
+        &self,
+        name: &str,
+        total: i32,
+        assignments: &[Vec<NodeId>],
+        validate_only: bool,
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        self.cluster_create_partitions(name, total, assignments, validate_only, Some(timeout))
     }
 
     /// Replaces a topic's config overrides with `config`.

@@ -2,6 +2,7 @@
 //! assignments (checked as Kafka's controller checks them).
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
@@ -23,13 +24,15 @@ pub(crate) fn handle(
     access: &Access,
     req: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
+    // The request's timeout covers all its topics.
+    let deadline = Instant::now() + Duration::from_millis(req.timeout_ms.max(0) as u64);
     let results = req
         .topics
         .into_iter()
         .map(|t| {
             let result = access
                 .require_topic(Operation::Alter, t.name.as_str())
-                .and_then(|()| grow(broker, &t, req.validate_only));
+                .and_then(|()| grow(broker, &t, req.validate_only, deadline));
             let out = CreatePartitionsTopicResult::default().with_name(t.name);
             match result {
                 Ok(()) => out,
@@ -44,7 +47,12 @@ pub(crate) fn handle(
 
 /// Kafka's order of checks: the topic, the new count, then the assignments
 /// (one per new partition, each valid with the topic's replication factor).
-fn grow(broker: &Arc<Broker>, t: &CreatePartitionsTopic, validate_only: bool) -> Result<(), Error> {
+fn grow(
+    broker: &Arc<Broker>,
+    t: &CreatePartitionsTopic,
+    validate_only: bool,
+    deadline: Instant,
+) -> Result<(), Error> {
     let topic = super::find_topic(broker, t.name.as_str())?;
     let current = topic.partition_count() as i32;
     if let Some(assignments) = t.assignments.as_ref().filter(|_| t.count > current) {
@@ -72,5 +80,11 @@ fn grow(broker: &Arc<Broker>, t: &CreatePartitionsTopic, validate_only: bool) ->
     } else {
         Vec::new()
     };
-    broker.create_partitions_assigned(topic.name.as_str(), t.count, &assignments, validate_only)
+    broker.create_partitions_within(
+        topic.name.as_str(),
+        t.count,
+        &assignments,
+        validate_only,
+        deadline.saturating_duration_since(Instant::now()),
+    )
 }

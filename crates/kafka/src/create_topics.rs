@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -32,6 +33,8 @@ pub(crate) fn handle(
     version: i16,
     req: CreateTopicsRequest,
 ) -> CreateTopicsResponse {
+    // The request's timeout covers all its topics.
+    let deadline = Instant::now() + Duration::from_millis(req.timeout_ms.max(0) as u64);
     let mut seen = HashSet::new();
     let duplicates: HashSet<_> = req
         .topics
@@ -64,7 +67,7 @@ pub(crate) fn handle(
                         name.as_str()
                     ))));
             }
-            match create(broker, t, req.validate_only) {
+            match create(broker, t, req.validate_only, deadline) {
                 Ok(topic) if !access.topic(Operation::DescribeConfigs, topic.name.as_str()) => base
                     .with_topic_id(topic.id.0)
                     .with_num_partitions(topic.partitions)
@@ -105,7 +108,12 @@ struct Created {
     config: TopicConfig,
 }
 
-fn create(broker: &Arc<Broker>, t: CreatableTopic, validate_only: bool) -> Result<Created, Error> {
+fn create(
+    broker: &Arc<Broker>,
+    t: CreatableTopic,
+    validate_only: bool,
+    deadline: Instant,
+) -> Result<Created, Error> {
     let name = model::TopicName::new(t.name.as_str())?;
     let mut partitions = (t.num_partitions != -1).then_some(t.num_partitions);
     let mut replication = (t.replication_factor != -1).then_some(t.replication_factor);
@@ -155,7 +163,7 @@ fn create(broker: &Arc<Broker>, t: CreatableTopic, validate_only: bool) -> Resul
             .iter()
             .map(|c| (c.name.as_str(), c.value.as_ref().map(|v| v.as_str()))),
     )?;
-    let topic = broker.create_topic(
+    let topic = broker.create_topic_within(
         NewTopic {
             assignments,
             name,
@@ -165,6 +173,7 @@ fn create(broker: &Arc<Broker>, t: CreatableTopic, validate_only: bool) -> Resul
             config,
         },
         validate_only,
+        deadline.saturating_duration_since(Instant::now()),
     )?;
     let partitions = if validate_only {
         partitions.unwrap_or_else(|| broker.config().num_partitions())

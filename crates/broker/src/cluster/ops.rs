@@ -8,6 +8,7 @@
 //! client the right error.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use model::pulsar_name::Namespace;
 use model::{ProducerId, TopicId};
@@ -38,7 +39,7 @@ impl Broker {
         if records.is_empty() {
             return Ok(());
         }
-        self.submit_and_apply(records)?
+        self.submit_and_apply(records, None)?
             .map_err(Error::MetadataConflict)
     }
 
@@ -64,10 +65,23 @@ impl Broker {
 
     /// Submits `records` and waits until this broker applied them. `Ok(Err)`:
     /// the batch conflicted with a newer state and changed nothing.
-    fn submit_and_apply(&self, records: Vec<MetadataRecord>) -> Result<Result<(), String>, Error> {
+    ///
+    /// The commit is awaited for the link's change timeout; applying it
+    /// here for that long or `patience` if longer, the time the client
+    /// said it would wait (a Kafka request's `timeout_ms`). A change of
+    /// thousands of partitions can take longer to apply (files to create)
+    /// than a controller round trip, and once committed it happens whether
+    /// or not anyone waits: answering a timeout before the client's own
+    /// would only send it to retry a change that is already there.
+    fn submit_and_apply(
+        &self,
+        records: Vec<MetadataRecord>,
+        patience: Option<Duration>,
+    ) -> Result<Result<(), String>, Error> {
         let c = &self.cluster;
         let link = c.link.clone();
         let timeout = link.change_timeout;
+        let apply_timeout = patience.map_or(timeout, |p| p.max(timeout));
         let mut applied = c.applied.subscribe();
         let l = link.clone();
         let (index, response) = link.block_on(async move {
@@ -81,12 +95,12 @@ impl Broker {
                 })
         })??;
         link.block_on(async move {
-            let got = tokio::time::timeout(timeout, applied.wait_for(|a| *a >= index)).await;
+            let got = tokio::time::timeout(apply_timeout, applied.wait_for(|a| *a >= index)).await;
             match got {
                 Ok(Ok(_)) => Ok(()),
                 _ => Err(Error::ControllerUnavailable(format!(
                     "committed at index {index} but not applied here within {} ms",
-                    timeout.as_millis()
+                    apply_timeout.as_millis()
                 ))),
             }
         })??;
@@ -97,6 +111,16 @@ impl Broker {
     /// what it answers, again if a concurrent change got there first.
     fn change<T>(
         &self,
+        decide: impl FnMut(&Broker) -> Result<(Vec<MetadataRecord>, T), Error>,
+    ) -> Result<T, Error> {
+        self.change_within(None, decide)
+    }
+
+    /// [`Broker::change`], waiting for the local apply as
+    /// [`Broker::submit_and_apply`] does with `patience`.
+    fn change_within<T>(
+        &self,
+        patience: Option<Duration>,
         mut decide: impl FnMut(&Broker) -> Result<(Vec<MetadataRecord>, T), Error>,
     ) -> Result<T, Error> {
         let mut last = String::new();
@@ -105,7 +129,7 @@ impl Broker {
             if records.is_empty() {
                 return Ok(out);
             }
-            match self.submit_and_apply(records)? {
+            match self.submit_and_apply(records, patience)? {
                 Ok(()) => return Ok(out),
                 Err(conflict) => last = conflict,
             }
@@ -118,6 +142,7 @@ impl Broker {
         req: NewTopic,
         validate_only: bool,
         namespace: Option<&Namespace>,
+        patience: Option<Duration>,
     ) -> Result<Arc<Topic>, Error> {
         let name = req.name.clone();
         if name.is_internal() {
@@ -138,7 +163,7 @@ impl Broker {
                     .into(),
             ));
         }
-        let created = self.change(|b| {
+        let created = self.change_within(patience, |b| {
             let brokers = b.usable_brokers();
             let config = b.config();
             let rec = topic_control::create_topic(
@@ -187,8 +212,9 @@ impl Broker {
         total: i32,
         assignments: &[Vec<NodeId>],
         validate_only: bool,
+        patience: Option<Duration>,
     ) -> Result<(), Error> {
-        self.change(|b| {
+        self.change_within(patience, |b| {
             let brokers = b.usable_brokers();
             let data = b.store.lock().data.clone();
             let rec = topic_control::create_partitions(
@@ -256,7 +282,7 @@ impl Broker {
         record: MetadataRecord,
     ) -> Result<(), Error> {
         let batch = vec![MetadataRecord::Expect { expect: previous }, record];
-        match self.submit_and_apply(batch)? {
+        match self.submit_and_apply(batch, None)? {
             Ok(()) => Ok(()),
             Err(conflict) => Err(Error::MetadataConflict(conflict)),
         }
@@ -345,7 +371,7 @@ impl Broker {
             .map(|i| brokers[(start + i) % brokers.len()])
             .collect();
         // Another broker may place them first: theirs stand.
-        let _ = self.submit_and_apply(vec![MetadataRecord::CoordinatorsPlaced { nodes }])?;
+        let _ = self.submit_and_apply(vec![MetadataRecord::CoordinatorsPlaced { nodes }], None)?;
         Ok(c.view.read().coordinators.clone())
     }
 }
