@@ -140,6 +140,14 @@ impl LeaderEpochCache {
         }
     }
 
+    /// Drops every entry (the log was emptied to start afresh).
+    pub fn clear(&mut self) {
+        if !self.entries.is_empty() {
+            self.entries.clear();
+            self.dirty = true;
+        }
+    }
+
     /// Drops entries wholly below `start_offset` (the log start moved there);
     /// the epoch covering it is kept, starting at `start_offset`.
     pub fn truncate_from_start(&mut self, start_offset: Offset) {

@@ -373,6 +373,16 @@ pub enum Error {
         /// The log end offset at the time of the request.
         log_end_offset: Offset,
     },
+    /// A follower's copy of its leader's batches does not start at or
+    /// after the log end offset, or its offsets do not grow (Kafka's
+    /// `UnexpectedAppendOffsetException`).
+    #[error("replicated batch at offset {offset} where offsets from {expected} on were expected")]
+    UnexpectedAppendOffset {
+        /// The batch's base offset.
+        offset: Offset,
+        /// The least offset it could have had.
+        expected: Offset,
+    },
     /// An idempotent producer's batch does not follow its last sequence.
     #[error("out of order sequence for producer {producer_id} (epoch {producer_epoch}): expected {expected_sequence}, got {sequence}")]
     OutOfOrderSequence {

@@ -52,7 +52,9 @@ pub use config::{
 pub use epoch::EpochEntry;
 pub use error::{BatchError, Error, RecordError, RecordField, RefusedRecord, Result};
 pub use files::{cached_open_files, files_opened, open_file_budget, set_open_file_budget};
-pub use log::{AppendInfo, AppendOutcome, Log, ReadResult, RecoveryStats, RegionRead, SyncWork};
+pub use log::{
+    AppendInfo, AppendOutcome, FollowerAppend, Log, ReadResult, RecoveryStats, RegionRead, SyncWork,
+};
 pub use manager::{LogManager, LogSpec, CLEAN_SHUTDOWN_MARKER, DELETING_DIR, LOCK_FILE};
 pub use producer_state::{BatchMetadata, ProducerEntry, MAX_CACHED_BATCHES};
 pub use segment::FileRegion;

@@ -403,22 +403,101 @@ impl Segment {
         self.size += batches.len() as u64;
         self.first_append_at.get_or_insert(now);
         for (at, h, _) in &stamped {
-            if self.size == batches.len() as u64 && *at == 0 && h.max_timestamp.0 >= 0 {
-                self.first_batch_timestamp = Some(h.max_timestamp);
+            self.note_appended(pos, *at, h, interval);
+        }
+        Ok(())
+    }
+
+    /// Appends batches exactly as they are, with one write: a follower's
+    /// copy of its leader's batches, whose offsets, leader epochs and
+    /// timestamps are already set. `headers` are theirs with their
+    /// positions in `batches`, in order. On failure the file is cut back
+    /// as [`Segment::append`] does.
+    pub fn append_as_is(
+        &mut self,
+        batches: &[u8],
+        headers: &[(usize, BatchHeader)],
+        interval: u32,
+        now: Timestamp,
+    ) -> Result<()> {
+        let pos = self.size;
+        let file = self.file.get()?;
+        let mut slices = [IoSlice::new(batches)];
+        if let Err(source) = self.write_at(&file, &mut slices, pos) {
+            if let Err(e) = file.set_len(pos) {
+                tracing::error!(path = %self.log_path.display(), error = %e,
+                    "cannot truncate a failed append; the tail will be recovered at next open");
             }
-            if let Some((o, t)) = self.track(pos + *at as u64, h, u64::from(interval)) {
-                // The indexes are sparse: a missed entry only costs a longer scan.
-                if let Err(e) = self.offset_index.append(o) {
-                    tracing::warn!(error = %e, "cannot write offset index entry");
-                }
-                if let Some(t) = t {
-                    if let Err(e) = self.time_index.append(t) {
-                        tracing::warn!(error = %e, "cannot write time index entry");
-                    }
+            return Err(source).at(&self.log_path);
+        }
+        self.size += batches.len() as u64;
+        self.first_append_at.get_or_insert(now);
+        for (at, h) in headers {
+            self.note_appended(pos, *at, h, interval);
+        }
+        Ok(())
+    }
+
+    /// Content facts and index entries for a batch just written at
+    /// `pos + at`.
+    fn note_appended(&mut self, pos: u64, at: usize, h: &BatchHeader, interval: u32) {
+        if pos == 0 && at == 0 && h.max_timestamp.0 >= 0 {
+            self.first_batch_timestamp = Some(h.max_timestamp);
+        }
+        if let Some((o, t)) = self.track(pos + at as u64, h, u64::from(interval)) {
+            // The indexes are sparse: a missed entry only costs a longer scan.
+            if let Err(e) = self.offset_index.append(o) {
+                tracing::warn!(error = %e, "cannot write offset index entry");
+            }
+            if let Some(t) = t {
+                if let Err(e) = self.time_index.append(t) {
+                    tracing::warn!(error = %e, "cannot write time index entry");
                 }
             }
         }
-        Ok(())
+    }
+
+    /// Cuts the segment before its first batch holding `offset` or a later
+    /// one (whole batches only), fsyncs the file, and rebuilds what is
+    /// known of the rest: both indexes, the largest timestamp, the aborted
+    /// transactions. Returns the new next offset (`offset` itself when it
+    /// is a batch boundary, the start of the batch holding it otherwise).
+    /// A follower cutting back a log that diverged from its leader's.
+    pub fn truncate_to(&mut self, offset: Offset, interval: u32) -> Result<Offset> {
+        if offset >= self.next_offset {
+            return Ok(self.next_offset);
+        }
+        let view = self.view_for_offset(offset)?;
+        let mut cut = None;
+        scan(
+            &view.file,
+            &view.path,
+            view.start,
+            view.end,
+            false,
+            |pos, h, _| {
+                if h.last_offset() >= offset {
+                    cut = Some(pos);
+                    return Ok(false);
+                }
+                Ok(true)
+            },
+        )?;
+        let Some(cut) = cut else {
+            return Ok(self.next_offset);
+        };
+        let file = self.file.get()?;
+        file.set_len(cut).at(&self.log_path)?;
+        file.sync_data().at(&self.log_path)?;
+        self.size = cut;
+        self.max_timestamp = Timestamp(-1);
+        self.offset_of_max_timestamp = self.base_offset;
+        self.bytes_since_index = 0;
+        self.rebuild(false, interval)?;
+        self.first_batch_timestamp = self.read_first_batch_timestamp()?;
+        let end = self.next_offset;
+        self.retain_aborted_below(end)?;
+        Ok(end)
     }
 
     fn write_at(

@@ -19,8 +19,10 @@ use crate::txn::{AbortedTxn, ControlType, TxnMarker};
 mod compaction;
 mod maintenance;
 mod open;
+mod replica;
 
 pub(crate) use compaction::{CleaningView, SegmentMeta, SwapOutcome};
+pub use replica::FollowerAppend;
 
 #[cfg(test)]
 mod config_tests;
@@ -28,6 +30,8 @@ mod config_tests;
 mod proptests;
 #[cfg(test)]
 mod record_proptests;
+#[cfg(test)]
+mod replica_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -398,6 +402,7 @@ impl Log {
             &mut inner,
             summary.size_bytes,
             max_timestamp,
+            base,
             next,
             now,
             after,
@@ -436,18 +441,26 @@ impl Log {
     /// [`Segment::time_waited_for_roll`], `segment.jitter.ms`), one of its
     /// indexes is full (`segment.index.bytes`), or the new offsets would not
     /// fit its relative offsets.
+    ///
+    /// `first` is the appended records' first offset and `next` the one
+    /// after their last: the log end offset and beyond for a leader's
+    /// append, perhaps further on for a follower's copy of a compacted log
+    /// (a new segment starts at `first`).
+    #[allow(clippy::too_many_arguments)]
     fn maybe_roll(
         &self,
         inner: &mut Inner,
         len: usize,
         max_timestamp: Timestamp,
+        first: Offset,
         next: Offset,
         now: Timestamp,
         after: &mut SyncWork,
     ) -> Result<()> {
         let len = len as u64;
         let active = inner.active();
-        if active.is_empty() {
+        let offsets_overflow = next.0 - 1 - active.base_offset().0 > i64::from(u32::MAX);
+        if active.is_empty() && !offsets_overflow {
             return Ok(());
         }
         let config = &inner.config;
@@ -463,15 +476,14 @@ impl Log {
             _ => false,
         };
         let index_full = active.index_full(config.segment_index_bytes);
-        let offsets_overflow = next.0 - 1 - active.base_offset().0 > i64::from(u32::MAX);
         if !(too_big || too_old || index_full || offsets_overflow) {
             return Ok(());
         }
-        self.roll(inner, after)
+        self.roll(inner, first, after)
     }
 
-    fn roll(&self, inner: &mut Inner, after: &mut SyncWork) -> Result<()> {
-        let new_base = inner.log_end_offset;
+    /// Starts a new active segment at `new_base` (at or after the log end).
+    fn roll(&self, inner: &mut Inner, new_base: Offset, after: &mut SyncWork) -> Result<()> {
         let created = Segment::create(&self.dir, new_base)?;
         let old = inner.active_mut();
         if let Err(e) = old.seal_time_index() {
@@ -671,7 +683,7 @@ impl Log {
         inner.producers.check_marker(marker)?;
         let base = inner.log_end_offset;
         let next = base.plus(1);
-        self.maybe_roll(&mut inner, batch.len(), now, next, now, &mut after)?;
+        self.maybe_roll(&mut inner, batch.len(), now, base, next, now, &mut after)?;
         let interval = inner.config.index_interval_bytes;
         inner.active_mut().append(
             &batch,

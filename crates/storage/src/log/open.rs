@@ -271,7 +271,7 @@ fn prune_snapshots(dir: &Path, segments: &[Segment]) -> Result<()> {
 /// Loads the latest producer snapshot and replays the batch headers after it
 /// (and the markers of control batches), recording the aborted
 /// transactions it meets in their segments' indexes where they are missing.
-fn load_producers(
+pub(super) fn load_producers(
     dir: &Path,
     segments: &mut [Segment],
     log_end_offset: Offset,
