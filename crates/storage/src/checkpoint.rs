@@ -135,6 +135,10 @@ pub(crate) const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoin
 /// File recording the partition's recovery point (everything below it was
 /// flushed).
 pub(crate) const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+/// Name of the file holding a replicated partition's high watermark (one
+/// offset, as the other checkpoints; Kafka keeps them all in one
+/// `replication-offset-checkpoint` per log directory).
+pub(crate) const HIGH_WATERMARK_CHECKPOINT: &str = "high-watermark-checkpoint";
 
 /// Writes a single-offset checkpoint: version line `0`, then the offset.
 pub(crate) fn write_offset(path: &Path, offset: Offset) -> Result<()> {

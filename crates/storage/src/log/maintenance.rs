@@ -42,6 +42,7 @@ impl Log {
         }
         // Epochs below the recovery point are never rebuilt from the log.
         self.persist_epochs()?;
+        self.checkpoint_high_watermark()?;
         self.advance_recovery_point(upto)
     }
 
@@ -242,7 +243,7 @@ impl Log {
         let (removed, start) = {
             let mut inner = self.inner.write();
             inner.ensure_open()?;
-            if offset.0 < 0 || offset > inner.log_end_offset {
+            if offset.0 < 0 || offset > inner.high_watermark() {
                 return Err(inner.out_of_range(offset));
             }
             if offset <= inner.log_start_offset {
@@ -285,6 +286,7 @@ impl Log {
         producer_state::write_snapshot(&self.dir, end, &inner.producers.snapshot_bytes())?;
         inner.state = State::Closed;
         drop(inner);
+        self.checkpoint_high_watermark()?;
         self.persist_epochs()
     }
 

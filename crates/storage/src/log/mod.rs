@@ -13,15 +13,17 @@ use crate::epoch::{EpochEntry, LeaderEpochCache};
 use crate::error::{Error, Result};
 use crate::producer_state::{ProducerEntry, ProducerStateManager, StagedProducers, Verdict};
 use crate::records;
-use crate::segment::{find_timestamp_in, FileRegion, Located, Segment, SegmentView, SyncHandle};
+use crate::segment::{find_timestamp_in, FileRegion, Segment, SegmentView, SyncHandle};
 use crate::txn::{AbortedTxn, ControlType, TxnMarker};
 
 mod compaction;
 mod maintenance;
 mod open;
+mod read;
 mod replica;
 
 pub(crate) use compaction::{CleaningView, SegmentMeta, SwapOutcome};
+use read::ReadBound;
 pub use replica::FollowerAppend;
 
 #[cfg(test)]
@@ -139,6 +141,9 @@ struct Inner {
     segments: Vec<Segment>,
     log_start_offset: Offset,
     log_end_offset: Offset,
+    /// A replicated log's high watermark, set by its partition's leader
+    /// logic ([`Log::set_high_watermark`]); `None`: the log end offset.
+    high_watermark: Option<Offset>,
     /// Everything below it has been fsynced.
     recovery_point: Offset,
     /// When the oldest unflushed append happened (for `flush_interval_ms`).
@@ -149,14 +154,20 @@ struct Inner {
 }
 
 impl Inner {
+    /// What consumers may read up to: every record below it is on every
+    /// in-sync replica.
+    fn high_watermark(&self) -> Offset {
+        self.high_watermark
+            .map_or(self.log_end_offset, |h| h.min(self.log_end_offset))
+    }
+
     // Never below the log start: retention or DeleteRecords may have
     // removed an open transaction's first records (as Kafka bounds it).
     fn last_stable_offset(&self) -> Offset {
+        let hw = self.high_watermark();
         self.producers
             .first_unstable_offset()
-            .map_or(self.log_end_offset, |o| {
-                o.min(self.log_end_offset).max(self.log_start_offset)
-            })
+            .map_or(hw, |o| o.min(hw).max(self.log_start_offset))
     }
 
     fn ensure_open(&self) -> Result<()> {
@@ -250,6 +261,8 @@ pub struct Log {
     inner: RwLock<Inner>,
     /// Recovery point last written to the checkpoint file.
     checkpointed_recovery_point: Mutex<Offset>,
+    /// High watermark last written to its checkpoint file (`None`: no file).
+    checkpointed_high_watermark: Mutex<Option<Offset>>,
     /// Serializes leader epoch checkpoint writes (see `persist_epochs`).
     epoch_checkpoint: Mutex<()>,
     /// Files of deleted segments, renamed `*.deleted`, and when they are
@@ -526,113 +539,6 @@ impl Log {
         Ok(())
     }
 
-    /// Whole batches from the one segment holding `offset`: the batch that
-    /// contains `offset` and those after it, at most `max_bytes` in all (but
-    /// at least one whole batch if `min_one_batch`, as in KIP-74).
-    ///
-    /// [`Error::OffsetOutOfRange`] when `offset` is below the log start offset
-    /// or above the log end offset; reading at the log end offset returns no
-    /// records.
-    pub fn read(
-        &self,
-        offset: Offset,
-        max_bytes: usize,
-        min_one_batch: bool,
-    ) -> Result<ReadResult> {
-        let found = self.read_region(offset, max_bytes, min_one_batch)?;
-        let records = match &found.region {
-            Some(region) => region.read_all()?,
-            None => Bytes::new(),
-        };
-        Ok(ReadResult {
-            records,
-            log_start_offset: found.log_start_offset,
-            high_watermark: found.high_watermark,
-            last_stable_offset: found.last_stable_offset,
-        })
-    }
-
-    /// [`Log::read`] without reading the data: where the batches lie in
-    /// their segment file, to be sent from there.
-    pub fn read_region(
-        &self,
-        offset: Offset,
-        max_bytes: usize,
-        min_one_batch: bool,
-    ) -> Result<RegionRead> {
-        self.read_region_isolated(offset, max_bytes, min_one_batch, false)
-    }
-
-    /// [`Log::read_region`]; with `committed_only` (`read_committed`), no
-    /// batch at or after the last stable offset is returned.
-    pub fn read_region_isolated(
-        &self,
-        offset: Offset,
-        max_bytes: usize,
-        min_one_batch: bool,
-        committed_only: bool,
-    ) -> Result<RegionRead> {
-        let mut from = offset;
-        loop {
-            let (view, later, log_start_offset, high_watermark, lso) = {
-                let inner = self.inner.read();
-                inner.ensure_readable()?;
-                if from == offset
-                    && (offset < inner.log_start_offset || offset > inner.log_end_offset)
-                {
-                    return Err(inner.out_of_range(offset));
-                }
-                let lso = inner.last_stable_offset();
-                let end = if committed_only {
-                    lso
-                } else {
-                    inner.log_end_offset
-                };
-                let (view, later) = if from < end {
-                    let i = inner.segment_for(from);
-                    let later = inner.segments.get(i + 1).map(Segment::base_offset);
-                    (Some(inner.segments[i].view_for_offset(from)?), later)
-                } else {
-                    (None, None)
-                };
-                (
-                    view,
-                    later,
-                    inner.log_start_offset,
-                    inner.log_end_offset,
-                    lso,
-                )
-            };
-            let limit = if committed_only {
-                lso
-            } else {
-                Offset(i64::MAX)
-            };
-            // The file is walked without the lock: the view holds its own handle.
-            let located = match view {
-                Some(view) => view.locate_in(from, max_bytes, min_one_batch, limit)?,
-                None => Located::Nothing,
-            };
-            let (region, next_offset) = match located {
-                Located::Found(region, next) => (Some(region), next),
-                // Compaction removed the rest of this segment's offsets:
-                // the reader continues at the next existing one.
-                Located::Nothing if later.is_some_and(|next| next > from) => {
-                    from = later.unwrap_or(from);
-                    continue;
-                }
-                Located::Nothing | Located::TooLarge => (None, offset),
-            };
-            return Ok(RegionRead {
-                region,
-                next_offset,
-                log_start_offset,
-                high_watermark,
-                last_stable_offset: lso,
-            });
-        }
-    }
-
     /// The last stable offset: the first offset of the oldest ongoing
     /// transaction, or the high watermark when none is open.
     pub fn last_stable_offset(&self) -> Offset {
@@ -745,9 +651,10 @@ impl Log {
         self.inner.read().log_end_offset
     }
 
-    /// The high watermark; the log end offset on a single node.
+    /// The high watermark: consumers read below it. The log end offset
+    /// unless the log is replicated (see [`Log::set_high_watermark`]).
     pub fn high_watermark(&self) -> Offset {
-        self.log_end_offset()
+        self.inner.read().high_watermark()
     }
 
     /// The recovery point: every offset below it has been fsynced.

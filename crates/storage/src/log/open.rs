@@ -8,7 +8,10 @@ use model::{Offset, TopicId, TopicPartition};
 use parking_lot::{Mutex, RwLock};
 
 use super::{Inner, Log, RecoveryStats, State};
-use crate::checkpoint::{self, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, TMP_SUFFIX};
+use crate::checkpoint::{
+    self, HIGH_WATERMARK_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+    TMP_SUFFIX,
+};
 use crate::config::LogConfig;
 use crate::epoch::LeaderEpochCache;
 use crate::error::{Error, IoContext, Result};
@@ -223,6 +226,10 @@ impl Log {
             s.retain_aborted_below(log_end_offset)?;
         }
         let (producers, replayed) = load_producers(&dir, &mut segments, log_end_offset)?;
+        // A replicated log's high watermark as last checkpointed: never
+        // beyond what the log still holds.
+        let high_watermark = checkpoint::read_offset(&dir.join(HIGH_WATERMARK_CHECKPOINT))?
+            .map(|h| h.clamp(log_start_offset, log_end_offset));
         stats.producer_batches_replayed = replayed;
         prune_snapshots(&dir, &segments)?;
 
@@ -236,6 +243,7 @@ impl Log {
                 segments,
                 log_start_offset,
                 log_end_offset,
+                high_watermark,
                 recovery_point,
                 first_unflushed_at: None,
                 epochs,
@@ -243,6 +251,7 @@ impl Log {
                 state: State::Open,
             }),
             checkpointed_recovery_point: Mutex::new(recovery_point),
+            checkpointed_high_watermark: Mutex::new(high_watermark),
             epoch_checkpoint: Mutex::new(()),
             pending_deletes: Mutex::new(Vec::new()),
             segment_swap: Mutex::new(()),

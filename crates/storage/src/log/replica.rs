@@ -6,10 +6,12 @@ use std::path::PathBuf;
 
 use model::{Offset, Timestamp};
 
-use super::{Inner, Log, SyncWork};
+use super::{Inner, Log, RegionRead, SyncWork};
 use crate::batch::{check_stored_batch, BatchHeader};
-use crate::checkpoint::{self, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT};
-use crate::error::{BatchError, Error, Result};
+use crate::checkpoint::{
+    self, HIGH_WATERMARK_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+};
+use crate::error::{BatchError, Error, IoContext, Result};
 use crate::producer_state::{self, ProducerStateManager};
 use crate::segment::Segment;
 use crate::txn::{parse_control, AbortedTxn, ControlType};
@@ -27,6 +29,70 @@ pub struct FollowerAppend {
 }
 
 impl Log {
+    /// Sets a replicated log's high watermark (`None`: the log is not
+    /// replicated and its high watermark is its log end offset). Consumers
+    /// read below it, the last stable offset never passes it and
+    /// DeleteRecords cannot go past it; a follower reads on to the log end
+    /// ([`Log::read_region_to_end`]). Kept at most the log end offset
+    /// (and cut back with the log by [`Log::truncate_to`]); written to a
+    /// checkpoint at each flush and at close, so a restart starts from it.
+    /// The caller's replication logic decides when it moves: this only
+    /// keeps it. Returns the high watermark now in effect.
+    pub fn set_high_watermark(&self, hw: Option<Offset>) -> Result<Offset> {
+        let now = {
+            let mut inner = self.inner.write();
+            inner.ensure_open()?;
+            inner.high_watermark =
+                hw.map(|h| h.clamp(inner.log_start_offset, inner.log_end_offset));
+            inner.high_watermark()
+        };
+        if hw.is_none() {
+            self.checkpoint_high_watermark()?;
+        }
+        Ok(now)
+    }
+
+    /// Whether the log is replicated: its high watermark is set apart from
+    /// its log end offset.
+    pub fn is_replicated(&self) -> bool {
+        self.inner.read().high_watermark.is_some()
+    }
+
+    /// [`Log::read_region`] for a follower replica: batches up to the log
+    /// end offset, not only below the high watermark.
+    pub fn read_region_to_end(
+        &self,
+        offset: Offset,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<RegionRead> {
+        self.read_region_bounded(offset, max_bytes, min_one_batch, super::ReadBound::LogEnd)
+    }
+
+    /// Writes the high watermark checkpoint if it changed since last
+    /// written (removes it for a log no longer replicated).
+    pub(super) fn checkpoint_high_watermark(&self) -> Result<()> {
+        let hw = {
+            let inner = self.inner.read();
+            inner.high_watermark.map(|_| inner.high_watermark())
+        };
+        let mut written = self.checkpointed_high_watermark.lock();
+        if *written == hw {
+            return Ok(());
+        }
+        let path = self.dir.join(HIGH_WATERMARK_CHECKPOINT);
+        match hw {
+            Some(h) => checkpoint::write_offset(&path, h)?,
+            None => match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).at(&path),
+            },
+        }
+        *written = hw;
+        Ok(())
+    }
+
     /// Appends batches copied from the partition's leader exactly as they
     /// are: their offsets, leader epochs, timestamps and producer fields
     /// were set by the leader's append and are kept. Each batch is checked
@@ -177,6 +243,7 @@ impl Log {
             let interval = inner.config.index_interval_bytes;
             let end = inner.active_mut().truncate_to(offset, interval)?;
             inner.log_end_offset = end;
+            inner.high_watermark = inner.high_watermark.map(|h| h.min(end));
             inner.epochs.truncate_from_end(end);
             if inner.recovery_point > end {
                 inner.recovery_point = end;
@@ -186,6 +253,7 @@ impl Log {
             (staged, inner.config.file_delete_delay_ms, end)
         };
         self.lower_recovery_checkpoint(end)?;
+        self.checkpoint_high_watermark()?;
         self.persist_epochs()?;
         self.schedule_removal(staged, delay);
         tracing::info!(log = %self.topic_partition, requested = %offset, log_end_offset = %end, "truncated log");
@@ -221,6 +289,7 @@ impl Log {
             checkpoint::sync_dir(&self.dir)?;
             inner.log_start_offset = offset;
             inner.log_end_offset = offset;
+            inner.high_watermark = inner.high_watermark.map(|_| offset);
             inner.recovery_point = offset;
             inner.first_unflushed_at = None;
             inner.epochs.clear();
@@ -231,6 +300,7 @@ impl Log {
         };
         checkpoint::write_offset(&self.dir.join(RECOVERY_POINT_CHECKPOINT), offset)?;
         *self.checkpointed_recovery_point.lock() = offset;
+        self.checkpoint_high_watermark()?;
         self.persist_epochs()?;
         self.schedule_removal(staged, delay);
         tracing::info!(log = %self.topic_partition, %offset, "emptied log to start afresh");

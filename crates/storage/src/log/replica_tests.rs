@@ -333,6 +333,64 @@ fn a_diverged_follower_ends_with_the_new_leaders_log() {
     assert_eq!(a.last_stable_offset(), a.log_end_offset());
 }
 
+#[test]
+fn consumers_read_below_the_high_watermark_followers_to_the_end() {
+    let f = Fixture::new();
+    let log = f.open(small_config(), false);
+    for _ in 0..3 {
+        leader_append(&log, &batch(&simple_records(0, 2, NOW.0)), 0, false);
+    }
+    assert!(!log.is_replicated());
+    assert_eq!(log.high_watermark(), Offset(6));
+    assert_eq!(log.set_high_watermark(Some(Offset(2))).unwrap(), Offset(2));
+    assert!(log.is_replicated());
+    let offsets = |bytes: &[u8]| -> Vec<i64> {
+        batch::headers(bytes)
+            .map(|(_, h)| h.base_offset.0)
+            .collect()
+    };
+    let r = log.read(Offset(0), 1 << 20, true).unwrap();
+    assert_eq!(offsets(&r.records), vec![0]);
+    assert_eq!(r.high_watermark, Offset(2));
+    assert_eq!(r.last_stable_offset, Offset(2));
+    // At the high watermark: nothing yet, and no error (it is in range).
+    assert!(log
+        .read(Offset(4), 1 << 20, true)
+        .unwrap()
+        .records
+        .is_empty());
+    let r = log.read_region_to_end(Offset(0), 1 << 20, true).unwrap();
+    assert_eq!(
+        offsets(&r.region.unwrap().read_all().unwrap()),
+        vec![0, 2, 4]
+    );
+    assert_eq!(log.last_stable_offset(), Offset(2));
+    assert!(matches!(
+        log.delete_records_before(Offset(4)),
+        Err(Error::OffsetOutOfRange { .. })
+    ));
+    // Never past the log end; cut back with the log.
+    assert_eq!(log.set_high_watermark(Some(Offset(99))).unwrap(), Offset(6));
+    log.truncate_to(Offset(4)).unwrap();
+    assert_eq!(log.high_watermark(), Offset(4));
+    leader_append(&log, &batch(&simple_records(0, 2, NOW.0)), 1, false);
+    assert_eq!(log.high_watermark(), Offset(4));
+    // Kept across a restart once checkpointed.
+    log.set_high_watermark(Some(Offset(5))).unwrap();
+    log.flush().unwrap();
+    drop(log);
+    let log = f.open(small_config(), false);
+    assert_eq!(log.high_watermark(), Offset(5));
+    assert!(log.is_replicated());
+    // Back to a log of one replica: the log end, and no checkpoint left.
+    assert_eq!(log.set_high_watermark(None).unwrap(), Offset(6));
+    log.close().unwrap();
+    drop(log);
+    let log = f.open(small_config(), true);
+    assert!(!log.is_replicated());
+    assert_eq!(log.high_watermark(), Offset(6));
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     /// The leader appends `n` records, as producer `pid` (none if negative),
