@@ -6,11 +6,13 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub mod epochs;
 mod error;
 mod principal;
 pub mod pulsar_name;
 mod topic_name;
 
+pub use epochs::{EpochEntry, EpochHistory};
 pub use error::Error;
 pub use principal::Principal;
 pub use pulsar_name::{Namespace, PulsarTopic};

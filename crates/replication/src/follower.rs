@@ -164,8 +164,10 @@ impl FollowerReplica {
         if !self.take_answer(fetch_id, leader_epoch) {
             return Vec::new();
         }
-        let (_, own_end) = self.cache.end_offset_for(epoch, self.log_end);
-        let own_end = if own_end.0 < 0 { self.log_end } else { own_end };
+        let own_end = self
+            .cache
+            .end_offset_for(epoch, self.log_end)
+            .map_or(self.log_end, |(_, end)| end);
         let to = end_offset.min(own_end).min(self.log_end).max(Offset(0));
         // Also drops epochs that hold no record (a leader's epoch that never
         // appended): the next fetch's last epoch must be a record's epoch.

@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use model::{LeaderEpoch, NodeId, Offset};
 
 use crate::controller::{AlterPartitionRequest, PartitionState};
-use crate::epoch_cache::UNDEFINED;
 use crate::{EpochCache, FetchRequest, PartitionEpoch, ReplicationError};
 
 /// The leader's settings.
@@ -284,9 +283,9 @@ impl LeaderReplica {
             None => (LeaderEpoch::UNKNOWN, Offset(0)),
             Some(last) => match self.cache.end_offset_for(last, self.log_end) {
                 // The follower claims an epoch newer than any here.
-                u if u == UNDEFINED => (self.leader_epoch, self.log_end),
-                (epoch, end) if epoch != last || end < req.fetch_offset => (epoch, end),
-                _ => return None,
+                None => (self.leader_epoch, self.log_end),
+                Some((epoch, end)) if epoch != last || end < req.fetch_offset => (epoch, end),
+                Some(_) => return None,
             },
         };
         Some(FetchAnswer::Diverging {
@@ -480,9 +479,14 @@ impl LeaderReplica {
     }
 
     fn maybe_advance_hw(&mut self) -> Option<LeaderEffect> {
+        // The maximal ISR, walked without building it (this runs on every
+        // append and fetch); a member in both sets counts once or twice
+        // alike for a minimum.
+        let pending = self.pending.iter().flat_map(|p| p.isr.iter());
         let candidate = self
-            .maximal_isr()
+            .isr
             .iter()
+            .chain(pending)
             .map(|r| {
                 if *r == self.id {
                     self.log_end

@@ -11,25 +11,20 @@ use crate::error::{corrupt, Result};
 /// Name of the checkpoint file in the partition directory.
 pub(crate) const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
 
-/// One epoch and the offset of its first record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EpochEntry {
-    /// The leader epoch.
-    pub epoch: LeaderEpoch,
-    /// The first offset written in that epoch.
-    pub start_offset: Offset,
-}
+pub use model::EpochEntry;
+use model::EpochHistory;
 
-/// Epoch entries in increasing epoch and start offset order. Changes stay
-/// in memory until [`LeaderEpochCache::take_checkpoint`] hands out the text
-/// to write: an append that starts a new epoch must not wait for a file
-/// creation and two fsyncs (Kafka moved that write off its append path too,
+/// A log's leader epochs ([`EpochHistory`], where Kafka's rules live) and
+/// their checkpoint file. Changes stay in memory until
+/// [`LeaderEpochCache::take_checkpoint`] hands out the text to write: an
+/// append that starts a new epoch must not wait for a file creation and
+/// two fsyncs (Kafka moved that write off its append path too,
 /// KAFKA-15046). What a crash loses is rebuilt from the batches recovery
 /// scans.
 #[derive(Debug)]
 pub(crate) struct LeaderEpochCache {
     path: PathBuf,
-    entries: Vec<EpochEntry>,
+    history: EpochHistory,
     /// Entries changed since the last checkpoint text was taken.
     dirty: bool,
 }
@@ -44,7 +39,7 @@ impl LeaderEpochCache {
         };
         Ok(LeaderEpochCache {
             path,
-            entries,
+            history: EpochHistory::from_entries(entries),
             dirty: false,
         })
     }
@@ -62,8 +57,9 @@ impl LeaderEpochCache {
             return None;
         }
         self.dirty = false;
-        let mut text = format!("0\n{}\n", self.entries.len());
-        for e in &self.entries {
+        let entries = self.history.entries();
+        let mut text = format!("0\n{}\n", entries.len());
+        for e in entries {
             text.push_str(&format!("{} {}\n", e.epoch, e.start_offset));
         }
         Some(text)
@@ -80,90 +76,50 @@ impl LeaderEpochCache {
         write_atomic(path, text.as_bytes())
     }
 
+    /// The epochs themselves.
+    pub fn history(&self) -> &EpochHistory {
+        &self.history
+    }
+
     /// All entries, oldest first.
     pub fn entries(&self) -> &[EpochEntry] {
-        &self.entries
+        self.history.entries()
     }
 
     /// The latest epoch, if any.
     pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
-        self.entries.last().map(|e| e.epoch)
+        self.history.latest_epoch()
     }
 
-    /// Records that `epoch` starts at `start_offset` if it is newer than the
-    /// latest epoch. Returns whether the cache changed.
+    /// [`EpochHistory::assign`]. Returns whether the cache changed.
     pub fn assign(&mut self, epoch: LeaderEpoch, start_offset: Offset) -> bool {
-        if epoch.0 < 0 || self.latest_epoch().is_some_and(|l| epoch <= l) {
-            return false;
-        }
-        // A newer epoch cannot start before an older one ended.
-        self.entries.retain(|e| e.start_offset < start_offset);
-        self.entries.push(EpochEntry {
-            epoch,
-            start_offset,
-        });
-        self.dirty = true;
-        true
+        let changed = self.history.assign(epoch, start_offset);
+        self.dirty |= changed;
+        changed
     }
 
-    /// Kafka's OffsetForLeaderEpoch: the largest epoch `<= epoch` and the end
-    /// offset of that epoch (the start of the next epoch, or the log end
-    /// offset for the latest one). `None` when the epoch is unknown and
-    /// newer than the latest, or the cache is empty.
+    /// [`EpochHistory::end_offset_for`].
     pub fn end_offset_for(
         &self,
         epoch: LeaderEpoch,
         log_end_offset: Offset,
     ) -> Option<(LeaderEpoch, Offset)> {
-        if epoch.0 < 0 {
-            return None;
-        }
-        if self.latest_epoch() == Some(epoch) {
-            return Some((epoch, log_end_offset));
-        }
-        let higher = self.entries.iter().find(|e| e.epoch > epoch)?;
-        match self.entries.iter().rev().find(|e| e.epoch <= epoch) {
-            Some(floor) => Some((floor.epoch, higher.start_offset)),
-            // Older than anything we know: Kafka answers with the requested
-            // epoch and the start of the first known one.
-            None => Some((epoch, higher.start_offset)),
-        }
+        self.history.end_offset_for(epoch, log_end_offset)
     }
 
-    /// Drops entries starting at or after `end_offset` (the log was
-    /// truncated there).
+    /// [`EpochHistory::truncate_from_end`].
     pub fn truncate_from_end(&mut self, end_offset: Offset) {
-        let before = self.entries.len();
-        self.entries.retain(|e| e.start_offset < end_offset);
-        if self.entries.len() != before {
-            self.dirty = true;
-        }
+        self.dirty |= self.history.truncate_from_end(end_offset);
     }
 
-    /// Drops every entry (the log was emptied to start afresh).
-    pub fn clear(&mut self) {
-        if !self.entries.is_empty() {
-            self.entries.clear();
-            self.dirty = true;
-        }
-    }
-
-    /// Drops entries wholly below `start_offset` (the log start moved there);
-    /// the epoch covering it is kept, starting at `start_offset`.
+    /// [`EpochHistory::truncate_from_start`].
     pub fn truncate_from_start(&mut self, start_offset: Offset) {
-        let covering = self
-            .entries
-            .iter()
-            .rposition(|e| e.start_offset <= start_offset);
-        let Some(i) = covering else {
-            return;
-        };
-        if i == 0 && self.entries[0].start_offset == start_offset {
-            return;
-        }
-        self.entries.drain(..i);
-        self.entries[0].start_offset = start_offset;
-        self.dirty = true;
+        self.dirty |= self.history.truncate_from_start(start_offset);
+    }
+
+    /// [`EpochHistory::clear`].
+    pub fn clear(&mut self) {
+        self.dirty |= self.history.clear();
     }
 }
 
@@ -219,36 +175,6 @@ mod tests {
         assert_eq!(text, "0\n3\n0 0\n3 10\n4 25\n");
         let reloaded = LeaderEpochCache::load(dir.path()).unwrap();
         assert_eq!(reloaded.entries(), cache.entries());
-    }
-
-    #[test]
-    fn end_offsets_follow_kafka() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut cache = LeaderEpochCache::load(dir.path()).unwrap();
-        assert_eq!(cache.end_offset_for(LeaderEpoch(0), Offset(0)), None);
-        cache.assign(LeaderEpoch(1), Offset(0));
-        cache.assign(LeaderEpoch(3), Offset(10));
-        cache.assign(LeaderEpoch(5), Offset(20));
-        let leo = Offset(30);
-        assert_eq!(
-            cache.end_offset_for(LeaderEpoch(5), leo),
-            Some((LeaderEpoch(5), leo))
-        );
-        assert_eq!(
-            cache.end_offset_for(LeaderEpoch(3), leo),
-            Some((LeaderEpoch(3), Offset(20)))
-        );
-        // An epoch that never wrote maps to the previous one.
-        assert_eq!(
-            cache.end_offset_for(LeaderEpoch(4), leo),
-            Some((LeaderEpoch(3), Offset(20)))
-        );
-        assert_eq!(
-            cache.end_offset_for(LeaderEpoch(0), leo),
-            Some((LeaderEpoch(0), Offset(0)))
-        );
-        assert_eq!(cache.end_offset_for(LeaderEpoch(6), leo), None);
-        assert_eq!(cache.end_offset_for(LeaderEpoch(-1), leo), None);
     }
 
     #[test]

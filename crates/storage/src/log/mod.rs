@@ -836,6 +836,12 @@ impl Log {
         self.inner.read().epochs.entries().to_vec()
     }
 
+    /// The leader epochs of the log, as replication's state machines take
+    /// them.
+    pub fn epoch_history(&self) -> model::EpochHistory {
+        self.inner.read().epochs.history().clone()
+    }
+
     /// What is known about an idempotent producer.
     pub fn producer_state(&self, producer_id: model::ProducerId) -> Option<ProducerEntry> {
         self.inner.read().producers.get(producer_id).cloned()
