@@ -392,14 +392,7 @@ impl Segment {
             slices.push(IoSlice::new(head));
             slices.push(IoSlice::new(&batches[at + HEADER_LEN..at + h.total_size()]));
         }
-        let file = self.file.get()?;
-        if let Err(source) = self.write_at(&file, &mut slices, pos) {
-            if let Err(e) = file.set_len(pos) {
-                tracing::error!(path = %self.log_path.display(), error = %e,
-                    "cannot truncate a failed append; the tail will be recovered at next open");
-            }
-            return Err(source).at(&self.log_path);
-        }
+        self.write_or_cut_back(&mut slices, pos)?;
         self.size += batches.len() as u64;
         self.first_append_at.get_or_insert(now);
         for (at, h, _) in &stamped {
@@ -421,15 +414,7 @@ impl Segment {
         now: Timestamp,
     ) -> Result<()> {
         let pos = self.size;
-        let file = self.file.get()?;
-        let mut slices = [IoSlice::new(batches)];
-        if let Err(source) = self.write_at(&file, &mut slices, pos) {
-            if let Err(e) = file.set_len(pos) {
-                tracing::error!(path = %self.log_path.display(), error = %e,
-                    "cannot truncate a failed append; the tail will be recovered at next open");
-            }
-            return Err(source).at(&self.log_path);
-        }
+        self.write_or_cut_back(&mut [IoSlice::new(batches)], pos)?;
         self.size += batches.len() as u64;
         self.first_append_at.get_or_insert(now);
         for (at, h) in headers {
@@ -498,6 +483,20 @@ impl Segment {
         let end = self.next_offset;
         self.retain_aborted_below(end)?;
         Ok(end)
+    }
+
+    /// Writes `slices` at `pos`; on failure cuts the file back to `pos`, so
+    /// no torn batch remains.
+    fn write_or_cut_back(&mut self, slices: &mut [IoSlice<'_>], pos: u64) -> Result<()> {
+        let file = self.file.get()?;
+        if let Err(source) = self.write_at(&file, slices, pos) {
+            if let Err(e) = file.set_len(pos) {
+                tracing::error!(path = %self.log_path.display(), error = %e,
+                    "cannot truncate a failed append; the tail will be recovered at next open");
+            }
+            return Err(source).at(&self.log_path);
+        }
+        Ok(())
     }
 
     fn write_at(

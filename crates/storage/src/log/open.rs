@@ -8,6 +8,7 @@ use model::{Offset, TopicId, TopicPartition};
 use parking_lot::{Mutex, RwLock};
 
 use super::{Inner, Log, RecoveryStats, State};
+use crate::batch::BatchHeader;
 use crate::checkpoint::{
     self, HIGH_WATERMARK_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
     TMP_SUFFIX,
@@ -307,17 +308,7 @@ pub(super) fn load_producers(
                     } else {
                         None
                     };
-                    let first = producers.replay(h, control);
-                    if let (Some((ControlType::Abort, _)), Some(first)) = (control, first) {
-                        aborted.push(AbortedTxn {
-                            producer_id: h.producer_id,
-                            first_offset: first,
-                            last_offset: h.base_offset,
-                            last_stable_offset: producers
-                                .first_unstable_offset()
-                                .unwrap_or(h.next_offset()),
-                        });
-                    }
+                    aborted.extend(replay(&mut producers, h, control));
                     replayed += 1;
                 }
                 Ok(true)
@@ -331,4 +322,21 @@ pub(super) fn load_producers(
         }
     }
     Ok((producers, replayed))
+}
+
+/// Applies a stored batch (`control`: the marker a control batch holds) to
+/// the producer state, as recovery and a follower's copy do; the aborted
+/// transaction it ends, if it is an abort marker of an open one.
+pub(super) fn replay(
+    producers: &mut ProducerStateManager,
+    h: &BatchHeader,
+    control: Option<(ControlType, i32)>,
+) -> Option<AbortedTxn> {
+    let first = producers.replay(h, control)?;
+    matches!(control, Some((ControlType::Abort, _))).then(|| AbortedTxn {
+        producer_id: h.producer_id,
+        first_offset: first,
+        last_offset: h.base_offset,
+        last_stable_offset: producers.first_unstable_offset().unwrap_or(h.next_offset()),
+    })
 }

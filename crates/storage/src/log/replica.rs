@@ -14,7 +14,7 @@ use crate::checkpoint::{
 use crate::error::{BatchError, Error, IoContext, Result};
 use crate::producer_state::{self, ProducerStateManager};
 use crate::segment::Segment;
-use crate::txn::{parse_control, AbortedTxn, ControlType};
+use crate::txn::parse_control;
 
 /// What [`Log::append_as_follower`] wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,17 +155,7 @@ impl Log {
             } else {
                 None
             };
-            let opened = producers.replay(h, control);
-            if let (Some((ControlType::Abort, _)), Some(first_offset)) = (control, opened) {
-                aborted.push(AbortedTxn {
-                    producer_id: h.producer_id,
-                    first_offset,
-                    last_offset: h.base_offset,
-                    last_stable_offset: producers
-                        .first_unstable_offset()
-                        .unwrap_or(h.next_offset()),
-                });
-            }
+            aborted.extend(super::open::replay(producers, h, control));
             after.epochs |= epochs.assign(h.partition_leader_epoch, h.base_offset);
         }
         let active = segments.len() - 1;
