@@ -21,15 +21,27 @@ pub struct FetchRequest {
     pub last_fetched_epoch: Option<LeaderEpoch>,
 }
 
+/// One fetched batch, as the follower's state needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSpan {
+    /// Its first offset.
+    pub base: Offset,
+    /// The offset after its last.
+    pub next: Offset,
+    /// The leader epoch it was written in.
+    pub epoch: LeaderEpoch,
+}
+
 /// What the follower's caller must do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FollowerEffect {
-    /// Append the fetched records, `count` of them from `from`.
+    /// Append the fetched batches: the log, ending at `from`, then ends at
+    /// `to`.
     Append {
-        /// The first offset.
+        /// The log end before.
         from: Offset,
-        /// How many.
-        count: u64,
+        /// The log end after.
+        to: Offset,
     },
     /// Drop every record at or after `to`.
     Truncate {
@@ -123,30 +135,36 @@ impl FollowerReplica {
         }
     }
 
-    /// Records from the leader: `epochs[i]` is the epoch of the record at
-    /// `from + i`. Answers to other fetches are ignored.
-    pub fn on_fetch_records(
+    /// Batches from the leader, oldest first (offsets grow; the first may
+    /// start past the log end where the leader's log is compacted), and
+    /// the leader's high watermark. Answers to other fetches, and batches
+    /// that do not continue the log, are ignored.
+    pub fn on_fetch_batches(
         &mut self,
         fetch_id: u64,
         leader_epoch: LeaderEpoch,
-        from: Offset,
-        epochs: &[LeaderEpoch],
+        batches: &[BatchSpan],
         leader_hw: Offset,
     ) -> Vec<FollowerEffect> {
-        if !self.take_answer(fetch_id, leader_epoch) || from != self.log_end {
+        if !self.take_answer(fetch_id, leader_epoch) {
             return Vec::new();
         }
-        for (i, e) in epochs.iter().enumerate() {
-            self.cache.assign(*e, from.plus(i as i64));
+        let (Some(first), Some(last)) = (batches.first(), batches.last()) else {
+            self.hw = leader_hw.min(self.log_end);
+            return Vec::new();
+        };
+        if first.base < self.log_end {
+            return Vec::new();
         }
-        self.log_end = from.plus(epochs.len() as i64);
+        for b in batches {
+            self.cache.assign(b.epoch, b.base);
+        }
+        let from = self.log_end;
+        self.log_end = last.next;
         self.hw = leader_hw.min(self.log_end);
-        if epochs.is_empty() {
-            return Vec::new();
-        }
         vec![FollowerEffect::Append {
             from,
-            count: epochs.len() as u64,
+            to: self.log_end,
         }]
     }
 
@@ -227,6 +245,14 @@ mod tests {
         LeaderEpoch(i)
     }
 
+    fn span(base: i64, next: i64, epoch: i32) -> BatchSpan {
+        BatchSpan {
+            base: Offset(base),
+            next: Offset(next),
+            epoch: e(epoch),
+        }
+    }
+
     #[test]
     fn fetches_appends_and_never_exposes_past_the_hw() {
         let mut f =
@@ -239,24 +265,23 @@ mod tests {
             (NodeId(1), Offset(0), None)
         );
         assert!(f.poll_fetch(50).is_none(), "one fetch in flight");
-        let fx = f.on_fetch_records(
+        let fx = f.on_fetch_batches(
             req.fetch_id,
             e(1),
-            Offset(0),
-            &[e(1), e(1), e(1)],
+            &[span(0, 2, 1), span(2, 3, 1)],
             Offset(2),
         );
         assert_eq!(
             fx,
             vec![FollowerEffect::Append {
                 from: Offset(0),
-                count: 3
+                to: Offset(3)
             }]
         );
         assert_eq!((f.log_end(), f.readable_end()), (Offset(3), Offset(2)));
         // A duplicate answer is ignored.
         assert!(f
-            .on_fetch_records(req.fetch_id, e(1), Offset(0), &[e(1)], Offset(3))
+            .on_fetch_batches(req.fetch_id, e(1), &[span(0, 1, 1)], Offset(3))
             .is_empty());
         let (_, req) = f.poll_fetch(60).unwrap();
         assert_eq!(req.last_fetched_epoch, Some(e(1)));

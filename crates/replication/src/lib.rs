@@ -26,6 +26,6 @@ mod partition_epoch;
 pub use controller::{AlterPartitionRequest, PartitionState};
 pub use epoch_cache::EpochCache;
 pub use error::ReplicationError;
-pub use follower::{FetchRequest, FollowerEffect, FollowerReplica};
+pub use follower::{BatchSpan, FetchRequest, FollowerEffect, FollowerReplica};
 pub use leader::{Acks, Appended, FetchAnswer, LeaderConfig, LeaderEffect, LeaderReplica};
 pub use partition_epoch::PartitionEpoch;

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use magnetar_replication::controller::{alter_partition, elect_leader, remove_broker};
 use magnetar_replication::{
-    Acks, AlterPartitionRequest, EpochCache, FetchAnswer, FetchRequest, FollowerEffect,
+    Acks, AlterPartitionRequest, BatchSpan, EpochCache, FetchAnswer, FetchRequest, FollowerEffect,
     FollowerReplica, LeaderConfig, LeaderEffect, LeaderReplica, PartitionEpoch, PartitionState,
     ReplicationError,
 };
@@ -657,9 +657,21 @@ impl Sim {
                 let Role::Follower(f) = &mut b.role else {
                     return;
                 };
-                let epochs: Vec<LeaderEpoch> = records.iter().map(|r| r.0).collect();
-                for fx in f.on_fetch_records(fetch_id, leader_epoch, from, &epochs, hw) {
-                    if let FollowerEffect::Append { from, count } = fx {
+                // Consecutive records of one epoch travel as one batch.
+                let mut batches: Vec<BatchSpan> = Vec::new();
+                for (i, r) in records.iter().enumerate() {
+                    let at = from.plus(i as i64);
+                    match batches.last_mut() {
+                        Some(b) if b.epoch == r.0 => b.next = at.plus(1),
+                        _ => batches.push(BatchSpan {
+                            base: at,
+                            next: at.plus(1),
+                            epoch: r.0,
+                        }),
+                    }
+                }
+                for fx in f.on_fetch_batches(fetch_id, leader_epoch, &batches, hw) {
+                    if let FollowerEffect::Append { from, to } = fx {
                         assert_eq!(
                             from.0 as usize,
                             b.log.len(),
@@ -667,7 +679,8 @@ impl Sim {
                             self.seed,
                             self.step
                         );
-                        b.log.extend_from_slice(&records[..count as usize]);
+                        b.log
+                            .extend_from_slice(&records[..(to.0 - from.0) as usize]);
                     }
                 }
                 b.cache = f.epoch_cache().clone();
