@@ -32,6 +32,7 @@ pub mod maintenance;
 pub mod metrics;
 pub mod net;
 pub mod quota;
+pub mod replica;
 pub mod security;
 mod state_log;
 pub mod tenancy;

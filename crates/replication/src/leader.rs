@@ -523,6 +523,11 @@ impl LeaderReplica {
         self.waiters.into_values().flatten().collect()
     }
 
+    /// The settings it leads with.
+    pub fn config(&self) -> &LeaderConfig {
+        &self.config
+    }
+
     /// The high watermark.
     pub fn high_watermark(&self) -> Offset {
         self.hw

@@ -51,6 +51,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "magnetar-security",
             "magnetar-coordinator",
             "magnetar-controller",
+            "magnetar-replication",
         ],
     ),
     (

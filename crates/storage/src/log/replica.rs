@@ -35,18 +35,23 @@ impl Log {
     /// DeleteRecords cannot go past it; a follower reads on to the log end
     /// ([`Log::read_region_to_end`]). Kept at most the log end offset
     /// (and cut back with the log by [`Log::truncate_to`]); written to a
-    /// checkpoint at each flush and at close, so a restart starts from it.
+    /// checkpoint when first set, at each flush and at close, so a restart
+    /// starts from it (or from an older, lower value).
     /// The caller's replication logic decides when it moves: this only
     /// keeps it. Returns the high watermark now in effect.
     pub fn set_high_watermark(&self, hw: Option<Offset>) -> Result<Offset> {
-        let now = {
+        let (now, was) = {
             let mut inner = self.inner.write();
             inner.ensure_open()?;
+            let was = inner.high_watermark.is_some();
             inner.high_watermark =
                 hw.map(|h| h.clamp(inner.log_start_offset, inner.log_end_offset));
-            inner.high_watermark()
+            (inner.high_watermark(), was)
         };
-        if hw.is_none() {
+        // Written at once when the log starts or stops being replicated, so
+        // a crash before the next flush cannot make a replicated log look
+        // like one whose every record is committed.
+        if hw.is_some() != was {
             self.checkpoint_high_watermark()?;
         }
         Ok(now)
