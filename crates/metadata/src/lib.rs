@@ -5,7 +5,7 @@
 //! broker acts on (`delta`), the controller's state machine over the
 //! records (`machine`), broker registrations (`registry`), the controller's
 //! decisions on topics and their placement (`topic_control`,
-//! `placement`), the full-state reconciliation of a broker's partitions
+//! `placement`) and on partition leadership and ISRs (`leadership`), the full-state reconciliation of a broker's partitions
 //! (`reconcile`), the tenancy rules (`tenancy`), and the records' data
 //! types for ACLs, SCRAM credentials and client quotas (`acl`,
 //! `credentials`, `quota`).
@@ -22,6 +22,7 @@ pub mod credentials;
 pub mod delta;
 mod error;
 pub mod image;
+pub mod leadership;
 pub mod machine;
 pub mod placement;
 pub mod quota;

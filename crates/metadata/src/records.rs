@@ -55,6 +55,18 @@ pub enum MetadataRecord {
         /// The new partitions, in index order.
         placements: Vec<PartitionState>,
     },
+    /// A partition's leader, ISR or epochs changed: an ISR change its
+    /// leader asked for (AlterPartition), or an election or ISR removal
+    /// after a broker's fencing. Its whole new state; refused unless its
+    /// partition epoch is above the current one.
+    PartitionChanged {
+        /// The topic's id.
+        id: TopicId,
+        /// The partition.
+        partition: i32,
+        /// The partition's new state.
+        state: PartitionState,
+    },
     /// A topic's config overrides were replaced.
     TopicConfigSet {
         /// The topic's id.
@@ -467,6 +479,31 @@ pub fn apply(m: &mut Metadata, record: &MetadataRecord) -> Result<(), Error> {
                 };
                 return Err(conflict(format!("{what} changed meanwhile")));
             }
+        }
+        MetadataRecord::PartitionChanged {
+            id,
+            partition,
+            state,
+        } => {
+            let Some(topic) = m.topics.values_mut().find(|t| t.id == *id) else {
+                return Err(conflict(format!("no topic with id {id}")));
+            };
+            let Some(current) = usize::try_from(*partition)
+                .ok()
+                .and_then(|p| topic.placements.get_mut(p))
+            else {
+                return Err(conflict(format!(
+                    "topic {} has no partition {partition}",
+                    topic.name
+                )));
+            };
+            if state.partition_epoch <= current.partition_epoch {
+                return Err(conflict(format!(
+                    "partition {}-{partition} is at partition epoch {}, not below {}",
+                    topic.name, current.partition_epoch, state.partition_epoch
+                )));
+            }
+            *current = state.clone();
         }
         MetadataRecord::BrokerUnregistered { node, epoch } => {
             if m.brokers.get(node).map(|b| b.epoch) != Some(*epoch) {

@@ -26,6 +26,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "magnetar-storage",
             "magnetar-config",
             "magnetar-controller",
+            "magnetar-replication",
         ],
     ),
     (

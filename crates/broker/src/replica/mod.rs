@@ -16,14 +16,12 @@ use std::sync::Arc;
 
 use magnetar_replication::{
     Acks, AlterPartitionRequest, BatchSpan, FetchAnswer, FetchRequest, FollowerEffect,
-    FollowerReplica, LeaderConfig, LeaderEffect, LeaderReplica, PartitionEpoch,
+    FollowerReplica, LeaderConfig, LeaderEffect, LeaderReplica,
     PartitionState as ReplicaPartitionState, ReplicationError,
 };
 use model::{LeaderEpoch, NodeId, Offset, Timestamp};
 use parking_lot::Mutex;
 use storage::{BatchHeader, FileRegion, Log};
-
-use crate::metadata_records::{PartitionState, NO_LEADER};
 
 #[cfg(test)]
 mod tests;
@@ -123,16 +121,7 @@ pub struct Replica {
     next_fetch_id: Mutex<u64>,
 }
 
-/// The replication crate's view of a partition's metadata.
-pub fn replica_state(s: &PartitionState) -> ReplicaPartitionState {
-    ReplicaPartitionState {
-        replicas: s.replicas.iter().map(|r| NodeId(*r)).collect(),
-        isr: s.isr.iter().map(|r| NodeId(*r)).collect(),
-        leader: (s.leader != NO_LEADER).then_some(NodeId(s.leader)),
-        leader_epoch: LeaderEpoch(s.leader_epoch),
-        partition_epoch: PartitionEpoch(s.partition_epoch),
-    }
-}
+pub use magnetar_metadata::leadership::replica_state;
 
 impl Replica {
     /// A replica on `node` over `log`, idle until [`Replica::apply_state`].

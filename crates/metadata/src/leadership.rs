@@ -1,0 +1,165 @@
+//! The controller's decisions on partition leadership and ISRs (Kafka's
+//! `ReplicationControlManager`), as records: an ISR change a leader asks
+//! for (AlterPartition), the elections and ISR removals that follow a
+//! broker's fencing, and the elections an offline partition gets when a
+//! broker of its last ISR returns (KIP-841). The rules themselves are
+//! replication's pure ones ([`magnetar_replication::controller`]); this
+//! applies them to the metadata image.
+
+use std::collections::BTreeSet;
+
+use magnetar_replication::controller::{
+    alter_partition as decide_alter, elect_leader, remove_broker,
+};
+use magnetar_replication::{
+    AlterPartitionRequest, PartitionEpoch, PartitionState as ReplicaState, ReplicationError,
+};
+use model::{LeaderEpoch, TopicId};
+
+use crate::image::{Metadata, PartitionState, TopicRecord, NO_LEADER};
+use crate::records::{MetadataRecord, NodeId};
+
+/// The key that lets an out-of-sync replica lead (topic override over the
+/// cluster default).
+const UNCLEAN_KEY: &str = "unclean.leader.election.enable";
+
+/// The replication rules' view of a partition's state.
+pub fn replica_state(s: &PartitionState) -> ReplicaState {
+    ReplicaState {
+        replicas: s.replicas.iter().map(|r| model::NodeId(*r)).collect(),
+        isr: s.isr.iter().map(|r| model::NodeId(*r)).collect(),
+        leader: (s.leader != NO_LEADER).then_some(model::NodeId(s.leader)),
+        leader_epoch: LeaderEpoch(s.leader_epoch),
+        partition_epoch: PartitionEpoch(s.partition_epoch),
+    }
+}
+
+/// The metadata's form of a partition state the replication rules
+/// decided.
+pub fn partition_state(s: &ReplicaState) -> PartitionState {
+    PartitionState {
+        replicas: s.replicas.iter().map(|r| r.0).collect(),
+        isr: s.isr.iter().map(|r| r.0).collect(),
+        leader: s.leader.map_or(NO_LEADER, |l| l.0),
+        leader_epoch: s.leader_epoch.0,
+        partition_epoch: s.partition_epoch.0,
+    }
+}
+
+/// The brokers that may lead or stay in an ISR: registered and unfenced.
+fn live(m: &Metadata) -> BTreeSet<model::NodeId> {
+    m.brokers
+        .iter()
+        .filter(|(_, b)| !b.fenced)
+        .map(|(n, _)| model::NodeId(*n))
+        .collect()
+}
+
+/// Whether `topic` lets an out-of-sync replica lead.
+pub fn unclean_allowed(m: &Metadata, topic: &TopicRecord) -> bool {
+    topic
+        .config
+        .overrides()
+        .get(UNCLEAN_KEY)
+        .or_else(|| m.broker_configs.get(UNCLEAN_KEY))
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// Why an AlterPartition was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AlterPartitionError {
+    /// No such topic id or partition (UNKNOWN_TOPIC_ID /
+    /// UNKNOWN_TOPIC_OR_PARTITION).
+    #[error("no partition {partition} of topic id {id}")]
+    UnknownPartition {
+        /// The topic id asked for.
+        id: TopicId,
+        /// The partition asked for.
+        partition: i32,
+    },
+    /// Refused by the replication rules (a stale leader or partition
+    /// epoch, an ineligible replica…).
+    #[error(transparent)]
+    Refused(#[from] ReplicationError),
+}
+
+/// Decides `partition` of topic `id`'s AlterPartition: the record to
+/// commit (a new ISR and partition epoch) and the state it makes.
+pub fn alter_partition(
+    m: &Metadata,
+    id: TopicId,
+    partition: i32,
+    request: &AlterPartitionRequest,
+) -> Result<(MetadataRecord, ReplicaState), AlterPartitionError> {
+    let unknown = AlterPartitionError::UnknownPartition { id, partition };
+    let topic = m
+        .topics
+        .values()
+        .find(|t| t.id == id)
+        .ok_or(unknown.clone())?;
+    let current = usize::try_from(partition)
+        .ok()
+        .and_then(|p| topic.placements.get(p))
+        .ok_or(unknown)?;
+    let next = decide_alter(&replica_state(current), request, &live(m))?;
+    let record = MetadataRecord::PartitionChanged {
+        id,
+        partition,
+        state: partition_state(&next),
+    };
+    Ok((record, next))
+}
+
+/// The partition changes that follow `node`'s fencing in `m` (where it is
+/// fenced already): partitions it led get a new leader from their ISR (or
+/// go offline; an out-of-sync replica leads only where unclean election
+/// is enabled), and it leaves every ISR it was in but the last member's.
+pub fn after_fencing(m: &Metadata, node: NodeId) -> Vec<MetadataRecord> {
+    let live = live(m);
+    let mut out = Vec::new();
+    for topic in m.topics.values() {
+        let unclean = unclean_allowed(m, topic);
+        for (p, state) in topic.placements.iter().enumerate() {
+            if state.replicas.len() < 2 || !state.has_replica(node) {
+                continue;
+            }
+            let before = replica_state(state);
+            let after = remove_broker(&before, model::NodeId(node), &live, unclean);
+            if after != before {
+                out.push(MetadataRecord::PartitionChanged {
+                    id: topic.id,
+                    partition: p as i32,
+                    state: partition_state(&after),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The partition changes that follow `node`'s unfencing in `m` (where it
+/// is unfenced already): every offline partition it may lead (it is in
+/// the ISR kept for it, or unclean election is enabled) elects a leader.
+pub fn after_unfencing(m: &Metadata, node: NodeId) -> Vec<MetadataRecord> {
+    let live = live(m);
+    let mut out = Vec::new();
+    for topic in m.topics.values() {
+        let unclean = unclean_allowed(m, topic);
+        for (p, state) in topic.placements.iter().enumerate() {
+            if state.leader != NO_LEADER || !state.has_replica(node) {
+                continue;
+            }
+            if let Ok(next) = elect_leader(&replica_state(state), &live, unclean) {
+                out.push(MetadataRecord::PartitionChanged {
+                    id: topic.id,
+                    partition: p as i32,
+                    state: partition_state(&next),
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
