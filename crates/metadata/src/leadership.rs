@@ -161,5 +161,46 @@ pub fn after_unfencing(m: &Metadata, node: NodeId) -> Vec<MetadataRecord> {
     out
 }
 
+/// `records` (decided by the registry: registrations, fencings,
+/// unfencings, shutdowns) followed by the partition changes they call
+/// for: for each broker they make unusable, [`after_fencing`]; for each
+/// they make usable, [`after_unfencing`]. Committed in one batch, so a
+/// broker is never fenced while still leading, and a batch decided from a
+/// state that changed meanwhile is refused whole. Records that do not
+/// touch brokers come back as they are, without copying the image.
+pub fn with_leadership(m: &Metadata, mut records: Vec<MetadataRecord>) -> Vec<MetadataRecord> {
+    let mut nodes: Vec<NodeId> = records
+        .iter()
+        .filter_map(|r| match r {
+            MetadataRecord::BrokerFencing { node, .. }
+            | MetadataRecord::BrokerRegistered { node, .. }
+            | MetadataRecord::BrokerUnregistered { node, .. } => Some(*node),
+            _ => None,
+        })
+        .collect();
+    if nodes.is_empty() {
+        return records;
+    }
+    nodes.sort_unstable();
+    nodes.dedup();
+    // A batch that does not apply is refused at commit anyway.
+    let Ok(mut next) = crate::records::apply_all(m, &records) else {
+        return records;
+    };
+    let usable = |m: &Metadata, n: NodeId| m.brokers.get(&n).is_some_and(|b| !b.fenced);
+    for node in nodes {
+        let changes = match (usable(m, node), usable(&next, node)) {
+            (true, false) => after_fencing(&next, node),
+            (false, true) => after_unfencing(&next, node),
+            _ => continue,
+        };
+        if let Ok(applied) = crate::records::apply_all(&next, &changes) {
+            next = applied;
+            records.extend(changes);
+        }
+    }
+    records
+}
+
 #[cfg(test)]
 mod tests;

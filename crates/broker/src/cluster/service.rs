@@ -1,7 +1,9 @@
 //! The active controller's broker service: registrations and heartbeats
 //! (Kafka's BrokerRegistration and BrokerHeartbeat), decided by the pure
 //! [`Registry`] and committed before they are answered, and the fencing of
-//! brokers whose heartbeats stopped.
+//! brokers whose heartbeats stopped; each fencing or unfencing carries the
+//! leader elections and ISR changes of replicated partitions it calls for
+//! (see `magnetar_metadata::leadership`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,6 +17,7 @@ use tracing::{info, warn};
 use crate::metadata_machine::{MetadataBatch, MetadataMachine};
 use crate::metadata_records::{MetadataRecord, NodeId};
 use crate::registry::{DirectoryClaim, Registry, RegistryError};
+use magnetar_metadata::leadership::with_leadership;
 
 /// A request of a broker to the active controller.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -294,6 +297,8 @@ impl BrokerService {
                     if let Some((own, slots)) = self.in_process.filter(|(n, _)| *n == node) {
                         records.extend(in_process_bootstrap(m, own, slots));
                     }
+                    // A new registration fences the node's previous one.
+                    let records = with_leadership(m, records);
                     Ok((records, Pending::Registered { node, epoch }))
                 }
                 ServiceRequest::Heartbeat {
@@ -308,7 +313,7 @@ impl BrokerService {
                     // Only a valid registration's heartbeat reports progress.
                     progress.insert(node, (applied, wall_ms()));
                     Ok((
-                        ans.records,
+                        with_leadership(m, ans.records),
                         Pending::Heartbeat {
                             node,
                             epoch,
@@ -318,6 +323,7 @@ impl BrokerService {
                 }
                 ServiceRequest::Shutdown { node, epoch } => {
                     let records = registry.shutdown(m, node, epoch).map_err(refused)?;
+                    let records = with_leadership(m, records);
                     progress.remove(&node);
                     Ok((records, Pending::Shutdown { node, epoch }))
                 }
@@ -461,7 +467,7 @@ impl BrokerService {
             self.activate(&mut state);
             let now = self.now_ms();
             self.controller
-                .read(|sm| state.registry.tick(&sm.metadata, now))
+                .read(|sm| with_leadership(&sm.metadata, state.registry.tick(&sm.metadata, now)))
         };
         if fence.is_empty() {
             return;

@@ -140,3 +140,30 @@ fn unclean_election_lets_an_out_of_sync_replica_lead_only_when_enabled() {
     assert_eq!(placements(&m)[1].leader, 3);
     assert_eq!(placements(&m)[1].isr, vec![3]);
 }
+
+#[test]
+fn fencing_records_carry_the_partition_changes_they_call_for() {
+    let (m, _) = cluster();
+    // A heartbeat's answer without a fencing: nothing added.
+    assert!(with_leadership(&m, Vec::new()).is_empty());
+    let fencing = MetadataRecord::BrokerFencing {
+        node: 1,
+        epoch: 1,
+        fenced: true,
+        shutdown: true,
+    };
+    let records = with_leadership(&m, vec![fencing.clone()]);
+    assert_eq!(records[0], fencing);
+    assert_eq!(records.len(), 2, "{records:?}");
+    let m = apply_all(&m, &records).unwrap();
+    assert_eq!(placements(&m)[0].leader, 2);
+    // Its return (an unfencing) elects nothing: partition 0 has a leader.
+    let back = MetadataRecord::BrokerFencing {
+        node: 1,
+        epoch: 1,
+        fenced: false,
+        shutdown: false,
+    };
+    // (A shut-down registration stays fenced: nothing changes.)
+    assert_eq!(with_leadership(&m, vec![back.clone()]), vec![back]);
+}
