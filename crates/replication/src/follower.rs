@@ -48,6 +48,11 @@ pub enum FollowerEffect {
         /// The new log end.
         to: Offset,
     },
+    /// Drop every record and start the log afresh at `offset`.
+    StartAt {
+        /// The new log start and end.
+        offset: Offset,
+    },
 }
 
 /// A follower's state for one partition.
@@ -198,6 +203,29 @@ impl FollowerReplica {
         vec![FollowerEffect::Truncate { to }]
     }
 
+    /// The leader no longer has the follower's fetch offset: its log now
+    /// starts at `leader_log_start` (retention or DeleteRecords removed
+    /// what the follower still needs). A follower whose log ends before
+    /// that empties its log and starts there (Kafka's
+    /// `truncateFullyAndStartAt`); its high watermark and epochs go with
+    /// it.
+    pub fn on_fetch_out_of_range(
+        &mut self,
+        fetch_id: u64,
+        leader_epoch: LeaderEpoch,
+        leader_log_start: Offset,
+    ) -> Vec<FollowerEffect> {
+        if !self.take_answer(fetch_id, leader_epoch) || self.log_end >= leader_log_start {
+            return Vec::new();
+        }
+        self.log_end = leader_log_start;
+        self.hw = leader_log_start;
+        self.cache = EpochCache::new();
+        vec![FollowerEffect::StartAt {
+            offset: leader_log_start,
+        }]
+    }
+
     /// The leader refused the fetch (or it was lost): fetch again.
     pub fn on_fetch_error(&mut self, fetch_id: u64) {
         if matches!(self.in_flight, Some((id, _)) if id == fetch_id) {
@@ -306,6 +334,37 @@ mod tests {
             (req.fetch_offset, req.last_fetched_epoch),
             (Offset(5), Some(e(1)))
         );
+    }
+}
+
+#[cfg(test)]
+mod out_of_range_tests {
+    use super::*;
+
+    #[test]
+    fn a_follower_behind_the_leaders_log_start_starts_there() {
+        let mut cache = EpochCache::new();
+        cache.assign(LeaderEpoch(1), Offset(0));
+        let mut f = FollowerReplica::new(NodeId(2), Offset(10), Offset(8), cache, 100, 0);
+        f.on_leader_change(Some(NodeId(1)), LeaderEpoch(2));
+        let (_, req) = f.poll_fetch(0).unwrap();
+        // An answer to another fetch changes nothing.
+        assert!(f
+            .on_fetch_out_of_range(req.fetch_id + 1, LeaderEpoch(2), Offset(50))
+            .is_empty());
+        let fx = f.on_fetch_out_of_range(req.fetch_id, LeaderEpoch(2), Offset(50));
+        assert_eq!(fx, vec![FollowerEffect::StartAt { offset: Offset(50) }]);
+        assert_eq!((f.log_end(), f.readable_end()), (Offset(50), Offset(50)));
+        assert_eq!(f.epoch_cache().latest_epoch(), None);
+        let (_, req) = f.poll_fetch(1).unwrap();
+        assert_eq!(
+            (req.fetch_offset, req.last_fetched_epoch),
+            (Offset(50), None)
+        );
+        // One already past the leader's start keeps its log.
+        assert!(f
+            .on_fetch_out_of_range(req.fetch_id, LeaderEpoch(2), Offset(20))
+            .is_empty());
     }
 }
 

@@ -278,9 +278,10 @@ impl LeaderReplica {
 
     fn diverging(&self, req: &FetchRequest) -> Option<FetchAnswer> {
         let (epoch, end_offset) = match req.last_fetched_epoch {
-            None if req.fetch_offset.0 == 0 => return None,
-            // Records without an epoch: start over.
-            None => (LeaderEpoch::UNKNOWN, Offset(0)),
+            // No record to check: an empty log, perhaps one started afresh
+            // at the leader's log start (every record a leader writes has
+            // an epoch, so a log with records has one to send).
+            None => return None,
             Some(last) => match self.cache.end_offset_for(last, self.log_end) {
                 // The follower claims an epoch newer than any here.
                 None => (self.leader_epoch, self.log_end),

@@ -75,6 +75,12 @@ pub enum ServedFetch {
         /// The leader's log start offset.
         log_start_offset: Offset,
     },
+    /// The leader's log no longer holds the fetch offset: it starts at
+    /// `log_start_offset` (Fetch's OFFSET_OUT_OF_RANGE).
+    OutOfRange {
+        /// The leader's log start offset.
+        log_start_offset: Offset,
+    },
     /// The follower's last fetched epoch is not on the leader's log as it
     /// has it: the largest epoch not above it ends at `end_offset` here
     /// (Fetch v12+'s diverging epoch).
@@ -304,11 +310,16 @@ impl Replica {
         fx.leader(&self.log, effects)?;
         let served = match answer {
             FetchAnswer::Records { from, hw, .. } => {
-                let read = self.log.read_region_to_end(from, max_bytes, true)?;
-                ServedFetch::Records {
-                    region: read.region,
-                    high_watermark: hw,
-                    log_start_offset: read.log_start_offset,
+                match self.log.read_region_to_end(from, max_bytes, true) {
+                    Ok(read) => ServedFetch::Records {
+                        region: read.region,
+                        high_watermark: hw,
+                        log_start_offset: read.log_start_offset,
+                    },
+                    Err(storage::Error::OffsetOutOfRange {
+                        log_start_offset, ..
+                    }) if from < log_start_offset => ServedFetch::OutOfRange { log_start_offset },
+                    Err(e) => return Err(e.into()),
                 }
             }
             FetchAnswer::Diverging {
@@ -422,6 +433,28 @@ impl Replica {
                     again.on_leader_change(f.leader(), f.leader_epoch());
                     *f = again;
                 }
+            }
+        }
+        self.log.set_high_watermark(Some(f.readable_end()))?;
+        Ok(())
+    }
+
+    /// The leader answered fetch `fetch_id` that its log now starts at
+    /// `leader_log_start`: a log ending before that is emptied to start
+    /// there.
+    pub fn on_out_of_range(
+        &self,
+        fetch_id: u64,
+        leader_epoch: LeaderEpoch,
+        leader_log_start: Offset,
+    ) -> Result<(), ReplicaError> {
+        let mut role = self.role.lock();
+        let Role::Follower(f) = &mut *role else {
+            return Ok(());
+        };
+        for e in f.on_fetch_out_of_range(fetch_id, leader_epoch, leader_log_start) {
+            if let FollowerEffect::StartAt { offset } = e {
+                self.log.truncate_fully_and_start_at(offset)?;
             }
         }
         self.log.set_high_watermark(Some(f.readable_end()))?;

@@ -2,8 +2,9 @@
 //! seeded simulation: a producer writing to whoever leads (acks=all and
 //! acks=1), followers fetching through a network that delays, reorders and
 //! loses messages, a controller deciding ISR changes and elections, time
-//! jumping, brokers crashing (their logs reopened as after a SIGKILL) and
-//! coming back. Checked after every step: no batch acknowledged with
+//! jumping, DeleteRecords moving the leader's log start past lagging
+//! followers, brokers crashing (their logs reopened as after a SIGKILL)
+//! and coming back. Checked after every step: no batch acknowledged with
 //! acks=all is missing from the leader, every replica holds the leader's
 //! batches below its own high watermark, a leader's high watermark never
 //! goes back within its epoch. A failing seed is printed and replays
@@ -61,6 +62,11 @@ enum Msg {
         epoch: LeaderEpoch,
         end_offset: Offset,
     },
+    OutOfRange {
+        fetch_id: u64,
+        leader_epoch: LeaderEpoch,
+        log_start: Offset,
+    },
     FetchError {
         fetch_id: u64,
     },
@@ -99,6 +105,8 @@ struct Sim {
     acked_acks_one: u64,
     truncations: u64,
     refused: u64,
+    deleted_records: u64,
+    fresh_starts: u64,
     /// Whether fetch answers are sometimes cut short.
     cut_answers: bool,
 }
@@ -128,6 +136,8 @@ impl Sim {
             acked_acks_one: 0,
             truncations: 0,
             refused: 0,
+            deleted_records: 0,
+            fresh_starts: 0,
             cut_answers: true,
         };
         for n in NODES {
@@ -309,6 +319,14 @@ impl Sim {
                             end_offset,
                         }
                     }
+                    Ok((ServedFetch::OutOfRange { log_start_offset }, fx)) => {
+                        self.effects(to, fx);
+                        Msg::OutOfRange {
+                            fetch_id,
+                            leader_epoch,
+                            log_start: log_start_offset,
+                        }
+                    }
                     Err(_) => Msg::FetchError { fetch_id },
                 };
                 self.net.push_back((to, from, answer));
@@ -344,6 +362,19 @@ impl Sim {
                     self.truncations += 1;
                 }
             }
+            Msg::OutOfRange {
+                fetch_id,
+                leader_epoch,
+                log_start,
+            } => {
+                let before = replica.log().log_start_offset();
+                replica
+                    .on_out_of_range(fetch_id, leader_epoch, log_start)
+                    .unwrap_or_else(|e| self.fail(format!("node {to} cannot start afresh: {e}")));
+                if replica.log().log_start_offset() > before {
+                    self.fresh_starts += 1;
+                }
+            }
             Msg::FetchError { fetch_id } => replica.on_fetch_error(fetch_id),
             Msg::AlterAnswer { id, result } => {
                 let fx = replica
@@ -357,6 +388,19 @@ impl Sim {
             }
             Msg::AlterPartition { .. } => {}
         }
+    }
+
+    /// The leader's log start moves up to its high watermark, as
+    /// DeleteRecords moves it (followers keep what they have; one that
+    /// falls behind it starts afresh there).
+    fn delete_records(&mut self) {
+        let Some(leader) = self.state.leader.filter(|l| self.nodes.contains_key(l)) else {
+            return;
+        };
+        let log = self.nodes[&leader].replica.log();
+        let hw = log.high_watermark();
+        log.delete_records_before(hw).unwrap();
+        self.deleted_records += 1;
     }
 
     fn crash(&mut self, n: NodeId) {
@@ -406,7 +450,8 @@ impl Sim {
                     }
                 }
             }
-            85..=95 => {
+            85 => self.delete_records(),
+            86..=95 => {
                 self.now += self.rng.random_range(1..300);
                 for n in self.live() {
                     let fx = self.nodes[&n].replica.tick(self.now);
@@ -450,7 +495,8 @@ impl Sim {
             return;
         };
         let theirs = self.batches(leader);
-        for a in &self.acked {
+        let leader_start = self.nodes[&leader].replica.log().log_start_offset();
+        for a in self.acked.iter().filter(|a| a.0 >= leader_start) {
             if !theirs.contains(a) {
                 self.fail(format!(
                     "acknowledged batch {a:?} is not on leader {leader}"
@@ -469,7 +515,8 @@ impl Sim {
         for n in self.live() {
             let mine = self.batches(n);
             let hw = self.nodes[&n].replica.log().high_watermark();
-            let visible = |b: &&(Offset, u32)| b.0 < hw;
+            let from = leader_start.max(self.nodes[&n].replica.log().log_start_offset());
+            let visible = |b: &&(Offset, u32)| b.0 >= from && b.0 < hw;
             let a: Vec<_> = mine.iter().filter(visible).collect();
             let b: Vec<_> = theirs.iter().filter(visible).collect();
             if a != b {
@@ -512,9 +559,13 @@ impl Sim {
             .state
             .leader
             .unwrap_or_else(|| self.fail("no leader after healing".into()));
-        let theirs = self.batches(leader);
+        let start = |sim: &Sim, n: NodeId| sim.nodes[&n].replica.log().log_start_offset();
         for n in self.live() {
-            if self.batches(n) != theirs {
+            let from = start(self, n).max(start(self, leader));
+            let after = |b: &(Offset, u32)| b.0 >= from;
+            let mine: Vec<_> = self.batches(n).into_iter().filter(after).collect();
+            let theirs: Vec<_> = self.batches(leader).into_iter().filter(after).collect();
+            if mine != theirs {
                 self.fail(format!("node {n} did not end with leader {leader}'s log"));
             }
         }
@@ -583,16 +634,23 @@ fn run(seed: u64, steps: usize) -> Sim {
 /// names one that replays.
 #[test]
 fn replicas_over_real_logs_keep_what_was_acknowledged() {
-    let (mut acked, mut truncations) = (0, 0);
+    let (mut acked, mut truncations, mut fresh) = (0, 0, 0);
     for seed in 0..24 {
         let sim = run(seed, 400);
         acked += sim.acked.len();
         truncations += sim.truncations;
+        fresh += sim.fresh_starts;
     }
     // The runs did what they are for.
-    eprintln!("{acked} acks=all batches acknowledged, {truncations} truncations");
+    eprintln!(
+        "{acked} acks=all batches acknowledged, {truncations} truncations, {fresh} fresh starts"
+    );
     assert!(acked > 400, "only {acked} acks=all batches acknowledged");
     assert!(truncations > 0, "no follower ever diverged");
+    assert!(
+        fresh > 0,
+        "no follower ever fell behind its leader's log start"
+    );
 }
 
 /// Replays one seed (`REPLICA_SIM_SEED`), or many more seeds
