@@ -169,9 +169,13 @@ async fn ten_thousand_partitions_fit_a_small_file_limit_without_stalling_others(
         "{} Metadata requests during the creation; the slowest took {worst:?}",
         asked.load(Ordering::Relaxed)
     );
-    // Blocked for the whole creation, this would be seconds.
+    // Blocked behind the creation (the 10,000 partitions' files take
+    // seconds to make), this would be seconds. The bound is far above a
+    // loaded 2-core machine's scheduling jitter (a run under a parallel
+    // build saw 100 ms) and far below the creation: what it tells apart is
+    // waiting for the creation, not speed (that is a benchmark's).
     assert!(
-        worst < Duration::from_millis(50),
+        worst < Duration::from_secs(1),
         "a Metadata request waited {worst:?} during the creation"
     );
 
