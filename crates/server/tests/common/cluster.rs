@@ -2,6 +2,7 @@
 //! (each a broker and a controller voter), each with its own data
 //! directory and ports, so clusters of parallel tests never meet.
 
+use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::time::Duration;
 
@@ -10,7 +11,13 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{BrokerProcess, RawConn};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic};
+use rdkafka::client::DefaultClientContext;
+
+use super::{client_config, BrokerProcess, RawConn};
+
+/// How long a cluster's brokers get to agree on a change.
+const SEEN_WITHIN: Duration = Duration::from_secs(30);
 
 /// A key of `key_type` (0 group, 1 transactional id), `prefix`-N, whose
 /// coordinator is node `node` (a live one), as FindCoordinator at `addr`
@@ -259,4 +266,53 @@ impl Cluster {
         self.nodes[id - 1]
             .wait_for_log_line(&format!("{needle:?}"), timeout, |l| l.contains(needle));
     }
+}
+
+/// Partition → leader of `topic` as `addr` reports it, once it reports
+/// `partitions` of them.
+pub async fn leaders(addr: &str, topic: &str, partitions: usize) -> BTreeMap<i32, i32> {
+    super::eventually(SEEN_WITHIN, &format!("{topic} on {addr}"), || async {
+        let md = metadata(addr).await;
+        let t = md
+            .topics
+            .iter()
+            .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))?;
+        (t.error_code == 0 && t.partitions.len() == partitions).then(|| {
+            t.partitions
+                .iter()
+                .map(|p| (p.partition_index, p.leader_id.0))
+                .collect()
+        })
+    })
+    .await
+}
+
+/// Waits until every node reports `n` live brokers.
+pub async fn wait_brokers(c: &Cluster, nodes: &[usize], n: usize) {
+    for &id in nodes {
+        let addr = c.addr(id);
+        super::eventually(
+            SEEN_WITHIN,
+            &format!("{n} brokers seen by node {id}"),
+            || {
+                let addr = addr.clone();
+                async move { (metadata(&addr).await.brokers.len() == n).then_some(()) }
+            },
+        )
+        .await;
+    }
+}
+
+/// An admin client of `bootstrap`.
+pub fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
+    client_config(bootstrap).create().unwrap()
+}
+
+/// Creates `topic` through `bootstrap`; it must succeed.
+pub async fn create(bootstrap: &str, topic: NewTopic<'_>) {
+    let r = admin(bootstrap)
+        .create_topics(&[topic], &AdminOptions::new())
+        .await
+        .unwrap();
+    r[0].as_ref().unwrap_or_else(|e| panic!("create: {e:?}"));
 }
