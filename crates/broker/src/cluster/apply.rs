@@ -70,6 +70,7 @@ impl Broker {
             applied: watch::Sender::new(applied),
             view: RwLock::new(Arc::new(view)),
             pending: Default::default(),
+            registration_epoch: std::sync::atomic::AtomicI64::new(-1),
         };
         let broker = Broker::assemble(
             static_config,

@@ -535,6 +535,7 @@ async fn register_and_open(
         Ok(opened) => opened?,
         Err(e) => return Err((task_failed(e), None)),
     };
+    broker.set_registration_epoch(epoch);
     let tasks = vec![
         tokio::spawn(follow(broker.clone(), link.clone(), stop.clone())),
         tokio::spawn(heartbeats(

@@ -7,6 +7,7 @@
 //! A standalone node (`magnetar standalone`) is such a member too, of a
 //! quorum of one inside its process (see [`membership`]).
 
+mod alter_partition;
 mod apply;
 mod controller_port;
 mod dir;
@@ -18,6 +19,7 @@ mod state;
 
 use std::sync::Arc;
 
+pub use alter_partition::AlterPartitionRefusal;
 pub use dir::{ClusterDir, MetadataFile, IMPORTED_SUFFIX, MEMBERSHIP_FILE};
 pub use link::ClusterLink;
 pub use membership::{join, Membership};

@@ -15,7 +15,11 @@ use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
 use crate::metadata_machine::{MetadataBatch, MetadataMachine};
-use crate::metadata_records::{MetadataRecord, NodeId};
+use crate::metadata_records::{MetadataRecord, NodeId, PartitionState};
+use magnetar_replication::{AlterPartitionRequest, PartitionEpoch};
+use model::LeaderEpoch;
+
+use super::alter_partition::AlterPartitionRefusal;
 use crate::registry::{DirectoryClaim, Registry, RegistryError};
 use magnetar_metadata::leadership::with_leadership;
 
@@ -60,6 +64,23 @@ pub enum ServiceRequest {
     /// The state of the controller quorum (Kafka's DescribeQuorum), as
     /// the leader knows it.
     DescribeQuorum,
+    /// A partition's leader asks for a new ISR (Kafka's AlterPartition).
+    AlterPartition {
+        /// The leader's node id.
+        node: NodeId,
+        /// Its registration epoch.
+        epoch: i64,
+        /// The topic.
+        topic_id: model::TopicId,
+        /// The partition.
+        partition: i32,
+        /// The leader epoch it leads in.
+        leader_epoch: i32,
+        /// The partition epoch its view is built on.
+        partition_epoch: i32,
+        /// The ISR it asks for.
+        new_isr: Vec<NodeId>,
+    },
 }
 
 /// How far one node has come in the metadata log (Kafka's
@@ -120,6 +141,13 @@ pub enum ServiceResponse {
     Superseded(String),
     /// The quorum's state.
     Quorum(QuorumDescription),
+    /// An AlterPartition committed: the partition's state now.
+    PartitionChanged {
+        /// The state.
+        state: PartitionState,
+    },
+    /// An AlterPartition refused.
+    AlterPartitionRefused(AlterPartitionRefusal),
 }
 
 /// What to answer once a decision's records are committed.
@@ -136,6 +164,9 @@ enum Pending {
     Shutdown {
         node: NodeId,
         epoch: i64,
+    },
+    AlterPartition {
+        state: PartitionState,
     },
 }
 
@@ -327,6 +358,27 @@ impl BrokerService {
                     progress.remove(&node);
                     Ok((records, Pending::Shutdown { node, epoch }))
                 }
+                ServiceRequest::AlterPartition {
+                    node,
+                    epoch,
+                    topic_id,
+                    partition,
+                    leader_epoch,
+                    partition_epoch,
+                    new_isr,
+                } => {
+                    let request = AlterPartitionRequest {
+                        broker: model::NodeId(node),
+                        leader_epoch: LeaderEpoch(leader_epoch),
+                        partition_epoch: PartitionEpoch(partition_epoch),
+                        new_isr: new_isr.into_iter().map(model::NodeId).collect(),
+                    };
+                    let (record, state) = super::alter_partition::decide(
+                        m, node, epoch, topic_id, partition, &request,
+                    )
+                    .map_err(ServiceResponse::AlterPartitionRefused)?;
+                    Ok((vec![record], Pending::AlterPartition { state }))
+                }
                 ServiceRequest::DescribeQuorum => unreachable!("answered above"),
             }
         })
@@ -454,6 +506,7 @@ impl BrokerService {
                 info!(node, epoch, "broker shut down cleanly: fenced");
                 ServiceResponse::Heartbeat { fenced: true }
             }
+            Pending::AlterPartition { state } => ServiceResponse::PartitionChanged { state },
         })
     }
 

@@ -86,4 +86,7 @@ pub(crate) struct ClusterState {
     /// metadata was applied (e.g. the disk was full): retried until they
     /// open (see [`crate::Broker::retry_pending_topics`]).
     pub(crate) pending: parking_lot::Mutex<BTreeSet<model::TopicName>>,
+    /// This process's registration epoch, once registered (-1 before):
+    /// the controller refuses a leader's requests sent under an older one.
+    pub(crate) registration_epoch: std::sync::atomic::AtomicI64,
 }
