@@ -5,7 +5,7 @@
 use super::key_spec::{ConfigKey, ValueKind};
 
 const WEEK_MS: &str = "604800000";
-const I32_MAX: i64 = i32::MAX as i64;
+pub(super) const I32_MAX: i64 = i32::MAX as i64;
 const LONG_MAX: &str = "9223372036854775807";
 
 /// `compression.type` values (Kafka's `BrokerCompressionType`).
@@ -20,7 +20,7 @@ const fn int(min: i64, max: i64) -> ValueKind {
     ValueKind::Int { min, max }
 }
 
-const fn long(min: i64) -> ValueKind {
+pub(super) const fn long(min: i64) -> ValueKind {
     ValueKind::Long { min, max: i64::MAX }
 }
 

@@ -6,14 +6,8 @@
 //! Kafka 4 does. `message.downconversion.enable` is deprecated in Kafka 4
 //! and a no-op there; it is accepted the same way.
 
-use super::broker_keys::{CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES};
+use super::broker_keys::{long, CLEANUP_POLICIES, COMPRESSION_TYPES, I32_MAX, TIMESTAMP_TYPES};
 use super::key_spec::{ConfigKey, ValueKind};
-
-const I32_MAX: i64 = i32::MAX as i64;
-
-const fn long(min: i64) -> ValueKind {
-    ValueKind::Long { min, max: i64::MAX }
-}
 
 const fn t(
     name: &'static str,
