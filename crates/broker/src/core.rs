@@ -67,6 +67,8 @@ pub struct Broker {
     pub(crate) quotas: QuotaManager,
     // How a cluster member's transactions reach other brokers.
     pub(crate) txn_peers: OnceLock<Arc<dyn crate::txn::TxnPeers>>,
+    // Replicas, replica fetchers, AlterPartition requests.
+    pub(crate) replication: crate::replica::ReplicationHub,
     // `queued.max.request.bytes`, shared by every listener.
     request_budget: crate::limits::RequestBudget,
 }
@@ -123,6 +125,7 @@ impl Broker {
             authorizer,
             quotas,
             txn_peers: OnceLock::new(),
+            replication: Default::default(),
         }
     }
 

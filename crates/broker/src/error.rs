@@ -68,6 +68,20 @@ pub enum Error {
         /// The partition's `min.insync.replicas`.
         required: u32,
     },
+    /// Refused or failed by a partition's replication (not its leader, an
+    /// ISR below `min.insync.replicas`, a stale leader epoch…).
+    #[error("partition {partition}: {source}")]
+    Replication {
+        /// The partition (`topic-N`).
+        partition: String,
+        /// Why.
+        #[source]
+        source: magnetar_replication::ReplicationError,
+    },
+    /// `acks=all` records not replicated to the in-sync replicas within
+    /// the request's timeout (they may still be, later).
+    #[error("{0}")]
+    ReplicationTimeout(String),
     /// A request that is well-formed but not acceptable.
     #[error("invalid request: {0}")]
     InvalidRequest(String),

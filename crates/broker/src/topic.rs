@@ -76,13 +76,22 @@ impl Topic {
             .partitions
             .binary_search_by_key(&p.0, |x| x.tp.partition.0)
         {
-            Ok(i) => Ok(&self.partitions[i]),
-            Err(_) => Err(Error::PartitionNotHosted {
+            Ok(i) if self.partitions[i].leads() => Ok(&self.partitions[i]),
+            _ => Err(Error::PartitionNotHosted {
                 topic: self.name.to_string(),
                 partition: p,
                 leader: state.leader,
             }),
         }
+    }
+
+    /// This broker's replica of partition `p`, led here or not (a
+    /// follower's log, for replication).
+    pub fn hosted_partition(&self, p: PartitionId) -> Option<&Arc<Partition>> {
+        self.partitions
+            .binary_search_by_key(&p.0, |x| x.tp.partition.0)
+            .ok()
+            .map(|i| &self.partitions[i])
     }
 }
 
@@ -104,6 +113,8 @@ pub struct Partition {
     /// clears its producer's guard (see
     /// [`crate::Broker::verify_transactional_appends`]).
     txn_guards: Mutex<std::collections::HashMap<ProducerId, TxnGuard>>,
+    /// Its replica, when it has more than one (see [`crate::replica`]).
+    pub(crate) replication: crate::replica::PartitionReplication,
 }
 
 /// A transactional producer's check with its coordinator (KIP-890's
@@ -142,6 +153,7 @@ impl Partition {
             producers: AtomicUsize::new(0),
             state: RwLock::new(state),
             txn_guards: Mutex::new(std::collections::HashMap::new()),
+            replication: Default::default(),
         }
     }
 
@@ -265,15 +277,24 @@ impl Partition {
     }
 
     /// The replicas in sync with the leader, the leader included: this
-    /// node alone on a single-node broker.
+    /// node alone for a partition with one replica.
     pub fn in_sync_replicas(&self) -> usize {
-        1
+        if self.replica().is_some() {
+            self.state.read().isr.len()
+        } else {
+            1
+        }
     }
 
     /// [`Error::NotEnoughReplicas`] when an `acks=all` write would have
     /// fewer in-sync replicas than the log's `min.insync.replicas`, as Kafka
-    /// refuses it (before appending).
+    /// refuses it (before appending); NOT_LEADER_OR_FOLLOWER on a follower.
     pub fn check_min_insync(&self) -> Result<(), Error> {
+        if let Some(r) = self.replica() {
+            return r
+                .check_append(magnetar_replication::Acks::All)
+                .map_err(|e| self.replication_error(e));
+        }
         let required = self.log.min_insync_replicas();
         let in_sync = self.in_sync_replicas();
         if (in_sync as u64) < u64::from(required) {
@@ -289,11 +310,14 @@ impl Partition {
     /// Appends producer batches (validated, offsets assigned by the log) and
     /// wakes fetchers waiting for data.
     pub fn append(&self, batches: &[u8], now: Timestamp) -> Result<AppendOutcome, Error> {
-        self.append_storage(batches, now)
-            .map_err(|e| self.storage_error(e))
+        self.leader_write(|| {
+            self.append_storage(batches, now)
+                .map_err(|e| self.storage_error(e))
+        })
     }
 
-    /// [`Partition::append`] with the storage error as it is.
+    /// [`Partition::append`] with the storage error as it is, for the
+    /// group coordinator's own log (one replica: no leader to check).
     pub(crate) fn append_storage(
         &self,
         batches: &[u8],
@@ -315,8 +339,10 @@ impl Partition {
         batches: &[u8],
         now: Timestamp,
     ) -> Result<(AppendOutcome, storage::SyncWork), Error> {
-        let out = self.log.append_deferred(batches, self.leader_epoch(), now);
-        self.note_append(out, batches.len())
+        self.leader_write(|| {
+            let out = self.log.append_deferred(batches, self.leader_epoch(), now);
+            self.note_append(out, batches.len())
+        })
     }
 
     /// [`Partition::append_deferred`] for transactional batches whose
@@ -327,10 +353,12 @@ impl Partition {
         batches: &[u8],
         now: Timestamp,
     ) -> Result<(AppendOutcome, storage::SyncWork), Error> {
-        let out = self
-            .log
-            .append_transactional_deferred(batches, self.leader_epoch(), now);
-        self.note_append(out, batches.len())
+        self.leader_write(|| {
+            let out = self
+                .log
+                .append_transactional_deferred(batches, self.leader_epoch(), now);
+            self.note_append(out, batches.len())
+        })
     }
 
     /// Counts an append's traffic and wakes fetchers waiting for data.
@@ -345,6 +373,11 @@ impl Partition {
             self.appended.notify_waiters();
         }
         Ok(out)
+    }
+
+    /// Wakes whoever waits for new data or a new high watermark.
+    pub(crate) fn notify_appended(&self) {
+        self.appended.notify_waiters();
     }
 
     /// Ends the marker's producer's transaction here: writes the marker
@@ -370,10 +403,11 @@ impl Partition {
             return Ok(None);
         };
         check(open.epoch)?;
-        let (_, work) = self
-            .log
-            .write_marker(marker, self.leader_epoch(), now)
-            .map_err(|e| self.storage_error(e))?;
+        let (_, work) = self.leader_write(|| {
+            self.log
+                .write_marker(marker, self.leader_epoch(), now)
+                .map_err(|e| self.storage_error(e))
+        })?;
         drop(guards);
         self.appended.notify_waiters();
         Ok(Some(work))
@@ -416,13 +450,33 @@ impl Partition {
             .map_err(|e| self.storage_error(e))
     }
 
-    /// Waits until the log end offset is past `offset` (a record at or
-    /// after `offset` exists) or `deadline` passes; true if it is. The
+    /// Waits until the high watermark is past `offset` (a record at or
+    /// after `offset` is readable by consumers: on a partition with one
+    /// replica, exists) or `deadline` passes; true if it is. The
     /// long-poll primitive of every front end: Kafka's Fetch waits with the
     /// log end it last saw, a Pulsar dispatcher with its read position.
     pub async fn wait_for(&self, offset: Offset, deadline: tokio::time::Instant) -> bool {
         loop {
             // Registered before the check, so an append in between is seen.
+            let notified = self.appended.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.log.high_watermark() > offset {
+                return true;
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep_until(deadline) => {
+                    return self.log.high_watermark() > offset;
+                }
+            }
+        }
+    }
+
+    /// [`Partition::wait_for`] for a follower's fetch: until the log end
+    /// (not the high watermark) is past `offset`.
+    pub async fn wait_for_log_end(&self, offset: Offset, deadline: tokio::time::Instant) -> bool {
+        loop {
             let notified = self.appended.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();

@@ -6,6 +6,7 @@ use super::key_spec::{ConfigKey, ValueKind};
 
 const WEEK_MS: &str = "604800000";
 pub(super) const I32_MAX: i64 = i32::MAX as i64;
+const I32_MIN: i64 = i32::MIN as i64;
 const LONG_MAX: &str = "9223372036854775807";
 
 /// `compression.type` values (Kafka's `BrokerCompressionType`).
@@ -186,6 +187,22 @@ pub const BROKER_KEYS: &[ConfigKey] = &[
         "LZ4 level used when recompressing (accepted; the LZ4 encoder has a single level)."),
     b("compression.zstd.level", "3", int(-131_072, 22), true,
         "zstd level used when recompressing."),
+    b("default.replication.factor", "1", int(I32_MIN, I32_MAX), false,
+        "Replication factor of topics created without one (-1) and of auto-created topics."),
+    b("num.replica.fetchers", "1", int(I32_MIN, I32_MAX), true,
+        "Replica fetcher tasks per source broker; a follower partition is fetched by one of them."),
+    b("replica.fetch.backoff.ms", "1000", int(0, I32_MAX), false,
+        "How long a replica fetcher waits after a failed or refused fetch before fetching again."),
+    b("replica.fetch.max.bytes", "1048576", int(0, I32_MAX), false,
+        "Bytes a follower asks for per partition in one fetch (at least one whole batch is sent)."),
+    b("replica.fetch.min.bytes", "1", int(I32_MIN, I32_MAX), false,
+        "Bytes a follower's fetch waits for before the leader answers."),
+    b("replica.fetch.response.max.bytes", "10485760", int(0, I32_MAX), false,
+        "Bytes a follower asks for in one fetch, over all its partitions."),
+    b("replica.fetch.wait.max.ms", "500", int(I32_MIN, I32_MAX), false,
+        "Longest a follower's fetch waits at the leader for new records."),
+    b("replica.lag.time.max.ms", "30000", ValueKind::Long { min: i64::MIN, max: i64::MAX }, false,
+        "A follower not caught up with the leader's log end for this long leaves the ISR (and rejoins once caught up)."),
     b("min.insync.replicas", "1", int(1, I32_MAX), true,
         "acks=all produce needs this many in-sync replicas (NOT_ENOUGH_REPLICAS otherwise; one on this single node)."),
     b("unclean.leader.election.enable", "false", ValueKind::Bool, true,

@@ -128,7 +128,7 @@ impl From<broker::Error> for ApiError {
             | E::OperationNotAttempted => ApiError::bad_request(e.to_string()),
             // Requests about another broker's partitions are redirected
             // before they get here (see `crate::redirect`).
-            E::PartitionNotHosted { .. } => {
+            E::PartitionNotHosted { .. } | E::Replication { .. } | E::ReplicationTimeout(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
             }
             E::Storage { .. }

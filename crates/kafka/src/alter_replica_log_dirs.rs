@@ -48,7 +48,7 @@ pub(crate) fn handle(
             let partitions = t.partitions.iter().map(|&p| {
                 let exists = topic
                     .as_ref()
-                    .is_some_and(|t| t.partition(PartitionId(p)).is_ok());
+                    .is_some_and(|t| t.hosted_partition(PartitionId(p)).is_some());
                 let code = if !allowed {
                     ResponseError::ClusterAuthorizationFailed.code()
                 } else if !ours {

@@ -42,7 +42,7 @@ pub(crate) fn handle(
     }
     let describe = |topic: &Topic, partitions: &mut dyn Iterator<Item = i32>| {
         let partitions: Vec<DescribeLogDirsPartition> = partitions
-            .filter_map(|p| topic.partition(PartitionId(p)).ok())
+            .filter_map(|p| topic.hosted_partition(PartitionId(p)))
             .map(|p| {
                 DescribeLogDirsPartition::default()
                     .with_partition_index(p.tp.partition.0)

@@ -20,6 +20,8 @@ pub fn response_error(e: &Error) -> ResponseError {
         Error::InvalidReplicationFactor(_) => R::InvalidReplicationFactor,
         Error::InvalidReplicaAssignment(_) => R::InvalidReplicaAssignment,
         Error::NotEnoughReplicas { .. } => R::NotEnoughReplicas,
+        Error::Replication { source, .. } => replication_error(source),
+        Error::ReplicationTimeout(_) => R::RequestTimedOut,
         Error::InvalidRequest(_) | Error::MetadataConflict(_) => R::InvalidRequest,
         // Subscriptions are not reachable from Kafka requests.
         Error::ConsumerBusy(_)
@@ -55,6 +57,24 @@ pub fn response_error(e: &Error) -> ResponseError {
         | Error::MetadataIo { .. }
         | Error::MetadataCorrupt { .. }
         | Error::Startup(_) => R::KafkaStorageError,
+    }
+}
+
+/// The Kafka error for a replication refusal.
+pub fn replication_error(e: &broker::replica::ReplicationError) -> ResponseError {
+    use broker::replica::ReplicationError as E;
+    use ResponseError as R;
+    match e {
+        E::NotEnoughReplicas { .. } => R::NotEnoughReplicas,
+        E::NotEnoughReplicasAfterAppend => R::NotEnoughReplicasAfterAppend,
+        E::NotLeader => R::NotLeaderOrFollower,
+        E::FencedLeaderEpoch { .. } => R::FencedLeaderEpoch,
+        E::UnknownLeaderEpoch { .. } => R::UnknownLeaderEpoch,
+        E::InvalidUpdateVersion { .. } => R::InvalidUpdateVersion,
+        E::UnknownReplica(_) => R::UnknownServerError,
+        E::IneligibleReplica(_) => R::IneligibleReplica,
+        E::NoEligibleLeader => R::EligibleLeadersNotAvailable,
+        E::InvalidRequest(_) => R::InvalidRequest,
     }
 }
 

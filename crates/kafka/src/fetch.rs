@@ -62,6 +62,10 @@ pub(crate) async fn handle(
     req: FetchRequest,
     quota_cap: Option<usize>,
 ) -> ResponseFrame {
+    if let Some(replica) = super::fetch_replica::replica_of(version, &req) {
+        return super::fetch_replica::handle(broker, access, correlation_id, version, replica, req)
+            .await;
+    }
     // An incremental fetch against a session we never created.
     if version >= 7 && req.session_id != 0 {
         let answer = FetchAnswer {
@@ -219,6 +223,7 @@ fn read_all(plan: &Plan) -> (Vec<PartitionAnswer>, Vec<u64>, usize, bool) {
                     log_start_offset: -1,
                     aborted: None,
                     records: None,
+                    diverging: None,
                 });
             }
         }
@@ -251,6 +256,7 @@ fn read_one(
         log_start_offset: start,
         aborted: read_committed.then(Vec::new),
         records: None,
+        diverging: None,
     };
     match p.read_region_isolated(Offset(t.fetch_offset), max, first, read_committed) {
         Ok(r) => {

@@ -26,6 +26,9 @@ pub struct PartitionAnswer {
     pub aborted: Option<Vec<(i64, i64)>>,
     /// The records; `None` sends an empty records field.
     pub records: Option<FileRegion>,
+    /// To a follower whose log diverged (v12+): the leader's epoch and
+    /// where it ends.
+    pub diverging: Option<(i32, i64)>,
 }
 
 /// One topic's answer.
@@ -127,7 +130,20 @@ pub fn encode(answer: &FetchAnswer, correlation_id: i32, version: i16) -> Respon
                 f.file(r.clone());
             }
             if flexible {
-                put_uvarint(f.buf(), 0);
+                let b = f.buf();
+                match p.diverging {
+                    // One tagged field: tag 0, DivergingEpoch (epoch,
+                    // end offset, no tagged fields of its own).
+                    Some((epoch, end_offset)) => {
+                        put_uvarint(b, 1);
+                        put_uvarint(b, 0);
+                        put_uvarint(b, 13);
+                        b.put_i32(epoch);
+                        b.put_i64(end_offset);
+                        put_uvarint(b, 0);
+                    }
+                    None => put_uvarint(b, 0),
+                }
             }
         }
         if flexible {
@@ -328,6 +344,7 @@ mod tests {
                                 log_start_offset: 0,
                                 aborted: aborted.then(|| vec![(*index as i64, *hw), (7, 0)]),
                                 records: records.map(|n| region(dir.path(), &vec![7u8; n])),
+                                diverging: None,
                             })
                             .collect(),
                     })

@@ -88,7 +88,7 @@ impl KafkaPeers {
     }
 
     /// Sends `req` at `version` to the broker at `addr`; its answer.
-    async fn call<R: kafka_protocol::protocol::Request>(
+    pub(crate) async fn call<R: kafka_protocol::protocol::Request>(
         &self,
         addr: &str,
         version: i16,

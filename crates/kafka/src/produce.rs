@@ -17,7 +17,7 @@ use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
-use model::{PartitionId, TopicId};
+use model::{Offset, PartitionId, TopicId};
 use storage::{AppendOutcome, SyncWork};
 use tracing::warn;
 
@@ -43,7 +43,11 @@ pub(crate) async fn handle(
     req: ProduceRequest,
 ) -> Outcome {
     let acks = req.acks;
+    let timeout = std::time::Duration::from_millis(req.timeout_ms.max(0) as u64);
     let mut disk_work = Vec::new();
+    // acks=all appends to replicated partitions, answered once committed:
+    // (topic index, partition index in it, partition, offset to reach).
+    let mut commits: Vec<(usize, usize, Arc<Partition>, Offset)> = Vec::new();
     let mut responses = Vec::with_capacity(req.topic_data.len());
     let transactional_id = req
         .transactional_id
@@ -84,10 +88,12 @@ pub(crate) async fn handle(
             None if denied => Some(ResponseError::TopicAuthorizationFailed),
             e => e,
         };
+        let topic_index = responses.len();
         let partition_responses = topic_data
             .partition_data
             .into_iter()
-            .map(|pd| {
+            .enumerate()
+            .map(|(partition_index, pd)| {
                 let index = pd.index;
                 let refusal = topic
                     .as_ref()
@@ -109,6 +115,12 @@ pub(crate) async fn handle(
                             transactional_id.as_deref(),
                             &mut disk_work,
                         )
+                        .map(|(response, commit)| {
+                            if let Some((p, next)) = commit {
+                                commits.push((topic_index, partition_index, p, next));
+                            }
+                            response
+                        })
                     }
                     .map_err(|e| {
                         let records = record_errors(&e, t.name.as_str(), index);
@@ -140,6 +152,9 @@ pub(crate) async fn handle(
         // Next to the fsync it measures, the series lookup costs nothing.
         broker.metrics().produce_flush_wait("kafka").observe(waited);
     }
+    if !commits.is_empty() {
+        await_commits(&mut responses, commits, timeout, version).await;
+    }
     if acks != 0 {
         return Outcome::Reply(ResponseKind::Produce(
             ProduceResponse::default().with_responses(responses),
@@ -160,6 +175,38 @@ pub(crate) async fn handle(
     }
 }
 
+/// Waits for each acks=all append to be committed (all at once, until the
+/// request's `timeout_ms`); one not committed gets its error instead
+/// (NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER,
+/// REQUEST_TIMED_OUT), as Kafka's delayed produce answers.
+async fn await_commits(
+    responses: &mut [TopicProduceResponse],
+    commits: Vec<(usize, usize, Arc<Partition>, Offset)>,
+    timeout: std::time::Duration,
+    version: i16,
+) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let waits = commits
+        .iter()
+        .map(|(_, _, p, next)| p.wait_committed(*next, deadline));
+    let results = futures::future::join_all(waits).await;
+    for ((ti, pi, _, _), result) in commits.into_iter().zip(results) {
+        if let Err(e) = result {
+            let r = &mut responses[ti].partition_responses[pi];
+            r.error_code = response_error(&e).code();
+            r.base_offset = -1;
+            if version >= 8 {
+                r.error_message = Some(StrBytes::from_string(e.to_string()));
+            }
+        }
+    }
+}
+
+/// Appends one partition's batches; for acks=all on a replicated
+/// partition, also the partition and the offset its high watermark must
+/// reach before the producer is answered.
+type Appended = (PartitionProduceResponse, Option<(Arc<Partition>, Offset)>);
+
 fn append(
     broker: &Broker,
     topic: &Topic,
@@ -167,7 +214,7 @@ fn append(
     acks: i16,
     transactional_id: Option<&str>,
     disk_work: &mut Vec<(Arc<Partition>, SyncWork)>,
-) -> Result<PartitionProduceResponse, Error> {
+) -> Result<Appended, Error> {
     topic.ensure_client_writable()?;
     let partition = topic.partition(PartitionId(pd.index))?;
     if acks == -1 {
@@ -206,10 +253,13 @@ fn append(
             return Err(e);
         }
     };
-    Ok(PartitionProduceResponse::default()
+    let commit = (acks == -1 && partition.replica().is_some())
+        .then(|| (partition.clone(), Offset(info.last_offset.0 + 1)));
+    let response = PartitionProduceResponse::default()
         .with_base_offset(info.base_offset.0)
         .with_log_append_time_ms(info.log_append_time.map_or(-1, |t| t.0))
-        .with_log_start_offset(info.log_start_offset.0))
+        .with_log_start_offset(info.log_start_offset.0);
+    Ok((response, commit))
 }
 
 /// A transactional Produce whose transaction another broker coordinates:

@@ -88,7 +88,7 @@ pub fn create_topic(
         ));
     }
     let replication_factor = match req.replication_factor {
-        None | Some(-1) => 1,
+        None | Some(-1) => config.int_value("default.replication.factor").max(1) as usize,
         Some(n) if n > 0 => n as usize,
         Some(n) => {
             return Err(Error::InvalidReplicationFactor(format!(

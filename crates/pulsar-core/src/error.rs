@@ -58,6 +58,8 @@ impl From<broker::Error> for PulsarError {
             E::InvalidTopic(_) => ServerError::InvalidTopicName,
             // The client looks the topic up again and is sent to its owner.
             E::PartitionNotHosted { .. }
+            | E::Replication { .. }
+            | E::ReplicationTimeout(_)
             | E::ControllerUnavailable(_)
             | E::CoordinatorUnavailable(_) => {
                 ServerError::ServiceNotReady

@@ -245,7 +245,7 @@ pub fn send(
     data: Bytes,
     max_message_size: usize,
     now: Timestamp,
-) -> Result<(CommandSendReceipt, Option<storage::SyncWork>), PulsarError> {
+) -> Result<Sent, PulsarError> {
     let first = cmd.sequence_id as i64;
     let highest = (cmd.highest_sequence_id.unwrap_or(0) as i64).max(first);
     let receipt = |id: MessageIdData| CommandSendReceipt {
@@ -261,7 +261,11 @@ pub fn send(
             entry_id: u64::MAX,
             ..Default::default()
         };
-        Ok((receipt(id), None))
+        Ok(Sent {
+            receipt: receipt(id),
+            work: None,
+            next: None,
+        })
     };
     if producer
         .sequences
@@ -295,7 +299,24 @@ pub fn send(
         .traffic
         .record_in(info.record_count, batch.len() as u64);
     let id = producer.target.ids.entry_id(info.base_offset);
-    Ok((receipt(id), (!work.is_empty()).then_some(work)))
+    Ok(Sent {
+        receipt: receipt(id),
+        work: (!work.is_empty()).then_some(work),
+        next: Some(info.last_offset.plus(1)),
+    })
+}
+
+/// A message taken by [`send`].
+#[derive(Debug)]
+pub struct Sent {
+    /// The receipt to send back.
+    pub receipt: CommandSendReceipt,
+    /// The disk work the append left (see [`broker::complete_disk_work`]).
+    pub work: Option<storage::SyncWork>,
+    /// The offset after the message: on a replicated partition the
+    /// receipt waits until it is committed (None: a duplicate, answered
+    /// at once).
+    pub next: Option<model::Offset>,
 }
 
 /// Brings a partition's sequences up to date from its log: every batch from

@@ -41,6 +41,9 @@ pub type Close = String;
 
 /// No error answered (`ServerError` codes are never negative).
 const NO_ERROR: i32 = -1;
+/// How long a message on a replicated partition waits for its in-sync
+/// replicas before the producer hears an error (and retries).
+const COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// One connection.
 pub struct Session {
@@ -334,8 +337,8 @@ impl Session {
                     self.shared.max_message_size,
                     broker::now_ms(),
                 ) {
-                    Ok((receipt, work)) => {
-                        if let Some(work) = work {
+                    Ok(sent) => {
+                        if let Some(work) = sent.work {
                             let work = vec![(p.target.partition.clone(), work)];
                             if let Some(waited) = broker::complete_disk_work(work).await {
                                 broker
@@ -344,7 +347,25 @@ impl Session {
                                     .observe(waited);
                             }
                         }
-                        self.reply(receipt).await
+                        // On a replicated partition the message is
+                        // persisted once the in-sync replicas have it, as
+                        // Pulsar acknowledges after its write quorum.
+                        if let Some(next) = sent.next {
+                            let deadline = tokio::time::Instant::now() + COMMIT_TIMEOUT;
+                            if let Err(e) = p.target.partition.wait_committed(next, deadline).await
+                            {
+                                let e = PulsarError::from(e);
+                                return self
+                                    .reply(CommandSendError {
+                                        producer_id: c.producer_id,
+                                        sequence_id: c.sequence_id,
+                                        error: e.code as i32,
+                                        message: e.message,
+                                    })
+                                    .await;
+                            }
+                        }
+                        self.reply(sent.receipt).await
                     }
                     Err(e) => {
                         self.reply(CommandSendError {

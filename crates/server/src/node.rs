@@ -152,9 +152,12 @@ impl Node {
         // A quorum of one inside this process has no other broker to reach.
         if !membership.in_process() {
             match magnetar_kafka::peers::KafkaPeers::new(&broker.config()) {
-                Ok(p) => broker.set_txn_peers(p),
+                Ok(p) => {
+                    broker.set_txn_peers(p.clone());
+                    broker.start_replication(p);
+                }
                 Err(why) => tracing::warn!(
-                    "transactions spanning brokers are unavailable on this node: {why}"
+                    "transactions spanning brokers and partition replication are unavailable on this node: {why}"
                 ),
             }
         }

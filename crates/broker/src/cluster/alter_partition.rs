@@ -148,6 +148,11 @@ impl Broker {
             .store(epoch, Ordering::Relaxed);
     }
 
+    /// This process's registration epoch (-1 before it registered).
+    pub fn registration_epoch(&self) -> i64 {
+        self.cluster.registration_epoch.load(Ordering::Relaxed)
+    }
+
     /// Asks the active controller, as this partition's leader, for the ISR
     /// `request` names (Kafka's AlterPartition; sent as this broker, under
     /// its registration epoch, whatever `request.broker` says). `Ok(Ok)`: committed, the

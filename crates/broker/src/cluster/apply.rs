@@ -87,6 +87,7 @@ impl Broker {
             broker.local_offsets_log()?
         };
         broker.start_groups(offsets)?;
+        broker.apply_hosted_replica_states();
         Ok(Arc::new(broker))
     }
 
@@ -250,6 +251,7 @@ impl Broker {
             }
             t.by_id.remove(&rec.id);
         }
+        self.forget_replicas(rec.id);
         if let Some(groups) = self.groups.get() {
             if let Err(e) = groups.forget_topic(rec.name.as_str()) {
                 warn!(topic = %rec.name, "could not remove committed offsets of the deleted topic: {e}");
@@ -280,7 +282,7 @@ impl Broker {
                 continue;
             }
             let pid = PartitionId(p as i32);
-            match current.as_ref().and_then(|t| t.partition(pid).ok()) {
+            match current.as_ref().and_then(|t| t.hosted_partition(pid)) {
                 Some(existing) => {
                     existing.set_state(state.clone());
                     if current.as_ref().is_some_and(|t| t.config != rec.config) {
@@ -315,7 +317,29 @@ impl Broker {
             info!(topic = %rec.name, id = %rec.id, partitions = rec.partitions, "topic created");
         }
         t.by_id.insert(rec.id, rec.name.clone());
-        t.by_name.insert(rec.name.clone(), Arc::new(topic));
+        let topic = Arc::new(topic);
+        t.by_name.insert(rec.name.clone(), topic.clone());
+        drop(t);
+        self.apply_topic_replica_states(&topic);
         Ok(())
+    }
+
+    /// Has each hosted partition of `topic` follow its placement as a
+    /// replica (see [`Broker::apply_replica_state`]).
+    fn apply_topic_replica_states(&self, topic: &Topic) {
+        for p in &topic.partitions {
+            if let Some(state) = topic.placements.get(p.tp.partition.0 as usize) {
+                self.apply_replica_state(p, state);
+            }
+        }
+    }
+
+    /// [`Broker::apply_topic_replica_states`] for every topic, as the
+    /// broker opens.
+    fn apply_hosted_replica_states(&self) {
+        let topics: Vec<Arc<Topic>> = self.topics.read().by_name.values().cloned().collect();
+        for t in topics {
+            self.apply_topic_replica_states(&t);
+        }
     }
 }

@@ -154,15 +154,6 @@ impl Broker {
             }
             return Err(Error::InternalTopic(name.to_string()));
         }
-        let rf = req.replication_factor.unwrap_or(1);
-        if rf > 1 || req.assignments.iter().any(|a| a.len() > 1) {
-            // Replicas that do not replicate would promise durability that
-            // is not there.
-            return Err(Error::InvalidReplicationFactor(
-                "partitions have one replica: replication between brokers is not implemented yet"
-                    .into(),
-            ));
-        }
         let created = self.change_within(patience, |b| {
             let brokers = b.usable_brokers();
             let config = b.config();

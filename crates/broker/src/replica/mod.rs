@@ -15,16 +15,35 @@
 use std::sync::Arc;
 
 use magnetar_replication::{
-    Acks, AlterPartitionRequest, BatchSpan, FetchAnswer, FetchRequest, FollowerEffect,
-    FollowerReplica, LeaderConfig, LeaderEffect, LeaderReplica,
-    PartitionState as ReplicaPartitionState, ReplicationError,
+    AlterPartitionRequest, BatchSpan, FetchAnswer, FollowerEffect, FollowerReplica, LeaderConfig,
+    LeaderEffect, LeaderReplica, PartitionState as ReplicaPartitionState,
 };
 use model::{LeaderEpoch, NodeId, Offset, Timestamp};
 use parking_lot::Mutex;
 use storage::{BatchHeader, FileRegion, Log};
 
+mod hosted;
+#[cfg(test)]
+mod hosted_tests;
+mod hub;
 #[cfg(test)]
 mod tests;
+
+pub use hosted::AlterJob;
+pub(crate) use hosted::PartitionReplication;
+pub(crate) use hub::ReplicationHub;
+pub use hub::{Fetched, FetchedPartition, LeaderLink, PartitionFetch, ReplicaFetch};
+pub use magnetar_replication::{Acks, FetchRequest, ReplicationError};
+
+/// The replicas' clock: milliseconds on a monotonic clock, so a wall
+/// clock jump neither shrinks an ISR nor keeps a lagging follower in it.
+pub(crate) fn clock_ms() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u64
+}
 
 /// What a replica's caller must do after an event.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -38,6 +57,8 @@ pub struct ReplicaEffects {
     /// AlterPartition requests to send to the active controller, with the
     /// id to pass back with the answer.
     pub alter_partition: Vec<(u64, AlterPartitionRequest)>,
+    /// The leader's high watermark, when it moved.
+    pub high_watermark: Option<Offset>,
 }
 
 impl ReplicaEffects {
@@ -46,6 +67,7 @@ impl ReplicaEffects {
             match e {
                 LeaderEffect::HighWatermark { hw, acked, failed } => {
                     log.set_high_watermark(Some(hw))?;
+                    self.high_watermark = Some(hw);
                     self.acked.extend(acked);
                     self.failed.extend(
                         failed
@@ -186,6 +208,7 @@ impl Replica {
                 now,
             )?;
             self.log.set_high_watermark(Some(leader.high_watermark()))?;
+            fx.high_watermark = Some(leader.high_watermark());
             *role = Role::Leader(leader);
             return Ok(fx);
         }
@@ -234,6 +257,14 @@ impl Replica {
             self.fetch_timeout_ms,
             first,
         )
+    }
+
+    /// The leader this replica fetches from, when it follows one.
+    pub fn following(&self) -> Option<NodeId> {
+        match &*self.role.lock() {
+            Role::Follower(f) => f.leader(),
+            _ => None,
+        }
     }
 
     /// Whether this replica leads its partition.

@@ -80,7 +80,7 @@ impl Broker {
     }
 
     /// Where broker `node` takes inter-broker requests; it must be live.
-    fn peer_addr(&self, node: NodeId) -> Result<String, Error> {
+    pub(crate) fn peer_addr(&self, node: NodeId) -> Result<String, Error> {
         let key = self.inter_broker_listener();
         let view = self.cluster_view();
         match view.brokers.get(&node) {

@@ -1,0 +1,236 @@
+//! A hosted partition's replication: the [`Replica`] of a partition with
+//! more than one replica, the order its leader's appends are told to it
+//! in, and the purgatory of `acks=all` producers waiting for the high
+//! watermark to pass their records (keyed by offset, completed when the
+//! leader's high watermark moves: no polling).
+//!
+//! Every write to a partition (producer batches of any front end,
+//! transaction markers) goes through [`Partition::leader_write`], so a
+//! replicated leader's state machine sees every record, in order, and a
+//! follower refuses writes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use magnetar_replication::{Acks, ReplicationError};
+use model::Offset;
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::oneshot;
+
+use super::{Replica, ReplicaEffects};
+use crate::topic::Partition;
+use crate::Error;
+
+/// An AlterPartition a leader asks of the controller, on its way there.
+#[derive(Debug)]
+pub struct AlterJob {
+    /// The partition's topic.
+    pub topic_id: model::TopicId,
+    /// The partition.
+    pub partition: i32,
+    /// The id the replica gave it.
+    pub id: u64,
+    /// The request.
+    pub request: magnetar_replication::AlterPartitionRequest,
+}
+
+type Waiter = oneshot::Sender<Result<(), ReplicationError>>;
+
+/// The replication part of a [`Partition`].
+#[derive(Debug, Default)]
+pub(crate) struct PartitionReplication {
+    replica: RwLock<Option<Replicated>>,
+    /// Held across a leader's write and telling its replica about it.
+    write_order: Mutex<()>,
+    /// `acks=all` producers by the offset the high watermark must reach.
+    purgatory: Mutex<BTreeMap<Offset, Vec<Waiter>>>,
+}
+
+#[derive(Debug, Clone)]
+struct Replicated {
+    replica: Arc<Replica>,
+    alter: tokio::sync::mpsc::UnboundedSender<AlterJob>,
+}
+
+impl Partition {
+    /// The replica of a partition with more than one replica (`None` for
+    /// one with a single replica, which needs none).
+    pub fn replica(&self) -> Option<Arc<Replica>> {
+        self.replication
+            .replica
+            .read()
+            .as_ref()
+            .map(|r| r.replica.clone())
+    }
+
+    /// Gives the partition its replica (once), with where its
+    /// AlterPartition requests go.
+    pub(crate) fn ensure_replica(
+        &self,
+        make: impl FnOnce() -> Replica,
+        alter: &tokio::sync::mpsc::UnboundedSender<AlterJob>,
+    ) -> Arc<Replica> {
+        let mut slot = self.replication.replica.write();
+        slot.get_or_insert_with(|| Replicated {
+            replica: Arc::new(make()),
+            alter: alter.clone(),
+        })
+        .replica
+        .clone()
+    }
+
+    /// Whether this broker takes writes and serves consumers for the
+    /// partition: it leads it, or it is its only replica.
+    pub fn leads(&self) -> bool {
+        self.replica().is_none_or(|r| r.is_leader())
+    }
+
+    /// Runs `write` as this partition's leader: refused
+    /// (NOT_LEADER_OR_FOLLOWER) on a follower; on a replicated leader the
+    /// records it adds are told to the replica in log order.
+    pub(crate) fn leader_write<T>(
+        &self,
+        write: impl FnOnce() -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let Some(replica) = self.replica() else {
+            return write();
+        };
+        replica
+            .check_append(Acks::Leader)
+            .map_err(|e| self.replication_error(e))?;
+        let _order = self.replication.write_order.lock();
+        let before = self.log().log_end_offset();
+        let out = write();
+        let after = self.log().log_end_offset();
+        if after > before {
+            match replica.leader_appended(before, after, Acks::Leader, 0, super::clock_ms()) {
+                Ok((_, fx)) => self.settle(fx),
+                // The records are in the log but the leader's view lost
+                // track (it stepped down in between): the producer is
+                // told, and retries with whoever leads now.
+                Err(e) => {
+                    tracing::warn!(partition = %self.tp, "an append was not taken by the leader's replica: {e}");
+                    return Err(self.replica_error(e));
+                }
+            }
+        }
+        out
+    }
+
+    /// Carries out what a replica event asks: completes `acks=all`
+    /// producers the high watermark passed, wakes consumers waiting for
+    /// it, sends AlterPartition requests.
+    pub(crate) fn settle(&self, fx: ReplicaEffects) {
+        if let Some(hw) = fx.high_watermark {
+            self.complete_committed(hw);
+            self.notify_appended();
+        }
+        if fx.alter_partition.is_empty() {
+            return;
+        }
+        let Some(r) = self.replication.replica.read().clone() else {
+            return;
+        };
+        for (id, request) in fx.alter_partition {
+            let _ = r.alter.send(AlterJob {
+                topic_id: self.topic_id,
+                partition: self.tp.partition.0,
+                id,
+                request,
+            });
+        }
+    }
+
+    /// Completes the waiters the high watermark `hw` passed: committed,
+    /// unless the ISR is below `min.insync.replicas` by now
+    /// (NOT_ENOUGH_REPLICAS_AFTER_APPEND, as Kafka answers).
+    fn complete_committed(&self, hw: Offset) {
+        let done = {
+            let mut p = self.replication.purgatory.lock();
+            let later = p.split_off(&Offset(hw.0 + 1));
+            std::mem::replace(&mut *p, later)
+        };
+        if done.is_empty() {
+            return;
+        }
+        let verdict = match self.replica().map(|r| r.check_append(Acks::All)) {
+            Some(Err(ReplicationError::NotEnoughReplicas { .. })) => {
+                Err(ReplicationError::NotEnoughReplicasAfterAppend)
+            }
+            _ => Ok(()),
+        };
+        for w in done.into_values().flatten() {
+            let _ = w.send(verdict.clone());
+        }
+    }
+
+    /// Fails every waiting `acks=all` producer: this broker no longer
+    /// leads (NOT_LEADER_OR_FOLLOWER; the producer retries with the new
+    /// leader, and idempotence keeps the retry from doubling records).
+    pub(crate) fn fail_waiting(&self) {
+        let all = std::mem::take(&mut *self.replication.purgatory.lock());
+        for w in all.into_values().flatten() {
+            let _ = w.send(Err(ReplicationError::NotLeader));
+        }
+    }
+
+    /// Waits until the records before `next` are committed (the high
+    /// watermark reached it), as an `acks=all` producer is answered, at
+    /// most until `deadline` (REQUEST_TIMED_OUT). Answers at once on a
+    /// partition with one replica.
+    pub async fn wait_committed(
+        &self,
+        next: Offset,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), Error> {
+        let Some(replica) = self.replica() else {
+            return Ok(());
+        };
+        let rx = {
+            let mut p = self.replication.purgatory.lock();
+            // Checked under the purgatory's lock: the high watermark
+            // cannot pass `next` between this check and the insert
+            // without completing the waiter.
+            if self.log().high_watermark() >= next {
+                drop(p);
+                return match replica.check_append(Acks::All) {
+                    Err(ReplicationError::NotEnoughReplicas { .. }) => {
+                        Err(self.replication_error(ReplicationError::NotEnoughReplicasAfterAppend))
+                    }
+                    _ => Ok(()),
+                };
+            }
+            if !replica.is_leader() {
+                return Err(self.replication_error(ReplicationError::NotLeader));
+            }
+            let (tx, rx) = oneshot::channel();
+            p.entry(next).or_default().push(tx);
+            rx
+        };
+        match tokio::time::timeout_at(deadline, rx).await {
+            Ok(Ok(Ok(()))) => Ok(()),
+            Ok(Ok(Err(e))) => Err(self.replication_error(e)),
+            Ok(Err(_)) => Err(self.replication_error(ReplicationError::NotLeader)),
+            Err(_) => Err(Error::ReplicationTimeout(format!(
+                "{}: the records before offset {} were not replicated to the in-sync replicas in time",
+                self.tp, next.0
+            ))),
+        }
+    }
+
+    /// A replication refusal with this partition's name.
+    pub fn replication_error(&self, source: ReplicationError) -> Error {
+        Error::Replication {
+            partition: self.tp.to_string(),
+            source,
+        }
+    }
+
+    /// A replica's error with this partition's name.
+    pub fn replica_error(&self, e: super::ReplicaError) -> Error {
+        match e {
+            super::ReplicaError::Replication(r) => self.replication_error(r),
+            super::ReplicaError::Storage(s) => self.storage_error(s),
+        }
+    }
+}
