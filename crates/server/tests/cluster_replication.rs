@@ -250,3 +250,124 @@ async fn two_brokers_down_refuses_acks_all_and_recovers() {
         .collect();
     check_exactly_once(&read, &values);
 }
+
+/// A rolling restart (SIGTERM, which shuts down in a controlled way, then
+/// start again, one broker at a time) under a steady `acks=all` load:
+/// every record is acknowledged (librdkafka retries the leader changes
+/// within its timeout, none fails) and each is read back once, in order.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rolling_restart_fails_no_produce() {
+    let mut c = Cluster::start(3, &settings());
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    let topic = "rolling";
+    create(
+        &c.bootstrap(),
+        NewTopic::new(topic, 3, TopicReplication::Fixed(3)),
+    )
+    .await;
+    wait_isr(&c.addr(1), topic, 3, &[1, 2, 3]).await;
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let p = producer(&c.bootstrap());
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut values = Vec::new();
+            let mut pending = Vec::new();
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let v = format!("r{i:06}");
+                i += 1;
+                let p = p.clone();
+                let value = v.clone();
+                pending.push(tokio::spawn(async move {
+                    p.send(
+                        FutureRecord::to("rolling").key(&value).payload(&value),
+                        Duration::from_secs(60),
+                    )
+                    .await
+                    .map(|_| ())
+                    .map_err(|(e, _)| e.to_string())
+                }));
+                values.push(v);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let mut failed = Vec::new();
+            for (v, h) in values.iter().zip(pending) {
+                if let Err(e) = h.await.unwrap() {
+                    failed.push(format!("{v}: {e}"));
+                }
+            }
+            (values, failed)
+        })
+    };
+    for id in 1..=3usize {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let code = c.node(id).terminate();
+        assert_eq!(code, Some(0), "node {id} exit code");
+        c.node(id).restart();
+        wait_brokers(&c, &[1, 2, 3], 3).await;
+        wait_isr(&c.addr(1), topic, 3, &[1, 2, 3]).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (values, failed) = load.await.unwrap();
+    assert!(failed.is_empty(), "failed produce requests: {failed:?}");
+    assert!(values.len() > 100, "only {} records produced", values.len());
+    let read = read_all(&c.bootstrap(), topic, 3, values.len());
+    check_exactly_once(&read, &values);
+}
+
+fn run_python(args: &[&str]) {
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/python/kafka_python_replication.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("python3 is needed for the client interop tests");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "kafka_python_replication.py {args:?} failed ({}).\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// kafka-python produces to a replication-factor-3 topic with `acks=all`,
+/// the leader of a partition is SIGKILLed, kafka-python produces again
+/// (through the new leaders) and reads every acknowledged record back,
+/// once each.
+#[tokio::test(flavor = "multi_thread")]
+async fn kafka_python_keeps_its_records_across_a_leader_failover() {
+    let mut c = Cluster::start(3, &settings());
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    let topic = "py-replicated";
+    create(
+        &c.bootstrap(),
+        NewTopic::new(topic, 3, TopicReplication::Fixed(3)),
+    )
+    .await;
+    wait_isr(&c.addr(1), topic, 3, &[1, 2, 3]).await;
+    let bootstrap = c.bootstrap();
+    tokio::task::spawn_blocking(move || {
+        run_python(&[&bootstrap, "produce", "py-replicated", "before", "300"])
+    })
+    .await
+    .unwrap();
+    let leader = partitions(&c.addr(1), topic).await[&0].0;
+    c.node(leader as usize).kill();
+    let bootstrap = c.bootstrap();
+    tokio::task::spawn_blocking(move || {
+        run_python(&[&bootstrap, "produce", "py-replicated", "after", "300"]);
+        run_python(&[
+            &bootstrap,
+            "consume",
+            "py-replicated",
+            "before:300",
+            "after:300",
+        ]);
+    })
+    .await
+    .unwrap();
+}
