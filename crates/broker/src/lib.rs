@@ -16,8 +16,8 @@ pub use magnetar_coordinator::{
     error as coordinator_error, group, schema, sequences, subscription, traffic,
 };
 pub use magnetar_metadata::{
-    delta as metadata_delta, image as metadata_store, machine as metadata_machine, placement,
-    reconcile, records as metadata_records, registry, topic_control,
+    delta as metadata_delta, image as metadata_store, leadership, machine as metadata_machine,
+    placement, reconcile, records as metadata_records, registry, topic_control,
 };
 #[cfg(test)]
 mod coordinator_tests;

@@ -310,9 +310,17 @@ impl Partition {
     /// Appends producer batches (validated, offsets assigned by the log) and
     /// wakes fetchers waiting for data.
     pub fn append(&self, batches: &[u8], now: Timestamp) -> Result<AppendOutcome, Error> {
-        self.leader_write(|| {
-            self.append_storage(batches, now)
-                .map_err(|e| self.storage_error(e))
+        self.leader_write(|epoch| {
+            let out = self
+                .log
+                .append(batches, epoch, now)
+                .map_err(|e| self.storage_error(e))?;
+            if let AppendOutcome::Appended(info) = &out {
+                self.traffic
+                    .record_in(info.record_count, batches.len() as u64);
+                self.appended.notify_waiters();
+            }
+            Ok(out)
         })
     }
 
@@ -339,8 +347,8 @@ impl Partition {
         batches: &[u8],
         now: Timestamp,
     ) -> Result<(AppendOutcome, storage::SyncWork), Error> {
-        self.leader_write(|| {
-            let out = self.log.append_deferred(batches, self.leader_epoch(), now);
+        self.leader_write(|epoch| {
+            let out = self.log.append_deferred(batches, epoch, now);
             self.note_append(out, batches.len())
         })
     }
@@ -353,10 +361,8 @@ impl Partition {
         batches: &[u8],
         now: Timestamp,
     ) -> Result<(AppendOutcome, storage::SyncWork), Error> {
-        self.leader_write(|| {
-            let out = self
-                .log
-                .append_transactional_deferred(batches, self.leader_epoch(), now);
+        self.leader_write(|epoch| {
+            let out = self.log.append_transactional_deferred(batches, epoch, now);
             self.note_append(out, batches.len())
         })
     }
@@ -403,9 +409,9 @@ impl Partition {
             return Ok(None);
         };
         check(open.epoch)?;
-        let (_, work) = self.leader_write(|| {
+        let (_, work) = self.leader_write(|epoch| {
             self.log
-                .write_marker(marker, self.leader_epoch(), now)
+                .write_marker(marker, epoch, now)
                 .map_err(|e| self.storage_error(e))
         })?;
         drop(guards);

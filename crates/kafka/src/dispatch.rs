@@ -99,9 +99,6 @@ async fn handle_inner(
             RequestKind::ListConfigResources(r) => ResponseKind::ListConfigResources(
                 list_config_resources::handle(broker, &access, v, r),
             ),
-            RequestKind::ElectLeaders(r) => {
-                ResponseKind::ElectLeaders(elect_leaders::handle(broker, &access, v, r))
-            }
             RequestKind::AlterPartitionReassignments(r) => {
                 ResponseKind::AlterPartitionReassignments(alter_partition_reassignments::handle(
                     broker, &access, v, r,
@@ -188,6 +185,10 @@ fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestK
         }
         RequestKind::CreatePartitions(r) => {
             ResponseKind::CreatePartitions(create_partitions::handle(broker, &access, r))
+        }
+        // Elections are committed to the metadata.
+        RequestKind::ElectLeaders(r) => {
+            ResponseKind::ElectLeaders(elect_leaders::handle(broker, &access, v, r))
         }
         RequestKind::DeleteRecords(r) => {
             ResponseKind::DeleteRecords(delete_records::handle(broker, &access, r))

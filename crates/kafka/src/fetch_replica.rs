@@ -178,6 +178,7 @@ fn serve_all(
             Ok(ServedFetch::OutOfRange { log_start_offset }) => PartitionAnswer {
                 log_start_offset: log_start_offset.0,
                 high_watermark: p.log().high_watermark().0,
+                last_stable_offset: p.log().last_stable_offset().0,
                 ..error(ResponseError::OffsetOutOfRange)
             },
             Ok(ServedFetch::Diverging {
@@ -194,7 +195,13 @@ fn serve_all(
                 records: None,
                 diverging: Some((epoch.0, end_offset.0)),
             },
-            Err(e) => error(response_error(&e)),
+            // With the log's bounds, so a follower past the leader's log
+            // end (or before its start) learns where the log is.
+            Err(e) => PartitionAnswer {
+                log_start_offset: p.log().log_start_offset().0,
+                high_watermark: p.log().high_watermark().0,
+                ..error(response_error(&e))
+            },
         };
         out.push(answer);
     }

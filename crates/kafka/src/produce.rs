@@ -17,7 +17,7 @@ use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
-use model::{Offset, PartitionId, TopicId};
+use model::{LeaderEpoch, Offset, PartitionId, TopicId};
 use storage::{AppendOutcome, SyncWork};
 use tracing::warn;
 
@@ -47,7 +47,7 @@ pub(crate) async fn handle(
     let mut disk_work = Vec::new();
     // acks=all appends to replicated partitions, answered once committed:
     // (topic index, partition index in it, partition, offset to reach).
-    let mut commits: Vec<(usize, usize, Arc<Partition>, Offset)> = Vec::new();
+    let mut commits: Vec<(usize, usize, Arc<Partition>, Offset, LeaderEpoch)> = Vec::new();
     let mut responses = Vec::with_capacity(req.topic_data.len());
     let transactional_id = req
         .transactional_id
@@ -116,8 +116,8 @@ pub(crate) async fn handle(
                             &mut disk_work,
                         )
                         .map(|(response, commit)| {
-                            if let Some((p, next)) = commit {
-                                commits.push((topic_index, partition_index, p, next));
+                            if let Some((p, next, epoch)) = commit {
+                                commits.push((topic_index, partition_index, p, next, epoch));
                             }
                             response
                         })
@@ -181,16 +181,16 @@ pub(crate) async fn handle(
 /// REQUEST_TIMED_OUT), as Kafka's delayed produce answers.
 async fn await_commits(
     responses: &mut [TopicProduceResponse],
-    commits: Vec<(usize, usize, Arc<Partition>, Offset)>,
+    commits: Vec<(usize, usize, Arc<Partition>, Offset, LeaderEpoch)>,
     timeout: std::time::Duration,
     version: i16,
 ) {
     let deadline = tokio::time::Instant::now() + timeout;
     let waits = commits
         .iter()
-        .map(|(_, _, p, next)| p.wait_committed(*next, deadline));
+        .map(|(_, _, p, next, epoch)| p.wait_committed(*next, *epoch, deadline));
     let results = futures::future::join_all(waits).await;
-    for ((ti, pi, _, _), result) in commits.into_iter().zip(results) {
+    for ((ti, pi, _, _, _), result) in commits.into_iter().zip(results) {
         if let Err(e) = result {
             let r = &mut responses[ti].partition_responses[pi];
             r.error_code = response_error(&e).code();
@@ -205,7 +205,10 @@ async fn await_commits(
 /// Appends one partition's batches; for acks=all on a replicated
 /// partition, also the partition and the offset its high watermark must
 /// reach before the producer is answered.
-type Appended = (PartitionProduceResponse, Option<(Arc<Partition>, Offset)>);
+type Appended = (
+    PartitionProduceResponse,
+    Option<(Arc<Partition>, Offset, LeaderEpoch)>,
+);
 
 fn append(
     broker: &Broker,
@@ -253,8 +256,13 @@ fn append(
             return Err(e);
         }
     };
-    let commit = (acks == -1 && partition.replica().is_some())
-        .then(|| (partition.clone(), Offset(info.last_offset.0 + 1)));
+    let commit = (acks == -1 && partition.replica().is_some()).then(|| {
+        (
+            partition.clone(),
+            Offset(info.last_offset.0 + 1),
+            info.leader_epoch,
+        )
+    });
     let response = PartitionProduceResponse::default()
         .with_base_offset(info.base_offset.0)
         .with_log_append_time_ms(info.log_append_time.map_or(-1, |t| t.0))

@@ -204,3 +204,98 @@ pub fn with_leadership(m: &Metadata, mut records: Vec<MetadataRecord>) -> Vec<Me
 
 #[cfg(test)]
 mod tests;
+
+/// Kafka's ElectLeaders election types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElectionType {
+    /// Move leadership to the first replica (the preferred leader) when it
+    /// is live and in sync.
+    Preferred,
+    /// Give a partition without a live leader one, from the ISR if a
+    /// member is live, else any live replica (losing what only the ISR
+    /// had).
+    Unclean,
+}
+
+/// Why a partition's election was not made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ElectionError {
+    /// No such partition (UNKNOWN_TOPIC_OR_PARTITION).
+    #[error("no partition {partition} of {topic}")]
+    UnknownPartition {
+        /// The topic asked for.
+        topic: String,
+        /// The partition asked for.
+        partition: i32,
+    },
+    /// The partition already has the leader the election would choose
+    /// (ELECTION_NOT_NEEDED).
+    #[error("the partition is led by broker {0} already")]
+    NotNeeded(NodeId),
+    /// The preferred replica is not live or not in sync
+    /// (PREFERRED_LEADER_NOT_AVAILABLE).
+    #[error("the preferred leader, broker {0}, is not live or not in the ISR")]
+    PreferredNotAvailable(NodeId),
+    /// No replica may lead (ELIGIBLE_LEADERS_NOT_AVAILABLE).
+    #[error("no replica of the partition is live")]
+    NoneEligible,
+}
+
+/// Decides an election of `kind` for `partition` of `topic`: the record
+/// that makes it, with a new leader epoch and partition epoch.
+pub fn elect(
+    m: &Metadata,
+    topic: &str,
+    partition: i32,
+    kind: ElectionType,
+) -> Result<MetadataRecord, ElectionError> {
+    let unknown = || ElectionError::UnknownPartition {
+        topic: topic.to_string(),
+        partition,
+    };
+    let rec = m
+        .topics
+        .values()
+        .find(|t| t.name.as_str() == topic)
+        .ok_or_else(unknown)?;
+    let current = usize::try_from(partition)
+        .ok()
+        .and_then(|p| rec.placements.get(p))
+        .ok_or_else(unknown)?;
+    let live = live(m);
+    let state = replica_state(current);
+    let led = state.leader.filter(|l| live.contains(l));
+    let next = match kind {
+        ElectionType::Preferred => {
+            let preferred = *state.replicas.first().ok_or(ElectionError::NoneEligible)?;
+            if led == Some(preferred) {
+                return Err(ElectionError::NotNeeded(preferred.0));
+            }
+            if !live.contains(&preferred) || !state.isr.contains(&preferred) {
+                // An offline partition the preferred replica cannot lead
+                // has nobody to elect by preference.
+                return Err(match led {
+                    Some(_) => ElectionError::PreferredNotAvailable(preferred.0),
+                    None => ElectionError::NoneEligible,
+                });
+            }
+            ReplicaState {
+                leader: Some(preferred),
+                leader_epoch: LeaderEpoch(state.leader_epoch.0 + 1),
+                partition_epoch: PartitionEpoch(state.partition_epoch.0 + 1),
+                ..state.clone()
+            }
+        }
+        ElectionType::Unclean => {
+            if let Some(l) = led {
+                return Err(ElectionError::NotNeeded(l.0));
+            }
+            elect_leader(&state, &live, true).map_err(|_| ElectionError::NoneEligible)?
+        }
+    };
+    Ok(MetadataRecord::PartitionChanged {
+        id: rec.id,
+        partition,
+        state: partition_state(&next),
+    })
+}

@@ -120,9 +120,11 @@ async fn run(d: &Dispatchers, broker: &Broker, key: &SubscriptionKey, partition:
         if log.is_deleted() {
             return;
         }
+        // Consumers read below the high watermark (the log end on a
+        // partition with one replica).
         let bounds = LogBounds {
             start: log.log_start_offset(),
-            end: log.log_end_offset(),
+            end: log.high_watermark(),
         };
         let plan = match subs.next_read(key, bounds) {
             Ok(p) => p,

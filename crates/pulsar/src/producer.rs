@@ -261,10 +261,16 @@ pub fn send(
             entry_id: u64::MAX,
             ..Default::default()
         };
+        // On a replicated partition the original may not be committed
+        // yet: the receipt waits for everything appended so far.
+        let partition = &producer.target.partition;
+        let next = partition
+            .replica()
+            .map(|_| (partition.log().log_end_offset(), partition.leader_epoch()));
         Ok(Sent {
             receipt: receipt(id),
             work: None,
-            next: None,
+            next,
         })
     };
     if producer
@@ -302,7 +308,7 @@ pub fn send(
     Ok(Sent {
         receipt: receipt(id),
         work: (!work.is_empty()).then_some(work),
-        next: Some(info.last_offset.plus(1)),
+        next: Some((info.last_offset.plus(1), info.leader_epoch)),
     })
 }
 
@@ -313,10 +319,10 @@ pub struct Sent {
     pub receipt: CommandSendReceipt,
     /// The disk work the append left (see [`broker::complete_disk_work`]).
     pub work: Option<storage::SyncWork>,
-    /// The offset after the message: on a replicated partition the
-    /// receipt waits until it is committed (None: a duplicate, answered
-    /// at once).
-    pub next: Option<model::Offset>,
+    /// The offset after the message and the leader epoch it was written
+    /// in: on a replicated partition the receipt waits until it is
+    /// committed (`None`: nothing to wait for).
+    pub next: Option<(model::Offset, model::LeaderEpoch)>,
 }
 
 /// Brings a partition's sequences up to date from its log: every batch from

@@ -350,10 +350,10 @@ impl Session {
                         // On a replicated partition the message is
                         // persisted once the in-sync replicas have it, as
                         // Pulsar acknowledges after its write quorum.
-                        if let Some(next) = sent.next {
+                        if let Some((next, epoch)) = sent.next {
                             let deadline = tokio::time::Instant::now() + COMMIT_TIMEOUT;
-                            if let Err(e) = p.target.partition.wait_committed(next, deadline).await
-                            {
+                            let partition = &p.target.partition;
+                            if let Err(e) = partition.wait_committed(next, epoch, deadline).await {
                                 let e = PulsarError::from(e);
                                 return self
                                     .reply(CommandSendError {

@@ -153,8 +153,13 @@ impl Node {
         if !membership.in_process() {
             match magnetar_kafka::peers::KafkaPeers::new(&broker.config()) {
                 Ok(p) => {
-                    broker.set_txn_peers(p.clone());
-                    broker.start_replication(p);
+                    broker.set_txn_peers(p);
+                    // Connections of their own: replica fetches long-poll,
+                    // and must not hold up transaction markers behind them.
+                    match magnetar_kafka::peers::KafkaPeers::new(&broker.config()) {
+                        Ok(fetchers) => broker.start_replication(fetchers),
+                        Err(why) => tracing::warn!("partition replication is unavailable: {why}"),
+                    }
                 }
                 Err(why) => tracing::warn!(
                     "transactions spanning brokers and partition replication are unavailable on this node: {why}"

@@ -309,12 +309,60 @@ async fn a_rolling_restart_fails_no_produce() {
         wait_brokers(&c, &[1, 2, 3], 3).await;
         wait_isr(&c.addr(1), topic, 3, &[1, 2, 3]).await;
     }
+    // Leadership moved with the restarts; a preferred election moves it
+    // back to each partition's first replica while producing goes on.
+    let codes = elect_preferred(&c.addr(2), topic, &[0, 1, 2]).await;
+    assert!(
+        codes.iter().all(|c| *c == 0 || *c == 84),
+        "elected or ELECTION_NOT_NEEDED: {codes:?}"
+    );
+    common::eventually(DEADLINE, "preferred leaders", || async {
+        let md = metadata(&c.addr(3)).await;
+        let t = md
+            .topics
+            .iter()
+            .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))?;
+        t.partitions
+            .iter()
+            .all(|p| p.leader_id.0 == p.replica_nodes[0].0)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        elect_preferred(&c.addr(1), topic, &[0, 1, 2]).await,
+        [84, 84, 84],
+        "ELECTION_NOT_NEEDED once preferred replicas lead"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let (values, failed) = load.await.unwrap();
     assert!(failed.is_empty(), "failed produce requests: {failed:?}");
     assert!(values.len() > 100, "only {} records produced", values.len());
     let read = read_all(&c.bootstrap(), topic, 3, values.len());
     check_exactly_once(&read, &values);
+}
+
+/// ElectLeaders (preferred) of `partitions` of `topic` through `addr`: each
+/// partition's error code.
+async fn elect_preferred(addr: &str, topic: &str, partitions: &[i32]) -> Vec<i16> {
+    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+    use kafka_protocol::messages::{ApiKey, ElectLeadersRequest, ResponseKind, TopicName};
+    let mut conn = common::RawConn::connect(addr.parse().unwrap()).await;
+    let req = ElectLeadersRequest::default()
+        .with_election_type(0)
+        .with_timeout_ms(5000)
+        .with_topic_partitions(Some(vec![TopicPartitions::default()
+            .with_topic(TopicName(topic.to_string().into()))
+            .with_partitions(partitions.to_vec())]));
+    let ResponseKind::ElectLeaders(r) = conn.call(ApiKey::ElectLeaders, 2, req).await else {
+        panic!("ElectLeaders")
+    };
+    assert_eq!(r.error_code, 0);
+    r.replica_election_results[0]
+        .partition_result
+        .iter()
+        .map(|p| p.error_code)
+        .collect()
 }
 
 fn run_python(args: &[&str]) {

@@ -11,6 +11,7 @@ mod alter_partition;
 mod apply;
 mod controller_port;
 mod dir;
+mod elect;
 mod link;
 mod membership;
 mod ops;

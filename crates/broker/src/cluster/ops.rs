@@ -109,7 +109,7 @@ impl Broker {
 
     /// Validates with `decide` against the applied metadata and submits
     /// what it answers, again if a concurrent change got there first.
-    fn change<T>(
+    pub(crate) fn change<T>(
         &self,
         decide: impl FnMut(&Broker) -> Result<(Vec<MetadataRecord>, T), Error>,
     ) -> Result<T, Error> {

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use magnetar_replication::{Acks, ReplicationError};
-use model::Offset;
+use model::{LeaderEpoch, Offset};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::oneshot;
 
@@ -80,27 +80,45 @@ impl Partition {
     }
 
     /// Whether this broker takes writes and serves consumers for the
-    /// partition: it leads it, or it is its only replica.
+    /// partition: it leads it, or it is its only replica. A replicated
+    /// partition whose replica is not made yet does neither.
     pub fn leads(&self) -> bool {
-        self.replica().is_none_or(|r| r.is_leader())
+        match self.replica() {
+            Some(r) => r.is_leader(),
+            None => self.state().replicas.len() <= 1,
+        }
     }
 
-    /// Runs `write` as this partition's leader: refused
-    /// (NOT_LEADER_OR_FOLLOWER) on a follower; on a replicated leader the
-    /// records it adds are told to the replica in log order.
+    /// Runs `f` while no write to the partition is under way (a role
+    /// change takes effect between writes, never during one).
+    pub(crate) fn between_writes<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _order = self.replication.write_order.lock();
+        f()
+    }
+
+    /// Runs `write` as this partition's leader, in the leader epoch it
+    /// passes: refused (NOT_LEADER_OR_FOLLOWER) on a follower; on a
+    /// replicated leader the epoch is its replica's, and the records the
+    /// write adds are told to the replica in log order.
     pub(crate) fn leader_write<T>(
         &self,
-        write: impl FnOnce() -> Result<T, Error>,
+        write: impl FnOnce(LeaderEpoch) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let Some(replica) = self.replica() else {
-            return write();
+            if !self.leads() {
+                return Err(self.replication_error(ReplicationError::NotLeader));
+            }
+            return write(self.leader_epoch());
         };
-        replica
-            .check_append(Acks::Leader)
-            .map_err(|e| self.replication_error(e))?;
         let _order = self.replication.write_order.lock();
+        // Under the write order, so the role cannot change before the
+        // write: the epoch stamped is the one the replica leads in.
+        let epoch = replica
+            .leading_epoch()
+            .filter(|e| *e == self.leader_epoch())
+            .ok_or_else(|| self.replication_error(ReplicationError::NotLeader))?;
         let before = self.log().log_end_offset();
-        let out = write();
+        let out = write(epoch);
         let after = self.log().log_end_offset();
         if after > before {
             match replica.leader_appended(before, after, Acks::Leader, 0, super::clock_ms()) {
@@ -178,9 +196,13 @@ impl Partition {
     /// watermark reached it), as an `acks=all` producer is answered, at
     /// most until `deadline` (REQUEST_TIMED_OUT). Answers at once on a
     /// partition with one replica.
+    /// The records must have been appended in leader epoch `epoch`: if
+    /// this broker no longer leads in it they may have been cut back
+    /// (NOT_LEADER_OR_FOLLOWER; the producer retries).
     pub async fn wait_committed(
         &self,
         next: Offset,
+        epoch: LeaderEpoch,
         deadline: tokio::time::Instant,
     ) -> Result<(), Error> {
         let Some(replica) = self.replica() else {
@@ -188,6 +210,11 @@ impl Partition {
         };
         let rx = {
             let mut p = self.replication.purgatory.lock();
+            // Waiters are failed on every change of epoch, under this
+            // lock: checked here, the epoch cannot change unseen.
+            if replica.leading_epoch() != Some(epoch) {
+                return Err(self.replication_error(ReplicationError::NotLeader));
+            }
             // Checked under the purgatory's lock: the high watermark
             // cannot pass `next` between this check and the insert
             // without completing the waiter.
@@ -199,9 +226,6 @@ impl Partition {
                     }
                     _ => Ok(()),
                 };
-            }
-            if !replica.is_leader() {
-                return Err(self.replication_error(ReplicationError::NotLeader));
             }
             let (tx, rx) = oneshot::channel();
             p.entry(next).or_default().push(tx);

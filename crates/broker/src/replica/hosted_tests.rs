@@ -102,7 +102,11 @@ async fn acks_all_waits_for_the_follower_and_consumers_stop_at_the_high_watermar
         "a consumer read past the high watermark"
     );
     let early = p
-        .wait_committed(next, Instant::now() + Duration::from_millis(50))
+        .wait_committed(
+            next,
+            info.leader_epoch,
+            Instant::now() + Duration::from_millis(50),
+        )
         .await;
     assert!(
         matches!(early, Err(Error::ReplicationTimeout(_))),
@@ -112,8 +116,12 @@ async fn acks_all_waits_for_the_follower_and_consumers_stop_at_the_high_watermar
     let waiting = {
         let p = p.clone();
         tokio::spawn(async move {
-            p.wait_committed(next, Instant::now() + Duration::from_secs(30))
-                .await
+            p.wait_committed(
+                next,
+                info.leader_epoch,
+                Instant::now() + Duration::from_secs(30),
+            )
+            .await
         })
     };
     // The follower fetches the batch, then asks past it: that is its log
@@ -163,8 +171,9 @@ async fn a_waiting_producer_hears_not_leader_when_leadership_moves() {
     let waiting = {
         let p = p.clone();
         let next = Offset(info.last_offset.0 + 1);
+        let epoch = info.leader_epoch;
         tokio::spawn(async move {
-            p.wait_committed(next, Instant::now() + Duration::from_secs(30))
+            p.wait_committed(next, epoch, Instant::now() + Duration::from_secs(30))
                 .await
         })
     };

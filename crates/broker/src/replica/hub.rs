@@ -180,13 +180,18 @@ impl Broker {
             return;
         };
         let was_leader = replica.is_leader();
-        match replica.apply_state(&replica_state(state), super::clock_ms()) {
+        let epoch_before = replica.leading_epoch();
+        let applied = partition
+            .between_writes(|| replica.apply_state(&replica_state(state), super::clock_ms()));
+        match applied {
             Ok(fx) => partition.settle(fx),
             Err(e) => {
                 warn!(partition = %partition.tp, "could not take the partition's new state: {e}")
             }
         }
-        if was_leader && !replica.is_leader() {
+        if replica.leading_epoch() != epoch_before {
+            // Appends of the old epoch may be cut back by the new leader:
+            // their producers retry rather than wait.
             partition.fail_waiting();
         }
         if replica.is_leader() != was_leader {
@@ -439,6 +444,10 @@ fn apply_answers(
                 r.on_diverging(req.fetch_id, req.leader_epoch, epoch, end_offset)
             }
             Some(Fetched::OutOfRange { log_start_offset }) => {
+                // Backed off: if the answer changes nothing (the follower
+                // is past the leader's log end), the next fetch is not
+                // sent at once.
+                errors = true;
                 r.on_out_of_range(req.fetch_id, req.leader_epoch, log_start_offset)
             }
             Some(Fetched::Error(why)) => {

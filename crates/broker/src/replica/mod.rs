@@ -267,6 +267,15 @@ impl Replica {
         }
     }
 
+    /// The leader epoch a write as leader is made in: this replica's, if
+    /// it leads and is not fenced.
+    pub fn leading_epoch(&self) -> Option<LeaderEpoch> {
+        match &*self.role.lock() {
+            Role::Leader(l) if !l.is_fenced() => Some(l.leader_epoch()),
+            _ => None,
+        }
+    }
+
     /// Whether this replica leads its partition.
     pub fn is_leader(&self) -> bool {
         matches!(*self.role.lock(), Role::Leader(_))
@@ -279,7 +288,9 @@ impl Replica {
         match &*self.role.lock() {
             Role::Leader(l) if l.is_fenced() => Err(ReplicationError::NotLeader),
             Role::Leader(l) => {
-                let min = l.config().min_insync_replicas;
+                // The log's, as it is now: a topic's min.insync.replicas
+                // may change while this replica leads.
+                let min = self.log.min_insync_replicas() as usize;
                 if acks == Acks::All && l.isr().len() < min {
                     return Err(ReplicationError::NotEnoughReplicas {
                         isr: l.isr().len(),
@@ -422,6 +433,19 @@ impl Replica {
         let Role::Follower(f) = &mut *role else {
             return Ok(());
         };
+        let end = self.log.log_end_offset();
+        if let Some(first) = spans.first() {
+            if first.base < end && first.next > end && self.log.log_start_offset() == end {
+                // An empty log started inside the leader's batch (at a log
+                // start DeleteRecords set mid-batch): it starts again at
+                // the batch, as Kafka's fetchers do, and fetches it whole.
+                self.log.truncate_fully_and_start_at(first.base)?;
+                let mut again = self.follower_from_log();
+                again.on_leader_change(f.leader(), f.leader_epoch());
+                *f = again;
+                return Ok(());
+            }
+        }
         for e in f.on_fetch_batches(fetch_id, leader_epoch, &spans, leader_hw) {
             if let FollowerEffect::Append { .. } = e {
                 let appended = self

@@ -102,7 +102,14 @@ impl Log {
             if inner.state != State::Open {
                 return Ok(0);
             }
-            let closed = inner.segments.len() - 1;
+            // A replicated log keeps what is not committed yet: only
+            // segments wholly below the high watermark may go (on a log
+            // with one replica that is every closed segment).
+            let hw = inner.high_watermark();
+            let closed = inner.segments[..inner.segments.len() - 1]
+                .iter()
+                .take_while(|s| s.next_offset() <= hw)
+                .count();
             let mut n = 0;
             // Time and size retention belong to the `delete` policy; a
             // compact-only log loses segments only below its start offset
@@ -250,7 +257,14 @@ impl Log {
                 return Ok(inner.log_start_offset);
             }
             self.set_log_start_offset(&mut inner, offset)?;
-            let closed = inner.segments.len() - 1;
+            // A replicated log keeps what is not committed yet: only
+            // segments wholly below the high watermark may go (on a log
+            // with one replica that is every closed segment).
+            let hw = inner.high_watermark();
+            let closed = inner.segments[..inner.segments.len() - 1]
+                .iter()
+                .take_while(|s| s.next_offset() <= hw)
+                .count();
             let mut n = 0;
             while n < closed && inner.segments[n].next_offset() <= offset {
                 n += 1;

@@ -73,6 +73,9 @@ pub struct AppendInfo {
     /// `message.timestamp.type` is LogAppendTime (Produce's
     /// `log_append_time_ms`); `None` for CreateTime.
     pub log_append_time: Option<Timestamp>,
+    /// The leader epoch the append was made in (for a duplicate, the
+    /// epoch it was refused in).
+    pub leader_epoch: LeaderEpoch,
 }
 
 /// The result of [`Log::read`].
@@ -403,6 +406,7 @@ impl Log {
                         log_start_offset: inner.log_start_offset,
                         // The original append time is not kept per batch.
                         log_append_time: None,
+                        leader_epoch,
                     }));
                 }
                 next = h.next_offset();
@@ -446,6 +450,7 @@ impl Log {
             record_count: summary.record_count,
             log_start_offset: inner.log_start_offset,
             log_append_time,
+            leader_epoch,
         }))
     }
 
@@ -636,6 +641,7 @@ impl Log {
                 record_count: 1,
                 log_start_offset: inner.log_start_offset,
                 log_append_time: None,
+                leader_epoch,
             },
             after,
         ))
