@@ -419,3 +419,51 @@ async fn kafka_python_keeps_its_records_across_a_leader_failover() {
     .await
     .unwrap();
 }
+
+/// A transaction committed on a replication-factor-3 topic: its markers
+/// reach the in-sync replicas before the commit is answered, so after the
+/// leader's SIGKILL a read_committed consumer of the new leaders sees the
+/// records (a marker only the old leader had would hold the last stable
+/// offset back forever).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_committed_transaction_survives_its_leaders_sigkill() {
+    use rdkafka::producer::Producer;
+    let mut c = Cluster::start(3, &settings());
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    let topic = "txn-replicated";
+    create(
+        &c.bootstrap(),
+        NewTopic::new(topic, 2, TopicReplication::Fixed(3)),
+    )
+    .await;
+    wait_isr(&c.addr(1), topic, 2, &[1, 2, 3]).await;
+    let p: FutureProducer = client_config(&c.bootstrap())
+        .set("transactional.id", "replicated-txn")
+        .set("enable.idempotence", "true")
+        .create()
+        .unwrap();
+    let values: Vec<String> = (0..50).map(|i| format!("t{i:03}")).collect();
+    {
+        let p = p.clone();
+        tokio::task::spawn_blocking(move || {
+            p.init_transactions(Duration::from_secs(30)).unwrap();
+            p.begin_transaction().unwrap();
+        })
+        .await
+        .unwrap();
+    }
+    produce_all(&p, topic, &values).await;
+    {
+        let p = p.clone();
+        tokio::task::spawn_blocking(move || p.commit_transaction(Duration::from_secs(30)).unwrap())
+            .await
+            .unwrap();
+    }
+    let leader = partitions(&c.addr(1), topic).await[&0].0;
+    c.node(leader as usize).kill();
+    let survivors: Vec<i32> = (1..=3).filter(|n| *n != leader).collect();
+    wait_isr(&c.addr(survivors[0] as usize), topic, 2, &survivors).await;
+    // read_committed (librdkafka's default isolation).
+    let read = read_all(&c.bootstrap(), topic, 2, values.len());
+    check_exactly_once(&read, &values);
+}

@@ -34,16 +34,27 @@ pub struct AlterJob {
     pub request: magnetar_replication::AlterPartitionRequest,
 }
 
-type Waiter = oneshot::Sender<Result<(), ReplicationError>>;
+/// Told the outcome once the high watermark passes its offset, or the
+/// epoch changes.
+type Waiter = Box<dyn FnOnce(Result<(), ReplicationError>) + Send>;
 
 /// The replication part of a [`Partition`].
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct PartitionReplication {
     replica: RwLock<Option<Replicated>>,
     /// Held across a leader's write and telling its replica about it.
     write_order: Mutex<()>,
     /// `acks=all` producers by the offset the high watermark must reach.
     purgatory: Mutex<BTreeMap<Offset, Vec<Waiter>>>,
+}
+
+impl std::fmt::Debug for PartitionReplication {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartitionReplication")
+            .field("replica", &self.replica.read().is_some())
+            .field("waiting", &self.purgatory.lock().len())
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -178,7 +189,7 @@ impl Partition {
             _ => Ok(()),
         };
         for w in done.into_values().flatten() {
-            let _ = w.send(verdict.clone());
+            w(verdict.clone());
         }
     }
 
@@ -188,7 +199,7 @@ impl Partition {
     pub(crate) fn fail_waiting(&self) {
         let all = std::mem::take(&mut *self.replication.purgatory.lock());
         for w in all.into_values().flatten() {
-            let _ = w.send(Err(ReplicationError::NotLeader));
+            w(Err(ReplicationError::NotLeader));
         }
     }
 
@@ -205,41 +216,86 @@ impl Partition {
         epoch: LeaderEpoch,
         deadline: tokio::time::Instant,
     ) -> Result<(), Error> {
-        let Some(replica) = self.replica() else {
-            return Ok(());
-        };
-        let rx = {
-            let mut p = self.replication.purgatory.lock();
-            // Waiters are failed on every change of epoch, under this
-            // lock: checked here, the epoch cannot change unseen.
-            if replica.leading_epoch() != Some(epoch) {
-                return Err(self.replication_error(ReplicationError::NotLeader));
-            }
-            // Checked under the purgatory's lock: the high watermark
-            // cannot pass `next` between this check and the insert
-            // without completing the waiter.
-            if self.log().high_watermark() >= next {
-                drop(p);
-                return match replica.check_append(Acks::All) {
-                    Err(ReplicationError::NotEnoughReplicas { .. }) => {
-                        Err(self.replication_error(ReplicationError::NotEnoughReplicasAfterAppend))
-                    }
-                    _ => Ok(()),
-                };
-            }
-            let (tx, rx) = oneshot::channel();
-            p.entry(next).or_default().push(tx);
-            rx
-        };
+        let (tx, rx) = oneshot::channel();
+        let waiter: Waiter = Box::new(move |r| {
+            let _ = tx.send(r);
+        });
+        if let Some(now) = self.register_commit(next, epoch, waiter) {
+            return now;
+        }
         match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(Ok(()))) => Ok(()),
             Ok(Ok(Err(e))) => Err(self.replication_error(e)),
             Ok(Err(_)) => Err(self.replication_error(ReplicationError::NotLeader)),
-            Err(_) => Err(Error::ReplicationTimeout(format!(
-                "{}: the records before offset {} were not replicated to the in-sync replicas in time",
-                self.tp, next.0
-            ))),
+            Err(_) => Err(self.not_replicated_in_time(next)),
         }
+    }
+
+    /// [`Partition::wait_committed`] from a blocking thread, for
+    /// everything appended so far (a transaction marker just written),
+    /// within `timeout`.
+    pub fn wait_all_committed_blocking(&self, timeout: std::time::Duration) -> Result<(), Error> {
+        let Some(replica) = self.replica() else {
+            return Ok(());
+        };
+        let Some(epoch) = replica.leading_epoch() else {
+            return Err(self.replication_error(ReplicationError::NotLeader));
+        };
+        let next = self.log().log_end_offset();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let waiter: Waiter = Box::new(move |r| {
+            let _ = tx.send(r);
+        });
+        if let Some(now) = self.register_commit(next, epoch, waiter) {
+            return now;
+        }
+        match rx.recv_timeout(timeout) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(self.replication_error(e)),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                Err(self.not_replicated_in_time(next))
+            }
+            Err(_) => Err(self.replication_error(ReplicationError::NotLeader)),
+        }
+    }
+
+    fn not_replicated_in_time(&self, next: Offset) -> Error {
+        Error::ReplicationTimeout(format!(
+            "{}: the records before offset {} were not replicated to the in-sync replicas in time",
+            self.tp, next.0
+        ))
+    }
+
+    /// Puts `waiter` in the purgatory until the high watermark reaches
+    /// `next` in leader epoch `epoch`; the outcome at once (`Some`) when
+    /// it has already, or the epoch is not this broker's anymore.
+    fn register_commit(
+        &self,
+        next: Offset,
+        epoch: LeaderEpoch,
+        waiter: Waiter,
+    ) -> Option<Result<(), Error>> {
+        let replica = self.replica()?;
+        let mut p = self.replication.purgatory.lock();
+        // Waiters are failed on every change of epoch, under this lock:
+        // checked here, the epoch cannot change unseen.
+        if replica.leading_epoch() != Some(epoch) {
+            return Some(Err(self.replication_error(ReplicationError::NotLeader)));
+        }
+        // Checked under the purgatory's lock: the high watermark cannot
+        // pass `next` between this check and the insert without
+        // completing the waiter.
+        if self.log().high_watermark() >= next {
+            drop(p);
+            return Some(match replica.check_append(Acks::All) {
+                Err(ReplicationError::NotEnoughReplicas { .. }) => {
+                    Err(self.replication_error(ReplicationError::NotEnoughReplicasAfterAppend))
+                }
+                _ => Ok(()),
+            });
+        }
+        p.entry(next).or_default().push(waiter);
+        None
     }
 
     /// A replication refusal with this partition's name.

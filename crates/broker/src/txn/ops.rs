@@ -15,6 +15,10 @@ use super::state::{EndPlan, TxnError, TxnMetadata, TxnState};
 use super::Transactions;
 use crate::group::store::CommittedOffset;
 use crate::metadata_records::NodeId;
+
+/// How long a transaction marker on a replicated partition waits for its
+/// in-sync replicas before the ending fails (and is retried).
+const MARKER_COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 use crate::{now_ms, Broker, Error, Partition};
 
 /// Partitions (topic, index) grouped by the broker leading them.
@@ -379,6 +383,10 @@ impl Broker {
                 .log()
                 .complete(w)
                 .map_err(|e| partition.storage_error(e))?;
+            // Replicated before the transaction is complete: a marker only
+            // the old leader had would leave the transaction open on the
+            // new one forever (Kafka writes markers with acks=all).
+            partition.wait_all_committed_blocking(MARKER_COMMIT_TIMEOUT)?;
         }
         // On disk before the completed state is: after a power loss the
         // coordinator never remembers an ending whose marker is gone, which
@@ -484,12 +492,14 @@ impl Broker {
                         .log()
                         .complete(w)
                         .map_err(|e| partition.storage_error(e))?;
-                    // On disk before it is answered: a coordinator then
-                    // records the transaction complete.
+                    // On disk and on the in-sync replicas before it is
+                    // answered: a coordinator then records the transaction
+                    // complete.
                     partition
                         .log()
                         .flush()
-                        .map_err(|e| partition.storage_error(e))
+                        .map_err(|e| partition.storage_error(e))?;
+                    partition.wait_all_committed_blocking(MARKER_COMMIT_TIMEOUT)
                 });
                 if let Err(e) = &r {
                     tracing::debug!(topic = %t, partition = p, producer_id, "transaction marker refused: {e}");
