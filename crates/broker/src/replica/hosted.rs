@@ -9,59 +9,16 @@
 //! replicated leader's state machine sees every record, in order, and a
 //! follower refuses writes.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use magnetar_replication::{Acks, ReplicationError};
 use model::{LeaderEpoch, Offset};
-use parking_lot::{Mutex, RwLock};
 use tokio::sync::oneshot;
 
-use super::{Replica, ReplicaEffects};
+use super::machine::{Replica, ReplicaEffects};
+use super::slot::{AlterJob, Replicated, Waiter};
 use crate::topic::Partition;
 use crate::Error;
-
-/// An AlterPartition a leader asks of the controller, on its way there.
-#[derive(Debug)]
-pub struct AlterJob {
-    /// The partition's topic.
-    pub topic_id: model::TopicId,
-    /// The partition.
-    pub partition: i32,
-    /// The id the replica gave it.
-    pub id: u64,
-    /// The request.
-    pub request: magnetar_replication::AlterPartitionRequest,
-}
-
-/// Told the outcome once the high watermark passes its offset, or the
-/// epoch changes.
-type Waiter = Box<dyn FnOnce(Result<(), ReplicationError>) + Send>;
-
-/// The replication part of a [`Partition`].
-#[derive(Default)]
-pub(crate) struct PartitionReplication {
-    replica: RwLock<Option<Replicated>>,
-    /// Held across a leader's write and telling its replica about it.
-    write_order: Mutex<()>,
-    /// `acks=all` producers by the offset the high watermark must reach.
-    purgatory: Mutex<BTreeMap<Offset, Vec<Waiter>>>,
-}
-
-impl std::fmt::Debug for PartitionReplication {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PartitionReplication")
-            .field("replica", &self.replica.read().is_some())
-            .field("waiting", &self.purgatory.lock().len())
-            .finish()
-    }
-}
-
-#[derive(Debug, Clone)]
-struct Replicated {
-    replica: Arc<Replica>,
-    alter: tokio::sync::mpsc::UnboundedSender<AlterJob>,
-}
 
 impl Partition {
     /// The replica of a partition with more than one replica (`None` for
@@ -275,7 +232,10 @@ impl Partition {
         epoch: LeaderEpoch,
         waiter: Waiter,
     ) -> Option<Result<(), Error>> {
-        let replica = self.replica()?;
+        // One replica: committed as written.
+        let Some(replica) = self.replica() else {
+            return Some(Ok(()));
+        };
         let mut p = self.replication.purgatory.lock();
         // Waiters are failed on every change of epoch, under this lock:
         // checked here, the epoch cannot change unseen.
@@ -307,10 +267,10 @@ impl Partition {
     }
 
     /// A replica's error with this partition's name.
-    pub fn replica_error(&self, e: super::ReplicaError) -> Error {
+    pub fn replica_error(&self, e: super::machine::ReplicaError) -> Error {
         match e {
-            super::ReplicaError::Replication(r) => self.replication_error(r),
-            super::ReplicaError::Storage(s) => self.storage_error(s),
+            super::machine::ReplicaError::Replication(r) => self.replication_error(r),
+            super::machine::ReplicaError::Storage(s) => self.storage_error(s),
         }
     }
 }

@@ -239,3 +239,31 @@ async fn a_follower_refuses_writes_and_a_lagging_follower_is_proposed_out() {
     assert_eq!(job.request.new_isr.len(), 1);
     assert!(f.alter.try_recv().is_err());
 }
+
+#[tokio::test]
+async fn a_partition_with_one_replica_is_committed_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let manager = LogManager::open(dir.path()).unwrap();
+    let tp = TopicPartition::new(TopicName::new("single").unwrap(), PartitionId(0));
+    let log = manager
+        .open_log(&tp, TopicId::random(), LogConfig::default())
+        .unwrap();
+    let state = PartitionState {
+        replicas: vec![1],
+        isr: vec![1],
+        leader: 1,
+        leader_epoch: 0,
+        partition_epoch: 0,
+    };
+    let p = Partition::new(tp, TopicId::random(), log, state);
+    assert!(p.leads());
+    let (out, _) = p.append_deferred(&batch("a"), Timestamp(1)).unwrap();
+    let AppendOutcome::Appended(info) = out else {
+        panic!()
+    };
+    let next = Offset(info.last_offset.0 + 1);
+    p.wait_committed(next, info.leader_epoch, Instant::now())
+        .await
+        .unwrap();
+    p.wait_all_committed_blocking(Duration::ZERO).unwrap();
+}

@@ -10,19 +10,20 @@
 //! [`LeaderLink`] (Kafka's Fetch, from the Kafka front end). Log work
 //! (appends, truncation) runs on the blocking pool.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, OnceLock, Weak};
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
 use magnetar_replication::{FetchRequest, LeaderConfig};
 use model::{LeaderEpoch, NodeId, Offset, TopicId};
-use parking_lot::Mutex;
-use tokio::sync::{mpsc, Notify};
+
+use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
-use super::hosted::AlterJob;
-use super::{replica_state, Replica, ReplicaEffects};
+use super::machine::{replica_state, Replica, ReplicaEffects};
+use super::registry::{FetcherSlot, Spawner};
+use super::slot::AlterJob;
 use crate::metadata_records::PartitionState;
 use crate::topic::Partition;
 use crate::txn::PeerFuture;
@@ -107,41 +108,6 @@ pub trait LeaderLink: Send + Sync + 'static {
     fn fetch(&self, addr: String, fetch: ReplicaFetch) -> PeerFuture<Vec<FetchedPartition>>;
 }
 
-/// The partitions one fetcher task fetches from one leader.
-#[derive(Default)]
-struct FetcherSlot {
-    partitions: Mutex<BTreeMap<(TopicId, i32), Arc<Partition>>>,
-    changed: Notify,
-}
-
-/// The replication part of a [`Broker`].
-pub(crate) struct ReplicationHub {
-    alter_tx: mpsc::UnboundedSender<AlterJob>,
-    alter_rx: Mutex<Option<mpsc::UnboundedReceiver<AlterJob>>>,
-    /// Fetchers by (leader, index).
-    fetchers: Mutex<HashMap<(NodeId, usize), Arc<FetcherSlot>>>,
-    /// Set once the broker can reach others: the runtime and the link.
-    started: OnceLock<(tokio::runtime::Handle, Arc<dyn LeaderLink>, Weak<Broker>)>,
-}
-
-impl Default for ReplicationHub {
-    fn default() -> Self {
-        let (alter_tx, alter_rx) = mpsc::unbounded_channel();
-        ReplicationHub {
-            alter_tx,
-            alter_rx: Mutex::new(Some(alter_rx)),
-            fetchers: Mutex::new(HashMap::new()),
-            started: OnceLock::new(),
-        }
-    }
-}
-
-impl std::fmt::Debug for ReplicationHub {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReplicationHub").finish_non_exhaustive()
-    }
-}
-
 /// Which of `n` fetchers takes a partition.
 fn fetcher_index(topic_id: TopicId, partition: i32, n: usize) -> usize {
     let (a, b) = topic_id.0.as_u64_pair();
@@ -223,8 +189,8 @@ impl Broker {
             None => {
                 let s = Arc::new(FetcherSlot::default());
                 fetchers.insert(want, s.clone());
-                if let Some((rt, link, broker)) = self.replication.started.get() {
-                    rt.spawn(run_fetcher(broker.clone(), want.0, s.clone(), link.clone()));
+                if let Some(spawn) = self.replication.started.get() {
+                    spawn(want.0, s.clone());
                 }
                 s
             }
@@ -251,21 +217,19 @@ impl Broker {
     /// leaders.
     pub fn start_replication(self: &Arc<Self>, link: Arc<dyn LeaderLink>) {
         let rt = tokio::runtime::Handle::current();
-        if self
-            .replication
-            .started
-            .set((rt.clone(), link.clone(), Arc::downgrade(self)))
-            .is_err()
-        {
+        let spawner: Spawner = {
+            let (rt, broker) = (rt.clone(), Arc::downgrade(self));
+            Box::new(move |leader, slot| {
+                rt.spawn(run_fetcher(broker.clone(), leader, slot, link.clone()));
+            })
+        };
+        if self.replication.started.set(spawner).is_err() {
             return;
         }
-        for (k, slot) in self.replication.fetchers.lock().iter() {
-            rt.spawn(run_fetcher(
-                Arc::downgrade(self),
-                k.0,
-                slot.clone(),
-                link.clone(),
-            ));
+        if let Some(spawn) = self.replication.started.get() {
+            for (k, slot) in self.replication.fetchers.lock().iter() {
+                spawn(k.0, slot.clone());
+            }
         }
         if let Some(rx) = self.replication.alter_rx.lock().take() {
             rt.spawn(run_alter_partition(Arc::downgrade(self), rx));
@@ -300,7 +264,7 @@ impl Broker {
         partition: &Partition,
         request: &FetchRequest,
         max_bytes: usize,
-    ) -> Result<super::ServedFetch, crate::Error> {
+    ) -> Result<super::machine::ServedFetch, crate::Error> {
         let Some(replica) = partition.replica() else {
             return Err(
                 partition.replication_error(magnetar_replication::ReplicationError::NotLeader)
