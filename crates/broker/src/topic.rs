@@ -462,38 +462,35 @@ impl Partition {
     /// long-poll primitive of every front end: Kafka's Fetch waits with the
     /// log end it last saw, a Pulsar dispatcher with its read position.
     pub async fn wait_for(&self, offset: Offset, deadline: tokio::time::Instant) -> bool {
-        loop {
-            // Registered before the check, so an append in between is seen.
-            let notified = self.appended.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.log.high_watermark() > offset {
-                return true;
-            }
-            tokio::select! {
-                _ = notified => {}
-                _ = tokio::time::sleep_until(deadline) => {
-                    return self.log.high_watermark() > offset;
-                }
-            }
-        }
+        self.wait_until(deadline, |log| log.high_watermark() > offset)
+            .await
     }
 
     /// [`Partition::wait_for`] for a follower's fetch: until the log end
     /// (not the high watermark) is past `offset`.
     pub async fn wait_for_log_end(&self, offset: Offset, deadline: tokio::time::Instant) -> bool {
+        self.wait_until(deadline, |log| log.log_end_offset() > offset)
+            .await
+    }
+
+    /// Waits, woken by appends and high watermark moves, until `ready`
+    /// holds for the log or `deadline` passes; whether it holds.
+    async fn wait_until(
+        &self,
+        deadline: tokio::time::Instant,
+        ready: impl Fn(&Log) -> bool,
+    ) -> bool {
         loop {
+            // Registered before the check, so an append in between is seen.
             let notified = self.appended.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.log.log_end_offset() > offset {
+            if ready(&self.log) {
                 return true;
             }
             tokio::select! {
                 _ = notified => {}
-                _ = tokio::time::sleep_until(deadline) => {
-                    return self.log.log_end_offset() > offset;
-                }
+                _ = tokio::time::sleep_until(deadline) => return ready(&self.log),
             }
         }
     }

@@ -267,30 +267,54 @@ async fn a_rolling_restart_fails_no_produce() {
     .await;
     wait_isr(&c.addr(1), topic, 3, &[1, 2, 3]).await;
 
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let acked = std::sync::Arc::new(AtomicUsize::new(0));
+    // Waits until `n` more records than now are acknowledged.
+    let more_acked = |n: usize| {
+        let acked = acked.clone();
+        let target = acked.load(Ordering::Relaxed) + n;
+        async move {
+            common::eventually(DEADLINE, &format!("{n} more records acknowledged"), || {
+                let acked = acked.clone();
+                async move { (acked.load(Ordering::Relaxed) >= target).then_some(()) }
+            })
+            .await
+        }
+    };
     let load = {
         let p = producer(&c.bootstrap());
-        let stop = stop.clone();
+        let (stop, acked) = (stop.clone(), acked.clone());
         tokio::spawn(async move {
             let mut values = Vec::new();
             let mut pending = Vec::new();
             let mut i = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            // A steady load: one record every 5 ms.
+            let mut pace = tokio::time::interval(Duration::from_millis(5));
+            pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            while !stop.load(Ordering::Relaxed) {
+                pace.tick().await;
                 let v = format!("r{i:06}");
                 i += 1;
-                let p = p.clone();
-                let value = v.clone();
+                // Enqueued here, in order (the delivery is awaited
+                // apart): the order the partition must keep.
+                let delivery = p
+                    .send_result(FutureRecord::to("rolling").key(&v).payload(&v))
+                    .map_err(|(e, _)| e.to_string());
+                let acked = acked.clone();
                 pending.push(tokio::spawn(async move {
-                    p.send(
-                        FutureRecord::to("rolling").key(&value).payload(&value),
-                        Duration::from_secs(60),
-                    )
-                    .await
-                    .map(|_| ())
-                    .map_err(|(e, _)| e.to_string())
+                    let r = match delivery {
+                        Ok(d) => match d.await {
+                            Ok(Ok(_)) => Ok(()),
+                            Ok(Err((e, _))) => Err(e.to_string()),
+                            Err(_) => Err("delivery dropped".to_string()),
+                        },
+                        Err(e) => Err(e),
+                    };
+                    acked.fetch_add(1, Ordering::Relaxed);
+                    r
                 }));
                 values.push(v);
-                tokio::time::sleep(Duration::from_millis(5)).await;
             }
             let mut failed = Vec::new();
             for (v, h) in values.iter().zip(pending) {
@@ -302,7 +326,8 @@ async fn a_rolling_restart_fails_no_produce() {
         })
     };
     for id in 1..=3usize {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Records go in before each restart.
+        more_acked(50).await;
         let code = c.node(id).terminate();
         assert_eq!(code, Some(0), "node {id} exit code");
         c.node(id).restart();
@@ -333,8 +358,9 @@ async fn a_rolling_restart_fails_no_produce() {
         [84, 84, 84],
         "ELECTION_NOT_NEEDED once preferred replicas lead"
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    // And after the leaders moved back.
+    more_acked(50).await;
+    stop.store(true, Ordering::Relaxed);
     let (values, failed) = load.await.unwrap();
     assert!(failed.is_empty(), "failed produce requests: {failed:?}");
     assert!(values.len() > 100, "only {} records produced", values.len());
