@@ -497,9 +497,11 @@ impl LeaderReplica {
             })
             .min()
             .unwrap_or(self.log_end);
-        // Kafka's rule: nothing of an earlier epoch counts as newly
-        // committed until a record of this epoch is.
-        if candidate <= self.hw || candidate <= self.epoch_start {
+        // As Kafka's ISR replication (unlike Raft), records of an earlier
+        // epoch commit once the ISR has them: a new leader comes only from
+        // the ISR, so every future leader holds them; a quiet partition
+        // after a failover exposes what the old leader acknowledged.
+        if candidate <= self.hw {
             return None;
         }
         self.hw = candidate;
@@ -731,7 +733,7 @@ mod tests {
     }
 
     #[test]
-    fn diverging_epoch_and_new_epoch_hw_rule() {
+    fn diverging_epoch_and_earlier_epochs_commit() {
         // Old log: epoch 0 at 0..4, epoch 2 from 4; the leader of epoch 3
         // has only 0..5 (epoch 0 then epoch 2 at 4).
         let mut cache = EpochCache::new();
@@ -757,8 +759,8 @@ mod tests {
                 hw: Offset(3)
             }
         );
-        // Followers at the log end still do not commit epoch-2 records
-        // until one record of epoch 3 is committed.
+        // Followers at the log end commit the epoch-2 records without any
+        // write of epoch 3 (a quiet partition after a failover).
         for r in [2, 3] {
             let req = FetchRequest {
                 replica: n(r),
@@ -769,7 +771,7 @@ mod tests {
             };
             l.fetch_from_follower(&req, 2).unwrap();
         }
-        assert_eq!(l.high_watermark(), Offset(3));
+        assert_eq!(l.high_watermark(), Offset(5));
         l.append(1, Acks::All, 9, 3).unwrap();
         fetch(&mut l, 2, 6, 4);
         let (_, fx) = fetch(&mut l, 3, 6, 4);

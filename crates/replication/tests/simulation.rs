@@ -32,6 +32,7 @@ const SESSION_MS: u64 = 600;
 const FETCH_TIMEOUT_MS: u64 = 200;
 const HEAL_STEPS: u64 = 300;
 const QUIET_STEPS: u64 = 100;
+const FAILOVER_STEPS: u64 = 200;
 const CONFIG: LeaderConfig = LeaderConfig {
     min_insync_replicas: 2,
     replica_lag_time_max_ms: 300,
@@ -849,6 +850,42 @@ fn run_seed(seed: u64, steps: u64, trace: bool) -> Stats {
     if !caught_up || state.isr.len() != BROKERS.len() || sim.stats.acked == acked {
         sim.fail(format!(
             "did not heal in {HEAL_STEPS} calm steps and {QUIET_STEPS} without appends"
+        ));
+    }
+    // A failover on a quiet partition: the leader dies right after
+    // acknowledging a last append (its followers may not have heard of the
+    // new high watermark yet); the new leader exposes everything the old one
+    // acknowledged without waiting for a write of its own.
+    let old = state.leader.expect("a leader after healing");
+    let acked = sim.stats.acked;
+    for _ in 0..FAILOVER_STEPS {
+        if sim.stats.acked > acked {
+            break;
+        }
+        if sim.inflight.is_empty() {
+            sim.produce();
+        }
+        sim.quiet = true;
+        sim.run(1);
+    }
+    if sim.stats.acked == acked {
+        sim.fail("a healed cluster acknowledged no last append".into());
+    }
+    sim.crash(old);
+    sim.run(FAILOVER_STEPS);
+    let acked_end = sim.acked.keys().next_back().map_or(0, |o| o + 1) as i64;
+    let exposed = sim.controller.state.leader.is_some_and(|l| {
+        l != old
+            && match &sim.brokers[&l].role {
+                Role::Leader(l) => {
+                    l.high_watermark() == l.log_end() && l.high_watermark() >= Offset(acked_end)
+                }
+                _ => false,
+            }
+    });
+    if !exposed {
+        sim.fail(format!(
+            "a new leader did not expose the acknowledged records within {FAILOVER_STEPS} quiet steps"
         ));
     }
     sim.stats
