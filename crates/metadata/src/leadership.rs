@@ -202,6 +202,29 @@ pub fn with_leadership(m: &Metadata, mut records: Vec<MetadataRecord>) -> Vec<Me
     records
 }
 
+/// The partitions whose preferred leader (first replica) is `broker` and
+/// could lead them again (`broker` live and in the ISR) but does not: what
+/// automatic leader balancing (`auto.leader.rebalance.enable`) gives back
+/// to it with preferred elections. Each broker asks only for its own, so
+/// no two brokers ever race for one partition.
+pub fn led_elsewhere(m: &Metadata, broker: NodeId) -> Vec<(String, i32)> {
+    let up = m.brokers.get(&broker).is_some_and(|b| !b.fenced);
+    if !up {
+        return Vec::new();
+    }
+    m.topics
+        .values()
+        .flat_map(|t| {
+            t.placements.iter().enumerate().filter_map(move |(i, s)| {
+                (s.replicas.first() == Some(&broker)
+                    && s.leader != broker
+                    && s.isr.contains(&broker))
+                .then(|| (t.name.to_string(), i as i32))
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests;
 

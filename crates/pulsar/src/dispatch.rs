@@ -48,6 +48,8 @@ pub struct ConsumerOutlet {
     /// Whether redelivery counts are reported (Shared and Key_Shared, as
     /// upstream; 0 otherwise).
     pub report_redeliveries: bool,
+    /// The partition it reads.
+    pub partition: Arc<Partition>,
 }
 
 /// Consumers attached on every connection, and the running dispatchers.
@@ -79,6 +81,16 @@ impl Dispatchers {
             .collect();
         out.sort_by_key(|(id, o)| (o.attached_ms, id.connection, id.consumer));
         out
+    }
+
+    /// The consumers of partitions no longer led here.
+    pub fn moved_outlets(&self) -> Vec<(ConsumerId, ConsumerOutlet)> {
+        self.outlets
+            .lock()
+            .iter()
+            .filter(|(_, o)| !o.partition.leads())
+            .map(|(id, o)| (*id, o.clone()))
+            .collect()
     }
 
     /// Where `id`'s messages go, if it is attached.

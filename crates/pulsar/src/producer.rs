@@ -16,6 +16,7 @@
 //! a crash is therefore always known after it.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use broker::sequences::{PartitionSequences, SequencesHandle};
@@ -29,6 +30,7 @@ use magnetar_pulsar_wire::proto::{
 use model::{Timestamp, TopicPartition};
 use parking_lot::Mutex;
 use storage::{AppendOutcome, BatchHeader};
+use tokio::sync::mpsc;
 
 use crate::convert::{self, Origin, StoredOrigin};
 use crate::error::PulsarError;
@@ -61,7 +63,24 @@ impl Default for ProducerRegistry {
 #[derive(Debug)]
 struct Attachment {
     conn: u64,
+    /// Which attachment (a name may attach again while the old producer
+    /// object still lives on its connection).
+    token: u64,
     publisher: Arc<Publisher>,
+    partition: Arc<Partition>,
+    /// Its connection's outbound frames, to close it from here.
+    out: mpsc::Sender<Bytes>,
+    closed: Arc<AtomicBool>,
+}
+
+/// A producer closed by the broker (its partition is led elsewhere now):
+/// where to send its CloseProducer.
+#[derive(Debug)]
+pub struct Moved {
+    /// The client's producer id.
+    pub producer_id: u64,
+    /// Its connection's outbound frames.
+    pub out: mpsc::Sender<Bytes>,
 }
 
 #[derive(Debug, Default)]
@@ -72,6 +91,8 @@ struct RegistryInner {
     exclusive: HashMap<TopicPartition, u64>,
     /// A number for generated producer names.
     next_name: u64,
+    /// The last attachment token handed out.
+    next_token: u64,
 }
 
 impl ProducerRegistry {
@@ -80,7 +101,10 @@ impl ProducerRegistry {
         conn: u64,
         tp: &TopicPartition,
         publisher: Arc<Publisher>,
-    ) -> Result<(), PulsarError> {
+        partition: Arc<Partition>,
+        out: mpsc::Sender<Bytes>,
+        closed: Arc<AtomicBool>,
+    ) -> Result<u64, PulsarError> {
         let name = publisher.name.as_str();
         let mode = publisher.access_mode;
         let mut inner = self.inner.lock();
@@ -111,17 +135,59 @@ impl ProducerRegistry {
                 inner.exclusive.insert(tp.clone(), conn);
             }
         }
-        inner.attached.insert(key, Attachment { conn, publisher });
-        Ok(())
+        inner.next_token += 1;
+        let token = inner.next_token;
+        let a = Attachment {
+            conn,
+            token,
+            publisher,
+            partition,
+            out,
+            closed,
+        };
+        inner.attached.insert(key, a);
+        Ok(token)
     }
 
-    fn detach(&self, tp: &TopicPartition, name: &str) {
+    fn detach(&self, tp: &TopicPartition, name: &str, token: u64) {
         let mut inner = self.inner.lock();
-        if let Some(a) = inner.attached.remove(&(tp.clone(), name.to_string())) {
-            if inner.exclusive.get(tp) == Some(&a.conn) {
-                inner.exclusive.remove(tp);
+        let key = (tp.clone(), name.to_string());
+        if inner.attached.get(&key).is_some_and(|a| a.token == token) {
+            Self::remove(&mut inner, &key);
+        }
+    }
+
+    fn remove(inner: &mut RegistryInner, key: &(TopicPartition, String)) {
+        if let Some(a) = inner.attached.remove(key) {
+            if inner.exclusive.get(&key.0) == Some(&a.conn) {
+                inner.exclusive.remove(&key.0);
             }
         }
+    }
+
+    /// Closes every producer whose partition is no longer led here: each
+    /// is marked closed (its connection drops what it still sends) and
+    /// forgotten; the CloseProducer commands to send.
+    pub fn close_moved(&self) -> Vec<Moved> {
+        let mut inner = self.inner.lock();
+        let moved: Vec<(TopicPartition, String)> = inner
+            .attached
+            .iter()
+            .filter(|(_, a)| !a.partition.leads())
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut out = Vec::new();
+        for key in moved {
+            if let Some(a) = inner.attached.get(&key) {
+                a.closed.store(true, Ordering::Relaxed);
+                out.push(Moved {
+                    producer_id: a.publisher.producer_id,
+                    out: a.out.clone(),
+                });
+            }
+            Self::remove(&mut inner, &key);
+        }
+        out
     }
 
     /// The producers attached to `tp`, in attach order.
@@ -155,11 +221,29 @@ pub struct Producer {
     registry: Arc<ProducerRegistry>,
     sequences: SequencesHandle,
     publisher: Arc<Publisher>,
+    token: u64,
+    closed: Arc<AtomicBool>,
     // Keeps the topic from being deleted without force while attached.
     _attached: broker::ProducerAttachment,
 }
 
 impl Producer {
+    /// Whether the broker closed it (its partition is led elsewhere now):
+    /// its client reconnects it through a lookup and resends what was not
+    /// acknowledged, so what it still sends here is dropped.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// Closes it from its own connection (a send found its partition led
+    /// elsewhere); `false` if it was closed already.
+    pub fn close(&self) -> bool {
+        let was = self.closed.swap(true, Ordering::Relaxed);
+        self.registry
+            .detach(&self.target.partition.tp, &self.name, self.token);
+        !was
+    }
+
     /// The highest sequence id stored under this producer's name, or -1.
     pub fn last_sequence_id(&self) -> i64 {
         self.sequences.lock().last(&self.name)
@@ -168,7 +252,8 @@ impl Producer {
 
 impl Drop for Producer {
     fn drop(&mut self) {
-        self.registry.detach(&self.target.partition.tp, &self.name);
+        self.registry
+            .detach(&self.target.partition.tp, &self.name, self.token);
         self.sequences.lock().detach(&self.name, broker::now_ms().0);
     }
 }
@@ -182,6 +267,7 @@ pub fn create(
     registry: &Arc<ProducerRegistry>,
     conn: u64,
     client: Arc<ClientInfo>,
+    out: mpsc::Sender<Bytes>,
     cmd: &CommandProducer,
 ) -> Result<(Producer, CommandProducerSuccess), PulsarError> {
     let target = topics::resolve(broker, &cmd.topic, true)?;
@@ -199,6 +285,15 @@ pub fn create(
         broker::now_ms().0,
         |state| replay(&partition, state),
     )?;
+    if partition.replica().is_some() {
+        // A replicated partition's log also grows while another broker
+        // leads it: what was stored meanwhile is read before a producer
+        // attaches here, so its resent messages are still recognised.
+        let mut s = sequences.lock();
+        if s.covered() < partition.log().log_end_offset() {
+            replay(&partition, &mut s)?;
+        }
+    }
     let schema_version = match &cmd.schema {
         Some(s) => Some(schema::get_or_create(broker, &target.topic.name, s)?),
         None => None,
@@ -211,7 +306,15 @@ pub fn create(
         attached_ms: broker::now_ms().0,
         traffic: Traffic::default(),
     });
-    registry.attach(conn, tp, publisher.clone())?;
+    let closed = Arc::new(AtomicBool::new(false));
+    let token = registry.attach(
+        conn,
+        tp,
+        publisher.clone(),
+        partition.clone(),
+        out,
+        closed.clone(),
+    )?;
     let last_sequence_id = {
         let mut s = sequences.lock();
         s.attach(&name);
@@ -232,6 +335,8 @@ pub fn create(
         registry: registry.clone(),
         sequences,
         publisher,
+        token,
+        closed,
     };
     Ok((producer, ok))
 }

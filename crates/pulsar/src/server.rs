@@ -102,6 +102,7 @@ pub fn serve(
         broker: broker.clone(),
     });
     let front_end = crate::admin::FrontEnd::new(shared.clone());
+    spawn_leadership_watch(&shared);
     let flusher = Arc::new(FlusherGuard(broker::groups::spawn_flusher(
         broker.clone(),
         Duration::from_millis(100),
@@ -319,4 +320,19 @@ async fn write_loop(
     }
     let _ = w.flush().await;
     let _ = w.into_inner().shutdown().await;
+}
+
+/// Closes the producers and consumers of partitions another broker leads
+/// now, at each leadership change, until the listener's state is dropped.
+fn spawn_leadership_watch(shared: &Arc<Shared>) {
+    let mut changes = shared.broker.watch_leadership();
+    let shared = Arc::downgrade(shared);
+    tokio::spawn(async move {
+        while changes.changed().await.is_ok() {
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            crate::session::close_moved(&shared).await;
+        }
+    });
 }

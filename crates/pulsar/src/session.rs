@@ -268,6 +268,14 @@ impl Session {
             }
             Command::Producer(c) => {
                 let request_id = c.request_id;
+                if self
+                    .producers
+                    .get(&c.producer_id)
+                    .is_some_and(Producer::is_closed)
+                {
+                    // Closed by the broker: the client reconnects it.
+                    self.producers.remove(&c.producer_id);
+                }
                 if let Some(p) = self.producers.get(&c.producer_id) {
                     // A client re-creating a producer it has (after a timeout).
                     if p.target.name.to_string()
@@ -298,9 +306,10 @@ impl Session {
                 let conn = self.conn;
                 let client = self.client.clone();
                 let who = self.identity.clone();
+                let out = self.out.clone();
                 let created = blocking(move || {
                     authz::check_topic(&shared.broker, &who, &c.topic, Operation::Write, true)?;
-                    producer::create(&shared.broker, &shared.producers, conn, client, &c)
+                    producer::create(&shared.broker, &shared.producers, conn, client, out, &c)
                         .map(|(p, ok)| (c.producer_id, p, ok))
                 })
                 .await?;
@@ -329,6 +338,11 @@ impl Session {
                         })
                         .await;
                 };
+                if p.is_closed() {
+                    // Sent before the client heard of the close: it sends
+                    // the message again once reconnected.
+                    return Ok(());
+                }
                 match producer::send(
                     p,
                     &c,
@@ -354,6 +368,9 @@ impl Session {
                             let deadline = tokio::time::Instant::now() + COMMIT_TIMEOUT;
                             let partition = &p.target.partition;
                             if let Err(e) = partition.wait_committed(next, epoch, deadline).await {
+                                if !partition.leads() {
+                                    return self.close_moved_producer(c.producer_id).await;
+                                }
                                 let e = PulsarError::from(e);
                                 return self
                                     .reply(CommandSendError {
@@ -366,6 +383,11 @@ impl Session {
                             }
                         }
                         self.reply(sent.receipt).await
+                    }
+                    // Refused because another broker leads the partition
+                    // now: the client is sent there.
+                    Err(_) if !p.target.partition.leads() => {
+                        self.close_moved_producer(c.producer_id).await
                     }
                     Err(e) => {
                         self.reply(CommandSendError {
@@ -576,6 +598,7 @@ impl Session {
                     cons.sub_type,
                     SubscriptionType::Shared | SubscriptionType::KeyShared
                 ),
+                partition: cons.target.partition.clone(),
             },
         );
         self.shared.dispatchers.ensure_running(
@@ -610,6 +633,20 @@ impl Session {
                 .unwrap_or_default();
             self.tell(effects).await;
         }
+    }
+
+    /// Closes a producer whose partition is led by another broker now: the
+    /// client hears CloseProducer, looks the partition up again and resends
+    /// what was not acknowledged (deduplicated by its sequence ids).
+    async fn close_moved_producer(&self, producer_id: u64) -> Result<(), Close> {
+        let Some(p) = self.producers.get(&producer_id) else {
+            return Ok(());
+        };
+        if !p.close() {
+            return Ok(());
+        }
+        tracing::info!(conn = self.conn, producer_id, partition = %p.target.partition.tp, "producer closed: its partition is led elsewhere");
+        self.reply(close_producer(producer_id)).await
     }
 
     /// Tells the client its consumer is closed (it reconnects it) and
@@ -773,6 +810,48 @@ pub(crate) async fn tell(shared: &Shared, effects: Vec<Effect>) {
             )
             .await;
         }
+    }
+}
+
+/// A CloseProducer the broker sends of itself (request id -1, as
+/// upstream's).
+pub(crate) fn close_producer(
+    producer_id: u64,
+) -> magnetar_pulsar_wire::proto::CommandCloseProducer {
+    magnetar_pulsar_wire::proto::CommandCloseProducer {
+        producer_id,
+        request_id: u64::MAX,
+        ..Default::default()
+    }
+}
+
+/// Closes the producers and consumers of partitions another broker leads
+/// now, so their clients look the new leader up: run at each leadership
+/// change ([`broker::Broker::watch_leadership`]).
+pub(crate) async fn close_moved(shared: &Shared) {
+    for m in shared.producers.close_moved() {
+        tracing::info!(
+            producer_id = m.producer_id,
+            "producer closed: its partition is led elsewhere"
+        );
+        let _ = send(&m.out, command(close_producer(m.producer_id))).await;
+    }
+    let subs = shared.broker.subscriptions();
+    for (id, outlet) in shared.dispatchers.moved_outlets() {
+        shared.dispatchers.remove_outlet(id);
+        let effects = subs.detach(&outlet.key, id).unwrap_or_default();
+        tracing::info!(
+            consumer_id = outlet.consumer_id,
+            partition = %outlet.partition.tp,
+            "consumer closed: its partition is led elsewhere"
+        );
+        let close = command(CommandCloseConsumer {
+            consumer_id: outlet.consumer_id,
+            request_id: u64::MAX,
+            ..Default::default()
+        });
+        let _ = send(&outlet.out, close).await;
+        tell(shared, effects).await;
     }
 }
 

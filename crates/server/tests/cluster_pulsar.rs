@@ -285,3 +285,111 @@ async fn pulsar_clients_follow_lookups_to_each_partitions_broker() {
     assert_eq!(r.status().as_u16(), 204, "{}", r.text().await.unwrap());
     drop(held_consumer);
 }
+
+/// How many messages `tests/python/pulsar_failover.py` reported
+/// acknowledged.
+fn acknowledged(progress: &std::path::Path) -> usize {
+    std::fs::read_to_string(progress)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits until the script has `n` more messages acknowledged than now.
+async fn more_acknowledged(progress: &std::path::Path, n: usize) {
+    let target = acknowledged(progress) + n;
+    common::eventually(
+        Duration::from_secs(90),
+        &format!("{target} Pulsar messages acknowledged"),
+        || async move { (acknowledged(progress) >= target).then_some(()) },
+    )
+    .await;
+}
+
+/// The Python Pulsar client keeps producing and consuming one partition of
+/// a replication-factor-3 topic while its leader shuts down (leadership
+/// moves away before the process stops), returns, and gets the partition
+/// back by automatic leader balancing while the other leader is still
+/// running: that broker closes the client's producer and consumer
+/// (CloseProducer, CloseConsumer), the client looks the new leader up, and
+/// no send fails and no acknowledged message goes missing.
+#[tokio::test(flavor = "multi_thread")]
+async fn pulsar_clients_follow_their_partition_across_leader_moves() {
+    let mut s = SETTINGS.to_vec();
+    s.extend([
+        "replica.lag.time.max.ms=3000",
+        "min.insync.replicas=2",
+        "replica.fetch.wait.max.ms=200",
+        "replica.fetch.backoff.ms=200",
+        "leader.imbalance.check.interval.seconds=1",
+    ]);
+    let mut c = Cluster::start(3, &s);
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    let topic = "moving";
+    create(
+        &c.addr(1),
+        NewTopic::new(topic, 1, TopicReplication::Fixed(3)),
+    )
+    .await;
+    let leader = leaders(&c.addr(1), topic, 1).await[&0] as usize;
+    let other = (1..=3).find(|n| *n != leader).unwrap();
+    for id in 1..=3 {
+        leaders(&c.addr(id), topic, 1).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let progress = dir.path().join("progress");
+    let stop = dir.path().join("stop");
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/python/pulsar_failover.py");
+    let child = std::process::Command::new("python3")
+        .arg(script)
+        .arg(c.node(other).pulsar_url())
+        .arg(format!("persistent://public/default/{topic}"))
+        .arg(&progress)
+        .arg(&stop)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 with pulsar-client (tests/python/requirements.txt)");
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output());
+
+    more_acknowledged(&progress, 100).await;
+    // A controlled shutdown: leadership moves away first.
+    assert_eq!(
+        c.node(leader).terminate(),
+        Some(0),
+        "node {leader} exit code"
+    );
+    more_acknowledged(&progress, 100).await;
+    let interim = leaders(&c.addr(other), topic, 1).await[&0] as usize;
+    assert_ne!(interim, leader, "leadership moved at the shutdown");
+    // It returns and, in sync again, takes its partition back while the
+    // broker leading it meanwhile keeps running.
+    c.node(leader).restart();
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    common::eventually(
+        Duration::from_secs(90),
+        "the first leader leads again",
+        || async { (leaders(&c.addr(other), topic, 1).await[&0] as usize == leader).then_some(()) },
+    )
+    .await;
+    more_acknowledged(&progress, 100).await;
+    // The interim leader, still running, sent the clients away.
+    for what in ["producer", "consumer"] {
+        let line = format!("{what} closed: its partition is led elsewhere");
+        c.wait_for_log(interim, &line, Duration::from_secs(30));
+    }
+    std::fs::write(&stop, b"").unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(120), output)
+        .await
+        .expect("the Pulsar client script ends")
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "pulsar failover check failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

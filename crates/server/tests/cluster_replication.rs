@@ -341,18 +341,7 @@ async fn a_rolling_restart_fails_no_produce() {
         codes.iter().all(|c| *c == 0 || *c == 84),
         "elected or ELECTION_NOT_NEEDED: {codes:?}"
     );
-    common::eventually(DEADLINE, "preferred leaders", || async {
-        let md = metadata(&c.addr(3)).await;
-        let t = md
-            .topics
-            .iter()
-            .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))?;
-        t.partitions
-            .iter()
-            .all(|p| p.leader_id.0 == p.replica_nodes[0].0)
-            .then_some(())
-    })
-    .await;
+    wait_preferred_leaders(&c.addr(3), topic).await;
     assert_eq!(
         elect_preferred(&c.addr(1), topic, &[0, 1, 2]).await,
         [84, 84, 84],
@@ -366,6 +355,62 @@ async fn a_rolling_restart_fails_no_produce() {
     assert!(values.len() > 100, "only {} records produced", values.len());
     let read = read_all(&c.bootstrap(), topic, 3, values.len());
     check_exactly_once(&read, &values);
+}
+
+/// Waits until `addr` reports every partition of `topic` led by its first
+/// replica.
+async fn wait_preferred_leaders(addr: &str, topic: &str) {
+    common::eventually(DEADLINE, "preferred leaders", || async {
+        let md = metadata(addr).await;
+        let t = md
+            .topics
+            .iter()
+            .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))?;
+        (!t.partitions.is_empty()
+            && t.partitions
+                .iter()
+                .all(|p| p.leader_id.0 == p.replica_nodes[0].0))
+        .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn leadership_returns_to_preferred_replicas_by_itself() {
+    let mut s = settings();
+    s.push("leader.imbalance.check.interval.seconds=1");
+    let mut c = Cluster::start(3, &s);
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    let topic = "balanced";
+    create(
+        &c.bootstrap(),
+        NewTopic::new(topic, 6, TopicReplication::Fixed(3)),
+    )
+    .await;
+    wait_isr(&c.addr(1), topic, 6, &[1, 2, 3]).await;
+    wait_preferred_leaders(&c.addr(1), topic).await;
+    let p = producer(&c.bootstrap());
+    let first: Vec<String> = (0..200).map(|i| format!("a{i:04}")).collect();
+    produce_all(&p, topic, &first).await;
+
+    // Broker 2 goes away (its partitions get other leaders) and returns:
+    // once in their ISRs again it leads them again, with no ElectLeaders.
+    c.node(2).kill();
+    wait_isr(&c.addr(1), topic, 6, &[1, 3]).await;
+    let led_by_2 = partitions(&c.addr(1), topic)
+        .await
+        .values()
+        .filter(|(leader, _)| *leader == 2)
+        .count();
+    assert_eq!(led_by_2, 0, "a killed broker leads nothing");
+    c.node(2).restart();
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    wait_preferred_leaders(&c.addr(3), topic).await;
+    let second: Vec<String> = (0..200).map(|i| format!("b{i:04}")).collect();
+    produce_all(&p, topic, &second).await;
+    let produced: Vec<String> = first.iter().chain(&second).cloned().collect();
+    let read = read_all(&c.bootstrap(), topic, 6, produced.len());
+    check_exactly_once(&read, &produced);
 }
 
 /// ElectLeaders (preferred) of `partitions` of `topic` through `addr`: each

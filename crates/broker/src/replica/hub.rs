@@ -161,6 +161,7 @@ impl Broker {
             partition.fail_waiting();
         }
         if replica.is_leader() != was_leader {
+            self.replication.leadership.send_modify(|n| *n += 1);
             info!(
                 partition = %partition.tp,
                 leader = replica.is_leader(),
@@ -235,6 +236,15 @@ impl Broker {
             rt.spawn(run_alter_partition(Arc::downgrade(self), rx));
         }
         rt.spawn(run_tick(Arc::downgrade(self)));
+        self.spawn_leader_balancing();
+    }
+
+    /// Changes each time a partition hosted here becomes or stops being
+    /// led here: front ends close their clients' producers and consumers of
+    /// partitions led elsewhere now ([`Partition::leads`]), so those look
+    /// the new leader up.
+    pub fn watch_leadership(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.replication.leadership.subscribe()
     }
 
     /// Every hosted partition that has a replica.

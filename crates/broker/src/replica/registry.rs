@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use model::{NodeId, TopicId};
 use parking_lot::Mutex;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 
 use super::slot::AlterJob;
 use crate::topic::Partition;
@@ -30,6 +30,9 @@ pub(crate) struct ReplicationHub {
     pub(super) fetchers: Mutex<HashMap<(NodeId, usize), Arc<FetcherSlot>>>,
     /// Set once the broker can reach others.
     pub(super) started: OnceLock<Spawner>,
+    /// Counts role changes of this broker's replicas (front ends watch it
+    /// to send their clients of a partition led elsewhere now away).
+    pub(super) leadership: watch::Sender<u64>,
 }
 
 impl Default for ReplicationHub {
@@ -40,6 +43,7 @@ impl Default for ReplicationHub {
             alter_rx: Mutex::new(Some(alter_rx)),
             fetchers: Mutex::new(HashMap::new()),
             started: OnceLock::new(),
+            leadership: watch::Sender::new(0),
         }
     }
 }

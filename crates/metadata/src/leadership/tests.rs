@@ -167,3 +167,28 @@ fn fencing_records_carry_the_partition_changes_they_call_for() {
     // (A shut-down registration stays fenced: nothing changes.)
     assert_eq!(with_leadership(&m, vec![back.clone()]), vec![back]);
 }
+
+#[test]
+fn a_returning_preferred_leader_is_owed_only_partitions_it_is_in_sync_for() {
+    let (mut m, _) = cluster();
+    assert!(
+        led_elsewhere(&m, 1).is_empty(),
+        "every preferred leader leads"
+    );
+    fence(&mut m, 2);
+    // Partition 1 moved to 3; broker 2 is fenced and out of its ISR.
+    assert!(
+        led_elsewhere(&m, 2).is_empty(),
+        "a fenced broker is owed nothing"
+    );
+    m.brokers.get_mut(&2).unwrap().fenced = false;
+    m = apply_all(&m, &after_unfencing(&m, 2)).unwrap();
+    assert!(led_elsewhere(&m, 2).is_empty(), "not in sync again yet");
+    let t = m.topics.values_mut().next().unwrap();
+    t.placements[1].isr.push(2);
+    assert_eq!(led_elsewhere(&m, 2), vec![("t".to_string(), 1)]);
+    assert!(led_elsewhere(&m, 3).is_empty(), "3 leads what it prefers");
+    let r = elect(&m, "t", 1, ElectionType::Preferred).unwrap();
+    let m = apply_all(&m, &[r]).unwrap();
+    assert!(led_elsewhere(&m, 2).is_empty(), "balanced again");
+}
