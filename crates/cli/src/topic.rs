@@ -184,7 +184,8 @@ pub async fn run(args: TopicArgs) -> Result<(), CliError> {
                     .map(|p| {
                         json!({"partition": p.partition, "leader": p.leader.map(|n| n.0), "leader_epoch": p.leader_epoch,
                             "replicas": p.replicas.iter().map(|n| n.0).collect::<Vec<_>>(),
-                            "isr": p.isr.iter().map(|n| n.0).collect::<Vec<_>>()})
+                            "isr": p.isr.iter().map(|n| n.0).collect::<Vec<_>>(),
+                            "offline": p.offline.iter().map(|n| n.0).collect::<Vec<_>>()})
                     })
                     .collect();
                 let cfg: serde_json::Map<String, serde_json::Value> = configs
@@ -201,7 +202,8 @@ pub async fn run(args: TopicArgs) -> Result<(), CliError> {
                     t.id.map(|i| i.to_string()).unwrap_or_default(),
                     t.partitions.len()
                 );
-                let mut table = Table::new(&["PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR"]);
+                let mut table =
+                    Table::new(&["PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE"]);
                 for p in &t.partitions {
                     let ids = |v: &[client::NodeId]| {
                         v.iter()
@@ -217,6 +219,7 @@ pub async fn run(args: TopicArgs) -> Result<(), CliError> {
                         p.leader_epoch.to_string(),
                         ids(&p.replicas),
                         ids(&p.isr),
+                        ids(&p.offline),
                     ]);
                 }
                 table.print();

@@ -66,6 +66,8 @@ pub struct PartitionMetadata {
     pub replicas: Vec<NodeId>,
     /// In-sync replicas.
     pub isr: Vec<NodeId>,
+    /// Replicas on brokers that are down (fenced or unregistered).
+    pub offline: Vec<NodeId>,
     /// A partition-level error (e.g. LEADER_NOT_AVAILABLE).
     pub error: Option<BrokerError>,
 }
@@ -205,6 +207,7 @@ impl ClusterMetadata {
                     leader_epoch: p.leader_epoch,
                     replicas: p.replica_nodes.iter().map(|r| NodeId(r.0)).collect(),
                     isr: p.isr_nodes.iter().map(|r| NodeId(r.0)).collect(),
+                    offline: p.offline_replicas.iter().map(|r| NodeId(r.0)).collect(),
                     error: BrokerError::from_code(p.error_code, None),
                 })
                 .collect();

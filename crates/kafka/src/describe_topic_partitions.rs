@@ -167,12 +167,7 @@ fn describe(
                 .map(|(state, index)| {
                     let nodes = |ids: &[i32]| ids.iter().map(|&n| BrokerId(n)).collect();
                     let leader = broker.live_leader(state);
-                    // A fenced broker's replicas are offline.
-                    let offline: Vec<i32> = if leader < 0 {
-                        state.replicas.clone()
-                    } else {
-                        Vec::new()
-                    };
+                    let offline = broker.offline_replicas(state);
                     DescribeTopicPartitionsResponsePartition::default()
                         .with_partition_index(index as i32)
                         .with_leader_id(BrokerId(leader))

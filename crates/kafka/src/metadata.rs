@@ -180,6 +180,7 @@ fn describe(broker: &Broker, topic: &Topic, ops: i32) -> MetadataResponseTopic {
                         .with_leader_epoch(state.leader_epoch)
                         .with_replica_nodes(nodes(&state.replicas))
                         .with_isr_nodes(nodes(&state.isr))
+                        .with_offline_replicas(nodes(&broker.offline_replicas(state)))
                 })
                 .collect(),
         )

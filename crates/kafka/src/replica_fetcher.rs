@@ -74,6 +74,7 @@ impl LeaderLink for KafkaPeers {
                         Fetched::Records {
                             records: p.records.unwrap_or_default(),
                             high_watermark: Offset(p.high_watermark),
+                            log_start_offset: Offset(p.log_start_offset),
                         }
                     };
                     out.push(FetchedPartition {

@@ -357,6 +357,78 @@ async fn a_rolling_restart_fails_no_produce() {
     check_exactly_once(&read, &values);
 }
 
+/// Records deleted on the leader (DeleteRecords) are deleted on its
+/// followers too: after a failover the new leader starts where the old one
+/// did, and no reader sees them again.
+#[tokio::test(flavor = "multi_thread")]
+async fn deleted_records_stay_deleted_after_a_failover() {
+    let mut c = Cluster::start(3, &settings());
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    let topic = "trimmed";
+    create(
+        &c.bootstrap(),
+        NewTopic::new(topic, 1, TopicReplication::Fixed(3)),
+    )
+    .await;
+    wait_isr(&c.addr(1), topic, 1, &[1, 2, 3]).await;
+    let p = producer(&c.bootstrap());
+    let first: Vec<String> = (0..100).map(|i| format!("a{i:04}")).collect();
+    produce_all(&p, topic, &first).await;
+
+    let mut before = rdkafka::TopicPartitionList::new();
+    before
+        .add_partition_offset(topic, 0, rdkafka::Offset::Offset(60))
+        .unwrap();
+    let deleted = common::cluster::admin(&c.bootstrap())
+        .delete_records(&before, &rdkafka::admin::AdminOptions::new())
+        .await
+        .unwrap();
+    let low = deleted.elements()[0].offset();
+    assert_eq!(low, rdkafka::Offset::Offset(60), "{deleted:?}");
+    // Committed on every in-sync replica: each took the new log start
+    // from the fetch that brought it these records.
+    let second: Vec<String> = (0..20).map(|i| format!("b{i:04}")).collect();
+    produce_all(&p, topic, &second).await;
+
+    let leader = partitions(&c.addr(1), topic).await[&0].0;
+    c.node(leader as usize).kill();
+    let survivors: Vec<i32> = (1..=3).filter(|n| *n != leader).collect();
+    wait_isr(&c.addr(survivors[0] as usize), topic, 1, &survivors).await;
+    // Metadata names the killed broker's replica offline.
+    let md = metadata(&c.addr(survivors[0] as usize)).await;
+    let offline: Vec<i32> = md
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))
+        .map(|t| {
+            t.partitions[0]
+                .offline_replicas
+                .iter()
+                .map(|n| n.0)
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(offline, [leader], "offline replicas");
+    let described = common::cli::json(&common::cli::magnetar(
+        &c.addr(survivors[0] as usize),
+        &["topic", "describe", topic, "--json"],
+        None,
+    ));
+    assert_eq!(
+        described["partitions"][0]["offline"],
+        serde_json::json!([leader]),
+        "magnetar topic describe: {described}"
+    );
+    let reader: BaseConsumer = client_config(&c.bootstrap()).create().unwrap();
+    let (start, end) = reader
+        .fetch_watermarks(topic, 0, Duration::from_secs(10))
+        .unwrap();
+    assert_eq!((start, end), (60, 120), "the new leader's log bounds");
+    let kept: Vec<String> = first[60..].iter().chain(&second).cloned().collect();
+    let read = read_all(&c.bootstrap(), topic, 1, kept.len());
+    assert_eq!(read[0], kept, "what a reader from the start sees");
+}
+
 /// Waits until `addr` reports every partition of `topic` led by its first
 /// replica.
 async fn wait_preferred_leaders(addr: &str, topic: &str) {

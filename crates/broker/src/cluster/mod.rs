@@ -118,6 +118,18 @@ impl crate::Broker {
         }
     }
 
+    /// The replicas of a partition in `state` that are offline: on a broker
+    /// that is fenced or not registered (as Kafka's metadata reports them).
+    pub fn offline_replicas(&self, state: &crate::metadata_records::PartitionState) -> Vec<NodeId> {
+        let view = self.cluster_view();
+        state
+            .replicas
+            .iter()
+            .copied()
+            .filter(|r| !view.is_live(*r))
+            .collect()
+    }
+
     /// Whether this broker coordinates the group or transactional id
     /// `key`. One that does not answers NOT_COORDINATOR, so a client with
     /// a stale coordinator looks it up again instead of making a second

@@ -83,6 +83,9 @@ pub enum Fetched {
         records: Bytes,
         /// The leader's high watermark.
         high_watermark: Offset,
+        /// The leader's log start (DeleteRecords, retention): the
+        /// follower's moves up to it.
+        log_start_offset: Offset,
     },
     /// The follower's log diverged: the leader's epoch `epoch` ends at
     /// `end_offset`.
@@ -406,11 +409,12 @@ fn apply_answers(
             Some(Fetched::Records {
                 records,
                 high_watermark,
+                log_start_offset,
             }) => r.on_fetched(
                 req.fetch_id,
                 req.leader_epoch,
                 &records,
-                high_watermark,
+                (high_watermark, log_start_offset),
                 crate::now_ms(),
             ),
             Some(Fetched::Diverging { epoch, end_offset }) => {

@@ -394,16 +394,17 @@ impl Replica {
     }
 
     /// The leader's answer to fetch `fetch_id`: `records` (whole batches,
-    /// a trailing partial batch is dropped as Kafka's fetchers drop it)
-    /// and its high watermark. Appended as they are, and the high
-    /// watermark learned; an answer to an older fetch or leader epoch is
+    /// a trailing partial batch is dropped as Kafka's fetchers drop it),
+    /// its high watermark and its log start. Appended as they are, the
+    /// high watermark learned and the log start followed (up to what is
+    /// committed here); an answer to an older fetch or leader epoch is
     /// ignored.
     pub fn on_fetched(
         &self,
         fetch_id: u64,
         leader_epoch: LeaderEpoch,
         records: &[u8],
-        leader_hw: Offset,
+        (leader_hw, leader_log_start): (Offset, Offset),
         now: Timestamp,
     ) -> Result<(), ReplicaError> {
         let (spans, whole) = spans_of(records);
@@ -439,7 +440,15 @@ impl Replica {
                 }
             }
         }
-        self.log.set_high_watermark(Some(f.readable_end()))?;
+        let readable = f.readable_end();
+        self.log.set_high_watermark(Some(readable))?;
+        // The leader's log start moved (DeleteRecords, retention): so does
+        // this copy's, as far as it is committed here, so that records
+        // deleted on the leader do not come back with a failover.
+        let start = leader_log_start.min(readable);
+        if start > self.log.log_start_offset() {
+            self.log.delete_records_before(start)?;
+        }
         Ok(())
     }
 

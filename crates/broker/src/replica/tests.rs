@@ -55,6 +55,7 @@ enum Msg {
         leader_epoch: LeaderEpoch,
         bytes: Vec<u8>,
         hw: Offset,
+        log_start: Offset,
     },
     Diverging {
         fetch_id: u64,
@@ -291,7 +292,7 @@ impl Sim {
                         ServedFetch::Records {
                             region,
                             high_watermark,
-                            ..
+                            log_start_offset,
                         },
                         fx,
                     )) => {
@@ -303,6 +304,7 @@ impl Sim {
                             leader_epoch,
                             bytes,
                             hw: high_watermark,
+                            log_start: log_start_offset,
                         }
                     }
                     Ok((
@@ -336,6 +338,7 @@ impl Sim {
                 leader_epoch,
                 bytes,
                 hw,
+                log_start,
             } => {
                 // Sometimes the answer is cut in the middle of a batch, as
                 // a Fetch response may be.
@@ -345,7 +348,13 @@ impl Sim {
                     bytes.len()
                 };
                 replica
-                    .on_fetched(fetch_id, leader_epoch, &bytes[..cut], hw, now_ts)
+                    .on_fetched(
+                        fetch_id,
+                        leader_epoch,
+                        &bytes[..cut],
+                        (hw, log_start),
+                        now_ts,
+                    )
                     .unwrap_or_else(|e| self.fail(format!("node {to} cannot take a fetch: {e}")));
             }
             Msg::Diverging {
@@ -567,6 +576,15 @@ impl Sim {
             let theirs: Vec<_> = self.batches(leader).into_iter().filter(after).collect();
             if mine != theirs {
                 self.fail(format!("node {n} did not end with leader {leader}'s log"));
+            }
+            // What the leader deleted is gone from every copy too, so no
+            // failover brings it back.
+            if start(self, n) < start(self, leader) {
+                self.fail(format!(
+                    "node {n} starts at {} below leader {leader}'s log start {}",
+                    start(self, n),
+                    start(self, leader)
+                ));
             }
         }
     }
