@@ -87,8 +87,8 @@ impl Drop for TestNode {
         };
         let broker = self.broker.clone();
         let stop = async move {
+            membership.controlled_shutdown(&broker).await;
             membership.stop_tasks().await;
-            membership.controlled_shutdown().await;
             let _ = tokio::task::spawn_blocking(move || broker.shutdown()).await;
             membership.shutdown_controller().await;
         };

@@ -356,6 +356,13 @@ impl Node {
     /// work and waits for its file work to end, then flushes and closes the
     /// logs and the metadata (on a blocking thread).
     pub async fn shutdown(self) -> anyhow::Result<()> {
+        // Kafka's order: the controlled shutdown first, while this node
+        // still serves and follows the metadata, so its partitions have
+        // new leaders (and its replicas refuse writes) before its
+        // listeners close; clients move on at once instead of waiting for
+        // the listeners to drain.
+        let mut membership = self.membership;
+        membership.controlled_shutdown(&self.broker).await;
         for h in self.http {
             h.shutdown().await;
         }
@@ -370,9 +377,7 @@ impl Node {
             let _ = stop.send(true);
             let _ = task.await;
         }
-        let mut membership = self.membership;
         membership.stop_tasks().await;
-        membership.controlled_shutdown().await;
         let b = self.broker;
         tokio::task::spawn_blocking(move || b.shutdown()).await??;
         membership.shutdown_controller().await;

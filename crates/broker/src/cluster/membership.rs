@@ -79,21 +79,38 @@ impl Membership {
     }
 
     /// Tells the controller this broker stops (Kafka's controlled
-    /// shutdown): it is fenced at once, so clients are not sent to a
-    /// closed port for a session timeout, and the next process on this
-    /// data directory registers without waiting.
-    pub async fn controlled_shutdown(&mut self) {
+    /// shutdown): it is fenced at once and its partitions get other
+    /// leaders, so clients are not sent to a closed port for a session
+    /// timeout, and the next process on this data directory registers
+    /// without waiting. Called while the node still serves and applies
+    /// metadata: it returns once this broker applied its fencing (its
+    /// replicas are followers then), or after a bounded wait.
+    pub async fn controlled_shutdown(&mut self, broker: &Broker) {
         let Some((link, node, epoch)) = self.registered.take() else {
             return;
         };
+        if self.shutdown_requested(&link, node, epoch).await
+            && !broker.wait_fenced(CONTROLLED_SHUTDOWN_TIMEOUT).await
+        {
+            warn!(
+                node,
+                "this broker's fencing was not applied in time; stopping anyway"
+            );
+        }
+    }
+
+    /// Asks the controller to fence this registration for good; whether
+    /// it did.
+    async fn shutdown_requested(&self, link: &ClusterLink, node: i32, epoch: i64) -> bool {
         if self.superseded.borrow().is_some() {
             // That registration is another process's now.
-            return;
+            return false;
         }
         let req = ServiceRequest::Shutdown { node, epoch };
-        match tokio::time::timeout(CONTROLLED_SHUTDOWN_TIMEOUT, call(&link, &req)).await {
+        match tokio::time::timeout(CONTROLLED_SHUTDOWN_TIMEOUT, call(link, &req)).await {
             Ok(Ok(ServiceResponse::Heartbeat { fenced: true })) => {
-                info!(node, epoch, "fenced for shutdown")
+                info!(node, epoch, "fenced for shutdown");
+                return true;
             }
             Ok(Ok(other)) => warn!(node, "controlled shutdown answered {other:?}"),
             Ok(Err(e)) => warn!(node, "controlled shutdown failed: {e}"),
@@ -102,6 +119,7 @@ impl Membership {
                 "no controller answered the controlled shutdown; the session will expire"
             ),
         }
+        false
     }
 
     /// Resolves, with why, once another process has registered this

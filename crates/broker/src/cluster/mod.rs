@@ -87,6 +87,26 @@ impl crate::Broker {
         pick_controller(&view, self.cluster.link.leader(), self.node_id())
     }
 
+    /// Waits, at most `timeout`, until the metadata applied here shows this
+    /// broker fenced (after its controlled shutdown: its partitions have
+    /// other leaders then, and its replicas refuse writes); whether it is.
+    pub async fn wait_fenced(&self, timeout: std::time::Duration) -> bool {
+        let c = &self.cluster;
+        let me = self.node_id();
+        let mut applied = c.applied.subscribe();
+        let fenced = async {
+            loop {
+                if !c.view.read().is_live(me) {
+                    return;
+                }
+                if applied.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::time::timeout(timeout, fenced).await.is_ok()
+    }
+
     /// Waits, at most `timeout`, until the metadata applied here shows
     /// this broker registered and unfenced, so the first clients are told
     /// about it (Kafka's broker waits "for the broker to be unfenced"
