@@ -68,6 +68,10 @@ pub struct Workload {
     /// Partitions per topic (when created).
     #[arg(long, default_value_t = 8)]
     pub partitions: i32,
+    /// Replication factor of the topics it creates (-1: the broker's
+    /// `default.replication.factor`).
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub replication_factor: i16,
     /// Payload size in bytes (at least 8: the send time is embedded).
     #[arg(long, default_value_t = 1024)]
     pub message_size: usize,
@@ -135,7 +139,7 @@ impl Workload {
         let names = self.topic_names();
         let new: Vec<NewTopic> = names
             .iter()
-            .map(|n| NewTopic::new(n, self.partitions))
+            .map(|n| NewTopic::new(n, self.partitions).replication_factor(self.replication_factor))
             .collect();
         let res = admin
             .create_topics(&new, false)
