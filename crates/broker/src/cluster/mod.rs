@@ -91,20 +91,7 @@ impl crate::Broker {
     /// broker fenced (after its controlled shutdown: its partitions have
     /// other leaders then, and its replicas refuse writes); whether it is.
     pub async fn wait_fenced(&self, timeout: std::time::Duration) -> bool {
-        let c = &self.cluster;
-        let me = self.node_id();
-        let mut applied = c.applied.subscribe();
-        let fenced = async {
-            loop {
-                if !c.view.read().is_live(me) {
-                    return;
-                }
-                if applied.changed().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            }
-        };
-        tokio::time::timeout(timeout, fenced).await.is_ok()
+        self.wait_liveness(false, timeout).await
     }
 
     /// Waits, at most `timeout`, until the metadata applied here shows
@@ -112,12 +99,18 @@ impl crate::Broker {
     /// about it (Kafka's broker waits "for the broker to be unfenced"
     /// before it starts, too); whether it is.
     pub async fn wait_unfenced(&self, timeout: std::time::Duration) -> bool {
+        self.wait_liveness(true, timeout).await
+    }
+
+    /// Waits, at most `timeout`, until the applied metadata shows this
+    /// broker live (`true`) or fenced (`false`); whether it does.
+    async fn wait_liveness(&self, live: bool, timeout: std::time::Duration) -> bool {
         let c = &self.cluster;
         let me = self.node_id();
         let mut applied = c.applied.subscribe();
-        let live = async {
+        let reached = async {
             loop {
-                if c.view.read().is_live(me) {
+                if c.view.read().is_live(me) == live {
                     return;
                 }
                 if applied.changed().await.is_err() {
@@ -125,7 +118,7 @@ impl crate::Broker {
                 }
             }
         };
-        tokio::time::timeout(timeout, live).await.is_ok()
+        tokio::time::timeout(timeout, reached).await.is_ok()
     }
 
     /// The leader clients are told for a partition in `state`: its leader

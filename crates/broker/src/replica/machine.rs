@@ -221,6 +221,14 @@ impl Replica {
         }
     }
 
+    /// Starts `f` again over the log as it is now, following the same
+    /// leader in the same epoch (its view and the log parted).
+    fn restart_follower(&self, f: &mut FollowerReplica) {
+        let mut again = self.follower_from_log();
+        again.on_leader_change(f.leader(), f.leader_epoch());
+        *f = again;
+    }
+
     /// A follower state over the log as it is now.
     fn follower_from_log(&self) -> FollowerReplica {
         let mut next = self.next_fetch_id.lock();
@@ -419,9 +427,7 @@ impl Replica {
                 // start DeleteRecords set mid-batch): it starts again at
                 // the batch, as Kafka's fetchers do, and fetches it whole.
                 self.log.truncate_fully_and_start_at(first.base)?;
-                let mut again = self.follower_from_log();
-                again.on_leader_change(f.leader(), f.leader_epoch());
-                *f = again;
+                self.restart_follower(f);
                 return Ok(());
             }
         }
@@ -433,9 +439,7 @@ impl Replica {
                     .and_then(|(_, work)| self.log.complete(work));
                 if let Err(err) = appended {
                     // The follower's view moved on; start again from the log.
-                    let mut again = self.follower_from_log();
-                    again.on_leader_change(f.leader(), f.leader_epoch());
-                    *f = again;
+                    self.restart_follower(f);
                     return Err(err.into());
                 }
             }
@@ -471,9 +475,7 @@ impl Replica {
                 if end != to {
                     // Cut at a batch boundary below `to`: the follower's
                     // view follows the log.
-                    let mut again = self.follower_from_log();
-                    again.on_leader_change(f.leader(), f.leader_epoch());
-                    *f = again;
+                    self.restart_follower(f);
                 }
             }
         }
