@@ -215,12 +215,15 @@ pub fn led_elsewhere(m: &Metadata, broker: NodeId) -> Vec<(String, i32)> {
     m.topics
         .values()
         .flat_map(|t| {
-            t.placements.iter().enumerate().filter_map(move |(i, s)| {
-                (s.replicas.first() == Some(&broker)
-                    && s.leader != broker
-                    && s.isr.contains(&broker))
-                .then(|| (t.name.to_string(), i as i32))
-            })
+            t.placements
+                .iter()
+                .enumerate()
+                .filter(move |(_, s)| {
+                    s.replicas.first() == Some(&broker)
+                        && s.leader != broker
+                        && s.isr.contains(&broker)
+                })
+                .map(|(i, _)| (t.name.to_string(), i as i32))
         })
         .collect()
 }
