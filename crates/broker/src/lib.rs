@@ -17,7 +17,7 @@ pub use magnetar_coordinator::{
 };
 pub use magnetar_metadata::{
     delta as metadata_delta, image as metadata_store, leadership, machine as metadata_machine,
-    placement, reconcile, records as metadata_records, registry, topic_control,
+    placement, reassignment, reconcile, records as metadata_records, registry, topic_control,
 };
 #[cfg(test)]
 mod coordinator_tests;

@@ -26,20 +26,9 @@ pub type Hosted = BTreeMap<TopicPartition, TopicId>;
 
 /// Every partition `m` gives `node` a replica of, with its topic's id.
 pub fn hosted_by(m: &Metadata, node: NodeId) -> Hosted {
-    m.topics
-        .values()
-        .flat_map(|t| {
-            t.placements
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.has_replica(node))
-                .map(|(p, _)| {
-                    (
-                        TopicPartition::new(t.name.clone(), PartitionId(p as i32)),
-                        t.id,
-                    )
-                })
-        })
+    m.partitions()
+        .filter(|(_, _, s)| s.has_replica(node))
+        .map(|(t, p, _)| (TopicPartition::new(t.name.clone(), PartitionId(p)), t.id))
         .collect()
 }
 

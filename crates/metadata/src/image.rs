@@ -68,23 +68,44 @@ pub struct PartitionState {
     pub leader_epoch: i32,
     /// Bumped on every change of this state.
     pub partition_epoch: i32,
+    /// Replicas a reassignment adds (KIP-455): in `replicas`, fetching
+    /// until they join the ISR, when the reassignment completes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adding_replicas: Vec<NodeId>,
+    /// Replicas a reassignment removes once it completes: in `replicas`
+    /// until then.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removing_replicas: Vec<NodeId>,
 }
 
 impl PartitionState {
     /// One replica on `node`, which leads it, at epoch 0.
     pub fn single(node: NodeId) -> PartitionState {
+        PartitionState::in_sync(vec![node])
+    }
+
+    /// A new partition on `replicas` (not empty), led by the first, all in
+    /// sync, at epoch 0.
+    pub fn in_sync(replicas: Vec<NodeId>) -> PartitionState {
         PartitionState {
-            replicas: vec![node],
-            isr: vec![node],
-            leader: node,
+            isr: replicas.clone(),
+            leader: replicas[0],
+            replicas,
             leader_epoch: 0,
             partition_epoch: 0,
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         }
     }
 
     /// Whether `node` holds a replica.
     pub fn has_replica(&self, node: NodeId) -> bool {
         self.replicas.contains(&node)
+    }
+
+    /// Whether a reassignment of the partition is under way.
+    pub fn is_reassigning(&self) -> bool {
+        !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
     }
 }
 
@@ -205,6 +226,40 @@ pub struct BrokerRegistration {
 }
 
 impl Metadata {
+    /// The brokers that may lead or stay in an ISR: registered and
+    /// unfenced.
+    pub fn live_brokers(&self) -> BTreeSet<NodeId> {
+        self.brokers
+            .iter()
+            .filter(|(_, b)| !b.fenced)
+            .map(|(n, _)| *n)
+            .collect()
+    }
+
+    /// Every partition of every topic: its topic, index and state.
+    pub fn partitions(&self) -> impl Iterator<Item = (&TopicRecord, i32, &PartitionState)> {
+        self.topics.values().flat_map(|t| {
+            t.placements
+                .iter()
+                .enumerate()
+                .map(move |(i, s)| (t, i as i32, s))
+        })
+    }
+
+    /// The topic named `topic` and the state of its partition
+    /// `partition`.
+    pub fn partition_named(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Option<(&TopicRecord, &PartitionState)> {
+        let rec = self.topics.values().find(|t| t.name.as_str() == topic)?;
+        let state = usize::try_from(partition)
+            .ok()
+            .and_then(|p| rec.placements.get(p))?;
+        Some((rec, state))
+    }
+
     /// `static_config` under the dynamic broker keys broker `node` gets:
     /// the cluster-wide defaults, then its own.
     pub fn dynamic_config(

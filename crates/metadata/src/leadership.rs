@@ -17,6 +17,7 @@ use magnetar_replication::{
 use model::{LeaderEpoch, TopicId};
 
 use crate::image::{Metadata, PartitionState, TopicRecord, NO_LEADER};
+use crate::reassignment::carried;
 use crate::records::{MetadataRecord, NodeId};
 
 /// The key that lets an out-of-sync replica lead (topic override over the
@@ -43,16 +44,14 @@ pub fn partition_state(s: &ReplicaState) -> PartitionState {
         leader: s.leader.map_or(NO_LEADER, |l| l.0),
         leader_epoch: s.leader_epoch.0,
         partition_epoch: s.partition_epoch.0,
+        adding_replicas: Vec::new(),
+        removing_replicas: Vec::new(),
     }
 }
 
 /// The brokers that may lead or stay in an ISR: registered and unfenced.
 fn live(m: &Metadata) -> BTreeSet<model::NodeId> {
-    m.brokers
-        .iter()
-        .filter(|(_, b)| !b.fenced)
-        .map(|(n, _)| model::NodeId(*n))
-        .collect()
+    m.live_brokers().into_iter().map(model::NodeId).collect()
 }
 
 /// Whether `topic` lets an out-of-sync replica lead.
@@ -102,10 +101,14 @@ pub fn alter_partition(
         .and_then(|p| topic.placements.get(p))
         .ok_or(unknown)?;
     let next = decide_alter(&replica_state(current), request, &live(m))?;
+    // The ISR change that admits the last target replica completes a
+    // reassignment under way (Kafka's maybeCompleteReassignment).
+    let state = carried(current, partition_state(&next), &m.live_brokers());
+    let next = replica_state(&state);
     let record = MetadataRecord::PartitionChanged {
         id,
         partition,
-        state: partition_state(&next),
+        state,
     };
     Ok((record, next))
 }
@@ -129,7 +132,7 @@ pub fn after_fencing(m: &Metadata, node: NodeId) -> Vec<MetadataRecord> {
                 out.push(MetadataRecord::PartitionChanged {
                     id: topic.id,
                     partition: p as i32,
-                    state: partition_state(&after),
+                    state: carried(state, partition_state(&after), &m.live_brokers()),
                 });
             }
         }
@@ -153,7 +156,7 @@ pub fn after_unfencing(m: &Metadata, node: NodeId) -> Vec<MetadataRecord> {
                 out.push(MetadataRecord::PartitionChanged {
                     id: topic.id,
                     partition: p as i32,
-                    state: partition_state(&next),
+                    state: carried(state, partition_state(&next), &m.live_brokers()),
                 });
             }
         }
@@ -212,24 +215,16 @@ pub fn led_elsewhere(m: &Metadata, broker: NodeId) -> Vec<(String, i32)> {
     if !up {
         return Vec::new();
     }
-    m.topics
-        .values()
-        .flat_map(|t| {
-            t.placements
-                .iter()
-                .enumerate()
-                .filter(move |(_, s)| {
-                    s.replicas.first() == Some(&broker)
-                        && s.leader != broker
-                        && s.isr.contains(&broker)
-                })
-                .map(|(i, _)| (t.name.to_string(), i as i32))
+    m.partitions()
+        .filter(|(_, _, s)| {
+            s.replicas.first() == Some(&broker) && s.leader != broker && s.isr.contains(&broker)
         })
+        .map(|(t, i, _)| (t.name.to_string(), i))
         .collect()
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// Kafka's ElectLeaders election types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,19 +270,12 @@ pub fn elect(
     partition: i32,
     kind: ElectionType,
 ) -> Result<MetadataRecord, ElectionError> {
-    let unknown = || ElectionError::UnknownPartition {
-        topic: topic.to_string(),
-        partition,
-    };
-    let rec = m
-        .topics
-        .values()
-        .find(|t| t.name.as_str() == topic)
-        .ok_or_else(unknown)?;
-    let current = usize::try_from(partition)
-        .ok()
-        .and_then(|p| rec.placements.get(p))
-        .ok_or_else(unknown)?;
+    let (rec, current) =
+        m.partition_named(topic, partition)
+            .ok_or_else(|| ElectionError::UnknownPartition {
+                topic: topic.to_string(),
+                partition,
+            })?;
     let live = live(m);
     let state = replica_state(current);
     let led = state.leader.filter(|l| live.contains(l));
@@ -322,6 +310,6 @@ pub fn elect(
     Ok(MetadataRecord::PartitionChanged {
         id: rec.id,
         partition,
-        state: partition_state(&next),
+        state: carried(current, partition_state(&next), &m.live_brokers()),
     })
 }

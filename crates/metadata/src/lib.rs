@@ -26,6 +26,7 @@ pub mod leadership;
 pub mod machine;
 pub mod placement;
 pub mod quota;
+pub mod reassignment;
 pub mod reconcile;
 pub mod records;
 pub mod registry;

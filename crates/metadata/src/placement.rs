@@ -73,16 +73,11 @@ pub fn place(
     Ok((first..first + count)
         .map(|p| {
             let start = (seed % n + p as u64 % n) % n;
-            let replicas: Vec<NodeId> = (0..replication_factor as u64)
-                .map(|r| nodes[((start + r) % n) as usize])
-                .collect();
-            PartitionState {
-                isr: replicas.clone(),
-                leader: replicas[0],
-                replicas,
-                leader_epoch: 0,
-                partition_epoch: 0,
-            }
+            PartitionState::in_sync(
+                (0..replication_factor as u64)
+                    .map(|r| nodes[((start + r) % n) as usize])
+                    .collect(),
+            )
         })
         .collect())
 }

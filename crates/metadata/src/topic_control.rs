@@ -160,13 +160,7 @@ fn manual_placements(
                 ));
             }
         }
-        out.push(PartitionState {
-            replicas: replicas.clone(),
-            isr: replicas.clone(),
-            leader: replicas[0],
-            leader_epoch: 0,
-            partition_epoch: 0,
-        });
+        out.push(PartitionState::in_sync(replicas.clone()));
     }
     Ok(out)
 }

@@ -57,6 +57,8 @@ fn replica_on(node: i32, leader: i32) -> Fixture {
         leader,
         leader_epoch: 3,
         partition_epoch: 5,
+        adding_replicas: Vec::new(),
+        removing_replicas: Vec::new(),
     };
     let partition = Arc::new(Partition::new(tp, id, log.clone(), state.clone()));
     let (tx, alter) = tokio::sync::mpsc::unbounded_channel();
@@ -185,6 +187,8 @@ async fn a_waiting_producer_hears_not_leader_when_leadership_moves() {
         leader: 2,
         leader_epoch: 4,
         partition_epoch: 6,
+        adding_replicas: Vec::new(),
+        removing_replicas: Vec::new(),
     };
     let r = p.replica().unwrap();
     p.settle(r.apply_state(&replica_state(&moved), clock_ms()).unwrap());
@@ -248,13 +252,7 @@ async fn a_partition_with_one_replica_is_committed_as_written() {
     let log = manager
         .open_log(&tp, TopicId::random(), LogConfig::default())
         .unwrap();
-    let state = PartitionState {
-        replicas: vec![1],
-        isr: vec![1],
-        leader: 1,
-        leader_epoch: 0,
-        partition_epoch: 0,
-    };
+    let state = PartitionState::single(1);
     let p = Partition::new(tp, TopicId::random(), log, state);
     assert!(p.leads());
     let (out, _) = p.append_deferred(&batch("a"), Timestamp(1)).unwrap();

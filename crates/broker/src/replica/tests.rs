@@ -4,7 +4,10 @@
 //! loses messages, a controller deciding ISR changes and elections, time
 //! jumping, DeleteRecords moving the leader's log start past lagging
 //! followers, brokers crashing (their logs reopened as after a SIGKILL)
-//! and coming back. Checked after every step: no batch acknowledged with
+//! and coming back, and reassignments (KIP-455) moving the partition among
+//! four brokers: added replicas start from an empty log, removed ones drop
+//! theirs, a move completes once its target is in sync and may be replaced
+//! or cancelled midway. Checked after every step: no batch acknowledged with
 //! acks=all is missing from the leader, every replica holds the leader's
 //! batches below its own high watermark, a leader's high watermark never
 //! goes back within its epoch. A failing seed is printed and replays
@@ -12,6 +15,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use magnetar_metadata::leadership::{partition_state, replica_state};
+use magnetar_metadata::reassignment;
 use magnetar_replication::controller::{alter_partition, elect_leader, remove_broker};
 use magnetar_replication::{
     Acks, AlterPartitionRequest, FetchRequest, LeaderConfig, PartitionState, ReplicationError,
@@ -25,7 +30,10 @@ use storage::{AppendOutcome, BatchBuilder, BatchHeader, Compression, LogConfig, 
 
 use super::{Replica, ReplicaEffects, ServedFetch};
 
+/// The partition's replicas at first.
 const NODES: [NodeId; 3] = [NodeId(1), NodeId(2), NodeId(3)];
+/// Every broker: reassignments move the partition among them.
+const BROKERS: [NodeId; 4] = [NodeId(1), NodeId(2), NodeId(3), NodeId(4)];
 const CONFIG: LeaderConfig = LeaderConfig {
     min_insync_replicas: 2,
     replica_lag_time_max_ms: 2_000,
@@ -94,6 +102,10 @@ struct Sim {
     topic_id: TopicId,
     nodes: BTreeMap<NodeId, Node>,
     state: PartitionState,
+    /// The reassignment under way: replicas being added, being removed.
+    moving: (Vec<i32>, Vec<i32>),
+    reassignments: u64,
+    completed: u64,
     net: VecDeque<(NodeId, NodeId, Msg)>,
     now: u64,
     next_request: u64,
@@ -121,13 +133,16 @@ impl Sim {
             seed,
             step: 0,
             rng: StdRng::seed_from_u64(seed),
-            dirs: NODES
+            dirs: BROKERS
                 .iter()
                 .map(|n| (*n, tempfile::tempdir().unwrap()))
                 .collect(),
             topic_id: TopicId::random(),
             nodes: BTreeMap::new(),
             state: PartitionState::new(NODES.to_vec()),
+            moving: (Vec::new(), Vec::new()),
+            reassignments: 0,
+            completed: 0,
             net: VecDeque::new(),
             now: 1_000,
             next_request: 0,
@@ -141,7 +156,7 @@ impl Sim {
             fresh_starts: 0,
             cut_answers: true,
         };
-        for n in NODES {
+        for n in BROKERS {
             sim.start(n);
         }
         sim.publish();
@@ -268,11 +283,12 @@ impl Sim {
             let Msg::AlterPartition { id, request } = msg else {
                 return;
             };
-            let result = alter_partition(&self.state, &request, &self.live());
-            if let Ok(next) = &result {
-                self.state = next.clone();
-                self.publish();
-            }
+            let result = alter_partition(&self.state, &request, &self.live()).map(|next| {
+                // As the controller: the ISR change that admits the last
+                // target replica completes the move.
+                self.commit(&next);
+                self.state.clone()
+            });
             self.net
                 .push_back((CONTROLLER, from, Msg::AlterAnswer { id, result }));
             return;
@@ -421,26 +437,104 @@ impl Sim {
         if self.state.leader == Some(n) {
             self.waiting.clear();
         }
-        self.state = remove_broker(&self.state, n, &self.live(), false);
-        self.publish();
+        let next = remove_broker(&self.state, n, &self.live(), false);
+        self.commit(&next);
     }
 
     fn restart(&mut self, n: NodeId) {
         if self.nodes.contains_key(&n) {
             return;
         }
+        // A broker that is no replica any more staged its copy for
+        // deletion when it came back (KIP-516).
+        if !self.state.replicas.contains(&n) {
+            self.dirs.insert(n, tempfile::tempdir().unwrap());
+        }
         self.start(n);
-        if self.state.leader.is_none() {
-            if let Ok(next) = elect_leader(&self.state, &self.live(), false) {
-                self.state = next;
+        let next = match self.state.leader {
+            None => elect_leader(&self.state, &self.live(), false).unwrap_or(self.state.clone()),
+            Some(_) => self.state.clone(),
+        };
+        self.commit(&next);
+    }
+
+    /// The metadata's form of the partition's state, with the move under
+    /// way.
+    fn meta(&self, s: &PartitionState) -> crate::metadata_store::PartitionState {
+        let mut m = partition_state(s);
+        m.adding_replicas = self.moving.0.clone();
+        m.removing_replicas = self.moving.1.clone();
+        m
+    }
+
+    /// Commits `next`, decided from the current state by the replication
+    /// rules, as the controller does: the move under way kept (and
+    /// completed if its target is in sync now), then published. Live
+    /// brokers that are no replica any more drop their copy.
+    fn commit(&mut self, next: &PartitionState) {
+        let current = self.meta(&self.state);
+        let live: BTreeSet<i32> = self.live().iter().map(|n| n.0).collect();
+        let next = reassignment::carried(&current, partition_state(next), &live);
+        if current.is_reassigning() && !next.is_reassigning() {
+            self.completed += 1;
+        }
+        self.adopt(next);
+    }
+
+    /// Makes `next` the partition's state and publishes it.
+    fn adopt(&mut self, next: crate::metadata_store::PartitionState) {
+        let before = self.state.replicas.clone();
+        self.moving = (next.adding_replicas.clone(), next.removing_replicas.clone());
+        self.state = replica_state(&next);
+        for n in before {
+            if !self.state.replicas.contains(&n) && self.nodes.contains_key(&n) {
+                self.drop_copy(n);
             }
         }
         self.publish();
     }
 
+    /// `n` stops hosting the partition: its log is gone (staged for
+    /// deletion), and a later move back starts it from nothing.
+    fn drop_copy(&mut self, n: NodeId) {
+        let fx = self.nodes[&n]
+            .replica
+            .apply_state(&self.state, self.now)
+            .unwrap_or_else(|e| self.fail(format!("node {n} cannot step out: {e}")));
+        self.effects(n, fx);
+        self.nodes.remove(&n);
+        self.net.retain(|(f, t, _)| *f != n && *t != n);
+        self.dirs.insert(n, tempfile::tempdir().unwrap());
+        self.start(n);
+    }
+
+    /// An administrator moves the partition to two or three random
+    /// brokers, or cancels the move under way.
+    fn reassign(&mut self) {
+        let current = self.meta(&self.state);
+        let live: BTreeSet<i32> = self.live().iter().map(|n| n.0).collect();
+        let target: Option<Vec<i32>> = if current.is_reassigning() && self.rng.random_bool(0.3) {
+            None
+        } else {
+            let mut pool: Vec<i32> = BROKERS.iter().map(|n| n.0).collect();
+            let mut target = Vec::new();
+            for _ in 0..self.rng.random_range(2..=3) {
+                target.push(pool.remove(self.rng.random_range(0..pool.len())));
+            }
+            Some(target)
+        };
+        if let Ok(Some(next)) = reassignment::change(&current, target.as_deref(), &live) {
+            self.reassignments += 1;
+            if current.is_reassigning() && !next.is_reassigning() {
+                self.completed += 1;
+            }
+            self.adopt(next);
+        }
+    }
+
     fn step(&mut self) {
         self.step += 1;
-        match self.rng.random_range(0..100) {
+        match self.rng.random_range(0..101) {
             0..=19 => self.produce(),
             20..=44 => {
                 for n in self.live() {
@@ -468,13 +562,14 @@ impl Sim {
                 }
             }
             96 => {
-                let n = NODES[self.rng.random_range(0..NODES.len())];
+                let n = BROKERS[self.rng.random_range(0..BROKERS.len())];
                 self.crash(n);
             }
-            _ => {
-                let n = NODES[self.rng.random_range(0..NODES.len())];
+            97..=99 => {
+                let n = BROKERS[self.rng.random_range(0..BROKERS.len())];
                 self.restart(n);
             }
+            _ => self.reassign(),
         }
         self.check();
     }
@@ -553,7 +648,7 @@ impl Sim {
     /// Everyone back, no more loss: the followers catch up and every log
     /// ends as the leader's, every acks=all batch in it.
     fn heal(&mut self) {
-        for n in NODES {
+        for n in BROKERS {
             self.restart(n);
         }
         for _ in 0..400 {
@@ -568,8 +663,12 @@ impl Sim {
             .state
             .leader
             .unwrap_or_else(|| self.fail("no leader after healing".into()));
+        // With every broker back, a move under way completes.
+        if !self.moving.0.is_empty() || !self.moving.1.is_empty() {
+            self.fail(format!("the move {:?} did not complete", self.moving));
+        }
         let start = |sim: &Sim, n: NodeId| sim.nodes[&n].replica.log().log_start_offset();
-        for n in self.live() {
+        for n in self.state.replicas.clone() {
             let from = start(self, n).max(start(self, leader));
             let after = |b: &(Offset, u32)| b.0 >= from;
             let mine: Vec<_> = self.batches(n).into_iter().filter(after).collect();
@@ -652,17 +751,19 @@ fn run(seed: u64, steps: usize) -> Sim {
 /// names one that replays.
 #[test]
 fn replicas_over_real_logs_keep_what_was_acknowledged() {
-    let (mut acked, mut truncations, mut fresh) = (0, 0, 0);
+    let (mut acked, mut truncations, mut fresh, mut moved) = (0, 0, 0, 0);
     for seed in 0..24 {
         let sim = run(seed, 400);
         acked += sim.acked.len();
         truncations += sim.truncations;
         fresh += sim.fresh_starts;
+        moved += sim.completed;
     }
     // The runs did what they are for.
     eprintln!(
-        "{acked} acks=all batches acknowledged, {truncations} truncations, {fresh} fresh starts"
+        "{acked} acks=all batches acknowledged, {truncations} truncations, {fresh} fresh starts, {moved} moves completed"
     );
+    assert!(moved > 0, "no reassignment ever completed");
     assert!(acked > 400, "only {acked} acks=all batches acknowledged");
     assert!(truncations > 0, "no follower ever diverged");
     assert!(

@@ -89,6 +89,8 @@ fn created_deleted_recreated_moved_and_reconfigured() {
         leader: 1,
         leader_epoch: 1,
         partition_epoch: 1,
+        adding_replicas: Vec::new(),
+        removing_replicas: Vec::new(),
     };
     let mut shared = orders.clone();
     shared.placements[1].replicas = vec![2, 1];

@@ -10,7 +10,8 @@ use super::*;
 use crate::image::BrokerRegistration;
 use crate::records::apply_all;
 
-fn broker(epoch: i64) -> BrokerRegistration {
+/// A registered, unfenced broker of epoch `epoch`.
+pub(crate) fn broker(epoch: i64) -> BrokerRegistration {
     BrokerRegistration {
         epoch,
         incarnation: format!("i{epoch}"),
@@ -30,13 +31,7 @@ fn cluster() -> (Metadata, TopicId) {
         m.brokers.insert(n, broker(i64::from(n)));
     }
     m.last_broker_epoch = 3;
-    let state = |replicas: Vec<NodeId>| PartitionState {
-        isr: replicas.clone(),
-        leader: replicas[0],
-        replicas,
-        leader_epoch: 0,
-        partition_epoch: 0,
-    };
+    let state = PartitionState::in_sync;
     let id = TopicId::random();
     let name = TopicName::new("t").unwrap();
     m.topics.insert(
