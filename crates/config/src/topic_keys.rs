@@ -20,8 +20,6 @@ const fn t(
 }
 
 const NO_TIERED: &str = "there is no tiered storage";
-const NO_REPLICAS: &str = "a single node has no follower replicas";
-
 /// Every topic-level key (set by CreateTopics, AlterConfigs or
 /// IncrementalAlterConfigs).
 #[rustfmt::skip]
@@ -46,13 +44,11 @@ pub const TOPIC_KEYS: &[ConfigKey] = &[
     t("flush.ms", "-1", ValueKind::Limit { min: 1 }, Some("log.flush.interval.ms"),
         "fsync a partition whose oldest unflushed record is older than this; -1 leaves flushing to the OS."),
     t("follower.replication.throttled.replicas", "", ValueKind::ReplicaList, None,
-        "Replicas whose replication as followers is throttled (* or partition:broker pairs).")
-        .not_enforced(NO_REPLICAS),
+        "Replicas whose fetching as followers is held to follower.replication.throttled.rate (* or partition:broker pairs)."),
     t("index.interval.bytes", "4096", ValueKind::Int { min: 0, max: I32_MAX }, Some("log.index.interval.bytes"),
         "Bytes of log between two entries of a segment's offset index."),
     t("leader.replication.throttled.replicas", "", ValueKind::ReplicaList, None,
-        "Replicas whose replication as leaders is throttled (* or partition:broker pairs).")
-        .not_enforced(NO_REPLICAS),
+        "Replicas whose serving of followers as leaders is held to leader.replication.throttled.rate (* or partition:broker pairs)."),
     t("local.retention.bytes", "-2", long(-2), Some("log.local.retention.bytes"),
         "Bytes of a tiered topic kept locally (-2: retention.bytes).")
         .not_enforced(NO_TIERED),
@@ -102,6 +98,5 @@ pub const TOPIC_KEYS: &[ConfigKey] = &[
     t("segment.ms", "604800000", ValueKind::Limit { min: 1 }, Some("log.roll.ms"),
         "Roll to a new segment when the active one is older than this; -1 = never by time."),
     t("unclean.leader.election.enable", "false", ValueKind::Bool, Some("unclean.leader.election.enable"),
-        "Elect an out-of-sync replica as leader as a last resort.")
-        .not_enforced(NO_REPLICAS),
+        "Elect an out-of-sync replica as leader as a last resort."),
 ];

@@ -1,10 +1,11 @@
-//! AlterPartitionReassignments (key 45), answered as Kafka's controller
-//! does (`ReplicationControlManager.alterPartitionReassignments`) for a
-//! target that is the partition's current replica set: the reassignment
-//! completes at once; a cancellation finds none in progress. Moving a
-//! partition to other brokers needs its data copied there (replication,
-//! not there yet), so such a target is refused with
-//! INVALID_REPLICA_ASSIGNMENT and says so rather than reported done.
+//! AlterPartitionReassignments (key 45), as Kafka's controller answers
+//! it (`ReplicationControlManager.alterPartitionReassignments`): each
+//! partition's move is validated, then all are committed in one metadata
+//! change ([`Broker::alter_partition_reassignments`]). The replicas a move
+//! adds copy the partition's data from its leader and the move completes
+//! once they are in sync (see `magnetar_metadata::reassignment`); a
+//! target equal to the current replicas completes at once; no target
+//! cancels the move under way.
 
 use std::sync::Arc;
 
@@ -21,7 +22,9 @@ use model::PartitionId;
 
 use super::error::response_error;
 use super::{replica_assignment, Versions};
-use broker::{Broker, Error, Topic};
+use broker::cluster::ReassignRequest;
+use broker::reassignment::ReassignError;
+use broker::{Broker, Topic};
 
 /// Implemented versions.
 pub const VERSIONS: Versions = Versions::new(0, 1);
@@ -41,25 +44,47 @@ pub(crate) fn handle(
             .with_error_message(None);
     }
     let allow_rf_change = version < 1 || req.allow_replication_factor_change;
+    // Per partition: its move's index among `moves`, or why it was refused
+    // before any was decided.
+    let mut moves: Vec<ReassignRequest> = Vec::new();
+    let checked: Vec<Vec<Result<usize, Refusal>>> = req
+        .topics
+        .iter()
+        .map(|t| {
+            let topic = broker.topic(t.name.as_str());
+            t.partitions
+                .iter()
+                .map(|p| {
+                    let target = check(broker, topic.as_deref(), t.name.as_str(), p)?;
+                    moves.push((t.name.to_string(), p.partition_index, target));
+                    Ok(moves.len() - 1)
+                })
+                .collect()
+        })
+        .collect();
+    let decided = if moves.is_empty() {
+        Ok(Vec::new())
+    } else {
+        broker.alter_partition_reassignments(&moves, allow_rf_change)
+    };
     let responses = req
         .topics
         .into_iter()
-        .map(|t| {
-            let topic = broker.topic(t.name.as_str());
+        .zip(checked)
+        .map(|(t, checked)| {
             let partitions = t
                 .partitions
                 .iter()
-                .map(|p| {
+                .zip(checked)
+                .map(|(p, c)| {
                     let out = ReassignablePartitionResponse::default()
                         .with_partition_index(p.partition_index)
                         .with_error_message(None);
-                    match reassign(
-                        broker,
-                        topic.as_deref(),
-                        t.name.as_str(),
-                        p,
-                        allow_rf_change,
-                    ) {
+                    let outcome = c.and_then(|i| match &decided {
+                        Ok(outcomes) => outcomes[i].clone().map_err(|e| refusal(&e)),
+                        Err(e) => Err((response_error(e), e.to_string())),
+                    });
+                    match outcome {
                         Ok(()) => out,
                         Err((code, message)) => out
                             .with_error_code(code.code())
@@ -82,13 +107,28 @@ pub(crate) fn handle(
     }
 }
 
-fn reassign(
+/// A partition's error and message.
+type Refusal = (ResponseError, String);
+
+/// The Kafka error for a refused move.
+fn refusal(e: &ReassignError) -> Refusal {
+    let code = match e {
+        ReassignError::UnknownPartition { .. } => ResponseError::UnknownTopicOrPartition,
+        ReassignError::InvalidAssignment(_) => ResponseError::InvalidReplicaAssignment,
+        ReassignError::ReplicationFactorChange { .. } => ResponseError::InvalidReplicationFactor,
+        ReassignError::NoneInProgress => ResponseError::NoReassignmentInProgress,
+    };
+    (code, e.to_string())
+}
+
+/// The partition exists and its target (if any) is a valid assignment:
+/// the target, in order (the first replica is the preferred leader).
+fn check(
     broker: &Broker,
     topic: Option<&Topic>,
     name: &str,
     p: &ReassignablePartition,
-    allow_rf_change: bool,
-) -> Result<(), (ResponseError, String)> {
+) -> Result<Option<Vec<i32>>, Refusal> {
     let Some(topic) = topic else {
         return Err((
             ResponseError::UnknownTopicOrPartition,
@@ -102,36 +142,11 @@ fn reassign(
         ));
     }
     let Some(replicas) = &p.replicas else {
-        return Err((
-            ResponseError::NoReassignmentInProgress,
-            "No partition reassignment is in progress.".into(),
-        ));
+        return Ok(None);
     };
     replica_assignment::validate(broker, replicas, None).map_err(|e| {
         let code = response_error(&e);
         (code, e.to_string())
     })?;
-    let current = topic
-        .placements
-        .get(p.partition_index as usize)
-        .map(|s| s.replicas.clone())
-        .unwrap_or_default();
-    if !allow_rf_change && replicas.len() != current.len() {
-        let e = Error::InvalidReplicationFactor(format!(
-            "The replication factor is changed from {} to {}",
-            current.len(),
-            replicas.len()
-        ));
-        return Err((response_error(&e), e.to_string()));
-    }
-    // In order: the first replica is the preferred leader.
-    let target: Vec<i32> = replicas.iter().map(|b| b.0).collect();
-    if target != current {
-        let e = Error::InvalidReplicaAssignment(format!(
-            "{name}-{} cannot move from broker(s) {current:?} to {target:?}: moving a partition's data between brokers needs replication, which is not implemented yet.",
-            p.partition_index
-        ));
-        return Err((response_error(&e), e.to_string()));
-    }
-    Ok(())
+    Ok(Some(replicas.iter().map(|b| b.0).collect()))
 }

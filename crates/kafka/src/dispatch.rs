@@ -99,13 +99,8 @@ async fn handle_inner(
             RequestKind::ListConfigResources(r) => ResponseKind::ListConfigResources(
                 list_config_resources::handle(broker, &access, v, r),
             ),
-            RequestKind::AlterPartitionReassignments(r) => {
-                ResponseKind::AlterPartitionReassignments(alter_partition_reassignments::handle(
-                    broker, &access, v, r,
-                ))
-            }
             RequestKind::ListPartitionReassignments(r) => ResponseKind::ListPartitionReassignments(
-                list_partition_reassignments::handle(&access, r),
+                list_partition_reassignments::handle(broker, &access, r),
             ),
             RequestKind::DescribeProducers(r) => {
                 ResponseKind::DescribeProducers(describe_producers::handle(broker, &access, r))
@@ -168,6 +163,10 @@ fn handle_blocking(broker: &Arc<Broker>, ctx: &RequestContext, request: RequestK
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(offset_delete::handle(broker, &access, r))
         }
+        // Committed through the controller.
+        RequestKind::AlterPartitionReassignments(r) => ResponseKind::AlterPartitionReassignments(
+            alter_partition_reassignments::handle(broker, &access, v, r),
+        ),
         RequestKind::DeleteGroups(r) => {
             ResponseKind::DeleteGroups(delete_groups::handle(broker, &access, r))
         }

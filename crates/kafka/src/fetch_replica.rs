@@ -156,7 +156,9 @@ fn serve_all(
                 continue;
             }
         };
-        let max = t.max_bytes.min(response_max.saturating_sub(total));
+        // At least one whole batch (KIP-74); none only for a throttled
+        // replica over its rate (the broker's decision).
+        let max = t.max_bytes.min(response_max.saturating_sub(total)).max(1);
         let answer = match broker.serve_replica_fetch(p, &t.request, max) {
             Ok(ServedFetch::Records {
                 region,

@@ -155,6 +155,7 @@ impl Broker {
         let new = &store.data;
         let changes = crate::metadata_delta::local_changes(&old, new, node);
         for (tp, id) in &changes.stop {
+            self.stop_replica(tp, *id, new);
             match self.logs.stage_for_deletion(tp) {
                 Ok(Some(to)) => {
                     info!(partition = %tp, topic_id = %id, staged = %to.display(), "stopped hosting a partition; its log is staged for deletion")
@@ -201,6 +202,28 @@ impl Broker {
             self.refresh_quotas(new);
         }
         *self.cluster.view.write() = Arc::new(ClusterView::of(new));
+    }
+
+    /// Steps a partition this broker no longer hosts (moved away by a
+    /// reassignment) out of its role before its log is staged: a leader
+    /// stops taking writes and fails its waiting `acks=all` producers (they
+    /// retry with the new leader), a follower stops fetching.
+    fn stop_replica(&self, tp: &TopicPartition, id: TopicId, new: &Metadata) {
+        let Some(partition) = self
+            .topic_by_id(id)
+            .and_then(|t| t.hosted_partition(tp.partition).cloned())
+        else {
+            return;
+        };
+        if let Some(state) = new
+            .topics
+            .get(&tp.topic)
+            .filter(|t| t.id == id)
+            .and_then(|t| t.placements.get(tp.partition.0 as usize))
+        {
+            self.apply_replica_state(&partition, state);
+        }
+        partition.fail_waiting();
     }
 
     fn republish_or_retry(&self, rec: &TopicRecord, m: &Metadata, config: &BrokerConfig) {

@@ -15,6 +15,7 @@ mod elect;
 mod link;
 mod membership;
 mod ops;
+mod reassign;
 mod service;
 mod state;
 
@@ -25,6 +26,7 @@ pub use dir::{ClusterDir, MetadataFile, IMPORTED_SUFFIX, MEMBERSHIP_FILE};
 pub use link::ClusterLink;
 pub use membership::{join, Membership};
 pub(crate) use ops::next_cluster_producer_id;
+pub use reassign::ReassignRequest;
 pub use service::{
     run_fencing, BrokerService, QuorumDescription, ReplicaProgress, ServiceRequest, ServiceResponse,
 };

@@ -10,7 +10,7 @@
 //! [`LeaderLink`] (Kafka's Fetch, from the Kafka front end). Log work
 //! (appends, truncation) runs on the blocking pool.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use tracing::{debug, info, warn};
 use super::machine::{replica_state, Replica, ReplicaEffects};
 use super::registry::{FetcherSlot, Spawner};
 use super::slot::AlterJob;
+use super::throttle::Side as ThrottleSide;
 use crate::metadata_records::PartitionState;
 use crate::topic::Partition;
 use crate::txn::PeerFuture;
@@ -283,10 +284,31 @@ impl Broker {
                 partition.replication_error(magnetar_replication::ReplicationError::NotLeader)
             );
         };
+        // A throttled replica over the leader rate gets no records this
+        // time; its progress still counts.
+        let throttled = self.replication_throttled(partition, ThrottleSide::Leader);
+        let max_bytes = if throttled
+            && !self
+                .replication_throttle_delay(ThrottleSide::Leader)
+                .is_zero()
+        {
+            0
+        } else {
+            max_bytes
+        };
         let (served, fx) = replica
             .serve_fetch(request, max_bytes, super::clock_ms())
             .map_err(|e| partition.replica_error(e))?;
         partition.settle(fx);
+        if throttled {
+            if let super::machine::ServedFetch::Records {
+                region: Some(region),
+                ..
+            } = &served
+            {
+                self.record_throttled_replication(ThrottleSide::Leader, region.len());
+            }
+        }
         Ok(served)
     }
 }
@@ -310,8 +332,19 @@ async fn run_fetcher(
             Duration::from_millis(config.int_value("replica.fetch.backoff.ms").max(0) as u64);
         let now = super::clock_ms();
         let mut asked = Vec::new();
+        // Throttled replicas over the follower rate sit this round out.
+        let throttle_wait = b.replication_throttle_delay(ThrottleSide::Follower);
+        let mut held_back = false;
+        let mut throttled = HashSet::new();
         for p in partitions {
             let Some(r) = p.replica() else { continue };
+            if b.replication_throttled(&p, ThrottleSide::Follower) {
+                if !throttle_wait.is_zero() {
+                    held_back = true;
+                    continue;
+                }
+                throttled.insert((p.topic_id, p.tp.partition.0));
+            }
             match r.poll_fetch(now) {
                 Some((l, req)) if l == leader => asked.push((p, r, req)),
                 Some((_, req)) => r.on_fetch_error(req.fetch_id),
@@ -320,7 +353,12 @@ async fn run_fetcher(
         }
         if asked.is_empty() {
             drop(b);
-            let _ = tokio::time::timeout(Duration::from_secs(1), changed).await;
+            let idle = if held_back {
+                throttle_wait.clamp(Duration::from_millis(1), Duration::from_secs(1))
+            } else {
+                Duration::from_secs(1)
+            };
+            let _ = tokio::time::timeout(idle, changed).await;
             continue;
         }
         let addr = match b.peer_addr(leader.0) {
@@ -372,6 +410,19 @@ async fn run_fetcher(
                 continue;
             }
         };
+        if !throttled.is_empty() {
+            let bytes: usize = answers
+                .iter()
+                .filter(|a| throttled.contains(&(a.topic_id, a.partition)))
+                .map(|a| match &a.outcome {
+                    Fetched::Records { records, .. } => records.len(),
+                    _ => 0,
+                })
+                .sum();
+            if let Some(b) = broker.upgrade() {
+                b.record_throttled_replication(ThrottleSide::Follower, bytes);
+            }
+        }
         let errors = tokio::task::spawn_blocking(move || apply_answers(asked, answers))
             .await
             .unwrap_or(true);

@@ -322,7 +322,8 @@ impl Replica {
     /// Answers a follower's fetch as leader: checks its epochs, records
     /// its progress (perhaps moving the high watermark or proposing it
     /// for the ISR) and finds up to `max_bytes` of whole batches from its
-    /// fetch offset, up to the log end.
+    /// fetch offset, up to the log end (at least one if `max_bytes` is not
+    /// zero; none if it is: a throttled replica over its rate).
     pub fn serve_fetch(
         &self,
         req: &FetchRequest,
@@ -338,7 +339,7 @@ impl Replica {
         fx.leader(&self.log, effects)?;
         let served = match answer {
             FetchAnswer::Records { from, hw, .. } => {
-                match self.log.read_region_to_end(from, max_bytes, true) {
+                match self.log.read_region_to_end(from, max_bytes, max_bytes > 0) {
                     Ok(read) => ServedFetch::Records {
                         region: read.region,
                         high_watermark: hw,

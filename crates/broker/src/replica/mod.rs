@@ -21,6 +21,7 @@ mod registry;
 mod slot;
 #[cfg(test)]
 mod tests;
+mod throttle;
 
 pub use hub::{Fetched, FetchedPartition, LeaderLink, PartitionFetch, ReplicaFetch};
 pub(crate) use machine::clock_ms;
@@ -29,3 +30,4 @@ pub use magnetar_replication::{Acks, FetchRequest, ReplicationError};
 pub(crate) use registry::ReplicationHub;
 pub use slot::AlterJob;
 pub(crate) use slot::PartitionReplication;
+pub use throttle::{lists_replica, Side as ThrottleSide};

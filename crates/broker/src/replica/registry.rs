@@ -33,6 +33,10 @@ pub(crate) struct ReplicationHub {
     /// Counts role changes of this broker's replicas (front ends watch it
     /// to send their clients of a partition led elsewhere now away).
     pub(super) leadership: watch::Sender<u64>,
+    /// Bytes served to followers for throttled replicas.
+    pub(super) leader_rate: super::throttle::ByteRate,
+    /// Bytes fetched from leaders for throttled replicas.
+    pub(super) follower_rate: super::throttle::ByteRate,
 }
 
 impl Default for ReplicationHub {
@@ -44,6 +48,8 @@ impl Default for ReplicationHub {
             fetchers: Mutex::new(HashMap::new()),
             started: OnceLock::new(),
             leadership: watch::Sender::new(0),
+            leader_rate: Default::default(),
+            follower_rate: Default::default(),
         }
     }
 }
