@@ -17,6 +17,7 @@ mod group;
 pub mod output;
 mod produce;
 pub mod properties;
+mod reassign;
 pub mod security;
 mod topic;
 

@@ -67,6 +67,26 @@ enum TopicAction {
         #[arg(long)]
         partitions: Option<i32>,
     },
+    /// Move partitions to other brokers: the new replicas copy the data,
+    /// then the replicas not in the target are dropped.
+    Reassign {
+        /// Topic name.
+        name: String,
+        /// A partition to move (repeatable; default: every partition).
+        #[arg(long = "partition", short = 'p')]
+        partitions: Vec<i32>,
+        /// The target brokers, comma-separated, the preferred leader first.
+        #[arg(long, value_delimiter = ',', required_unless_present = "cancel")]
+        replicas: Vec<i32>,
+        /// Cancel the move under way instead (back to the replicas before it).
+        #[arg(long, conflicts_with = "replicas")]
+        cancel: bool,
+        /// Wait until the moves complete.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// List the partition reassignments under way.
+    Reassignments,
     /// Look up a topic's partitions; never creates it unless asked and allowed.
     Partitions {
         /// Topic name.
@@ -301,6 +321,17 @@ pub async fn run(args: TopicArgs) -> Result<(), CliError> {
                 println!("altered topic {name}");
             }
         }
+        TopicAction::Reassign {
+            name,
+            partitions,
+            replicas,
+            cancel,
+            wait,
+        } => {
+            let target = (!cancel).then_some(replicas);
+            crate::reassign::reassign(g, &admin, &name, partitions, target, wait).await?;
+        }
+        TopicAction::Reassignments => crate::reassign::list(g, &admin).await?,
         TopicAction::Partitions {
             name,
             create_if_allowed,

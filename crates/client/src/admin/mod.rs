@@ -5,6 +5,7 @@
 mod configs;
 mod groups;
 mod offsets;
+mod reassignments;
 mod scram;
 mod topics;
 
@@ -16,6 +17,7 @@ use kafka_protocol::ResponseError;
 pub use configs::{AlterConfigOp, ConfigEntry, ConfigResource};
 pub use groups::{GroupDescription, GroupListing, GroupMember, OffsetAndMetadata};
 pub use offsets::{ListedOffset, OffsetSpec};
+pub use reassignments::{PartitionReassignment, Reassignment};
 pub use topics::{CreatedTopic, NewTopic};
 
 use crate::client::{Client, ClientConfig};
