@@ -10,150 +10,16 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use common::cluster::{create, metadata, wait_brokers, Cluster, FAST_SETTINGS};
-use common::{client_config, polled};
+use common::client_config;
+use common::cluster::{create, metadata, wait_brokers, Cluster};
+use common::replication::{
+    check_exactly_once, partitions, produce_all, producer, read_all, settings, wait_isr, DEADLINE,
+};
 use rdkafka::admin::{NewTopic, TopicReplication};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::Message;
-
-const DEADLINE: Duration = Duration::from_secs(60);
-
-/// The cluster's settings: fast fencing and ISR shrinking, two in-sync
-/// replicas needed for `acks=all`.
-fn settings() -> Vec<&'static str> {
-    let mut s = FAST_SETTINGS.to_vec();
-    s.extend([
-        "replica.lag.time.max.ms=3000",
-        "min.insync.replicas=2",
-        "replica.fetch.wait.max.ms=200",
-        "replica.fetch.backoff.ms=200",
-    ]);
-    s
-}
-
-/// Partition → (leader, ISR) of `topic` as `addr` reports it.
-async fn partitions(addr: &str, topic: &str) -> BTreeMap<i32, (i32, BTreeSet<i32>)> {
-    let md = metadata(addr).await;
-    md.topics
-        .iter()
-        .filter(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))
-        .flat_map(|t| t.partitions.iter())
-        .map(|p| {
-            (
-                p.partition_index,
-                (
-                    p.leader_id.0,
-                    p.isr_nodes.iter().map(|n| n.0).collect::<BTreeSet<_>>(),
-                ),
-            )
-        })
-        .collect()
-}
-
-/// Waits until `addr` reports every one of `n` partitions of `topic` led
-/// by a broker of `live` with exactly `live` in its ISR.
-async fn wait_isr(addr: &str, topic: &str, n: usize, live: &[i32]) {
-    let want: BTreeSet<i32> = live.iter().copied().collect();
-    common::eventually(DEADLINE, &format!("ISR {want:?} on {topic}"), || {
-        let want = want.clone();
-        async move {
-            let p = partitions(addr, topic).await;
-            (p.len() == n
-                && p.values()
-                    .all(|(leader, isr)| want.contains(leader) && *isr == want))
-            .then_some(())
-        }
-    })
-    .await;
-}
-
-fn producer(bootstrap: &str) -> FutureProducer {
-    client_config(bootstrap)
-        .set("acks", "all")
-        .set("enable.idempotence", "true")
-        .set("message.timeout.ms", "60000")
-        .set("linger.ms", "5")
-        .create()
-        .unwrap()
-}
-
-/// Produces `values` (key = value), each acknowledged.
-async fn produce_all(p: &FutureProducer, topic: &str, values: &[String]) {
-    let sends: Vec<_> = values
-        .iter()
-        .map(|v| {
-            p.send(
-                FutureRecord::to(topic).key(v).payload(v),
-                Duration::from_secs(60),
-            )
-        })
-        .collect();
-    for (v, r) in values.iter().zip(futures::future::join_all(sends).await) {
-        r.unwrap_or_else(|(e, _)| panic!("{v} not acknowledged: {e}"));
-    }
-}
-
-/// Every record of `topic` read from the start through `bootstrap`, per
-/// partition in offset order, until `n` came.
-fn read_all(bootstrap: &str, topic: &str, partitions: i32, n: usize) -> Vec<Vec<String>> {
-    let c: BaseConsumer = client_config(bootstrap)
-        .set("group.id", "replication-reader")
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
-    let mut tpl = rdkafka::TopicPartitionList::new();
-    for p in 0..partitions {
-        tpl.add_partition_offset(topic, p, rdkafka::Offset::Beginning)
-            .unwrap();
-    }
-    c.assign(&tpl).unwrap();
-    let mut out = vec![Vec::new(); partitions as usize];
-    let deadline = std::time::Instant::now() + DEADLINE;
-    let mut got = 0;
-    while got < n {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "read {got} of {n}: {out:?}"
-        );
-        if let Some(m) = polled(c.poll(Duration::from_millis(200))) {
-            out[m.partition() as usize]
-                .push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
-            got += 1;
-        }
-    }
-    // Nothing more than was acknowledged.
-    let quiet = std::time::Instant::now() + Duration::from_millis(1500);
-    while std::time::Instant::now() < quiet {
-        if let Some(m) = polled(c.poll(Duration::from_millis(100))) {
-            out[m.partition() as usize]
-                .push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
-        }
-    }
-    out
-}
-
-/// Each acknowledged value exactly once, and each partition's values in
-/// the order they were produced.
-fn check_exactly_once(read: &[Vec<String>], produced: &[String]) {
-    let all: Vec<&String> = read.iter().flatten().collect();
-    let distinct: BTreeSet<&String> = all.iter().copied().collect();
-    assert_eq!(all.len(), distinct.len(), "a record was read twice");
-    let want: BTreeSet<&String> = produced.iter().collect();
-    assert_eq!(
-        distinct, want,
-        "read records differ from the acknowledged ones"
-    );
-    let order: BTreeMap<&String, usize> =
-        produced.iter().enumerate().map(|(i, v)| (v, i)).collect();
-    for p in read {
-        let idx: Vec<usize> = p.iter().map(|v| order[v]).collect();
-        assert!(idx.windows(2).all(|w| w[0] < w[1]), "out of order: {p:?}");
-    }
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn acks_all_records_survive_a_sigkill_of_their_leader() {
@@ -509,20 +375,7 @@ async fn elect_preferred(addr: &str, topic: &str, partitions: &[i32]) -> Vec<i16
 }
 
 fn run_python(args: &[&str]) {
-    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/python/kafka_python_replication.py");
-    let out = std::process::Command::new("python3")
-        .arg(script)
-        .args(args)
-        .output()
-        .expect("python3 is needed for the client interop tests");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("OK"),
-        "kafka_python_replication.py {args:?} failed ({}).\nstdout:\n{stdout}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::python("kafka_python_replication.py", args);
 }
 
 /// kafka-python produces to a replication-factor-3 topic with `acks=all`,

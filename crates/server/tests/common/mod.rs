@@ -8,6 +8,7 @@ pub mod cli;
 pub mod cluster;
 pub mod healthy;
 pub mod pki;
+pub mod replication;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -22,6 +23,27 @@ use kafka_protocol::protocol::{Encodable, StrBytes};
 use rdkafka::ClientConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// Runs `tests/python/{script}` with `args` (blocking) and asserts it
+/// exits 0 and prints `OK`; its output.
+pub fn python(script: &str, args: &[&str]) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/python")
+        .join(script);
+    let out = Command::new("python3")
+        .arg(path)
+        .args(args)
+        .output()
+        .expect("python3 is needed for the client interop tests");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "{script} {args:?} failed ({}).\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
 
 /// A `magnetar standalone` process owned by a test.
 pub struct BrokerProcess {
