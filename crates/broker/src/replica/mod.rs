@@ -22,6 +22,7 @@ mod slot;
 #[cfg(test)]
 mod tests;
 mod throttle;
+mod throttling;
 
 pub use hub::{Fetched, FetchedPartition, LeaderLink, PartitionFetch, ReplicaFetch};
 pub(crate) use machine::clock_ms;

@@ -14,9 +14,6 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::topic::Partition;
-use crate::Broker;
-
 /// Which side of replication a throttle bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -27,14 +24,14 @@ pub enum Side {
 }
 
 impl Side {
-    fn replicas_key(self) -> &'static str {
+    pub(super) fn replicas_key(self) -> &'static str {
         match self {
             Side::Leader => "leader.replication.throttled.replicas",
             Side::Follower => "follower.replication.throttled.replicas",
         }
     }
 
-    fn rate_key(self) -> &'static str {
+    pub(super) fn rate_key(self) -> &'static str {
         match self {
             Side::Leader => "leader.replication.throttled.rate",
             Side::Follower => "follower.replication.throttled.rate",
@@ -108,44 +105,6 @@ pub fn lists_replica(list: &str, partition: i32, broker: i32) -> bool {
         let b = it.next().and_then(|b| b.trim().parse::<i32>().ok());
         p == Some(partition) && b == Some(broker)
     })
-}
-
-impl Broker {
-    /// Whether this broker's replica of `partition` is throttled on `side`.
-    pub fn replication_throttled(&self, partition: &Partition, side: Side) -> bool {
-        let Some(topic) = self.topic_by_id(partition.topic_id) else {
-            return false;
-        };
-        topic
-            .config
-            .overrides()
-            .get(side.replicas_key())
-            .is_some_and(|list| lists_replica(list, partition.tp.partition.0, self.node_id()))
-    }
-
-    fn throttle_rate(&self, side: Side) -> i64 {
-        self.config().int_value(side.rate_key())
-    }
-
-    fn byte_rate(&self, side: Side) -> &ByteRate {
-        match side {
-            Side::Leader => &self.replication.leader_rate,
-            Side::Follower => &self.replication.follower_rate,
-        }
-    }
-
-    /// How long `side`'s throttled replicas must wait before they may move
-    /// more bytes (zero: they may now).
-    pub fn replication_throttle_delay(&self, side: Side) -> Duration {
-        self.byte_rate(side)
-            .delay(self.throttle_rate(side), Instant::now())
-    }
-
-    /// Counts `bytes` moved for throttled replicas on `side`.
-    pub fn record_throttled_replication(&self, side: Side, bytes: usize) {
-        self.byte_rate(side)
-            .record(self.throttle_rate(side), bytes, Instant::now());
-    }
 }
 
 #[cfg(test)]
