@@ -47,8 +47,12 @@ pub(crate) fn handle(
                 DescribeLogDirsPartition::default()
                     .with_partition_index(p.tp.partition.0)
                     .with_partition_size(p.log().size_bytes() as i64)
-                    // The high watermark is the log end on one node.
-                    .with_offset_lag(0)
+                    // Kafka's lag of a current (not future) log: its high
+                    // watermark past its own log end, so 0 unless the log
+                    // was cut back below it.
+                    .with_offset_lag(
+                        (p.log().high_watermark().0 - p.log().log_end_offset().0).max(0),
+                    )
                     .with_is_future_key(false)
             })
             .collect();

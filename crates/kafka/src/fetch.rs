@@ -68,11 +68,11 @@ pub(crate) async fn handle(
     }
     // An incremental fetch against a session we never created.
     if version >= 7 && req.session_id != 0 {
-        let answer = FetchAnswer {
-            error_code: ResponseError::FetchSessionIdNotFound.code(),
-            ..FetchAnswer::default()
-        };
-        return fetch_response::encode(&answer, correlation_id, version);
+        return fetch_response::refusal(
+            ResponseError::FetchSessionIdNotFound,
+            correlation_id,
+            version,
+        );
     }
     let mut topics_out = Vec::with_capacity(req.topics.len());
     let mut targets = Vec::new();

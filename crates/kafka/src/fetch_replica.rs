@@ -54,11 +54,11 @@ pub(crate) async fn handle(
     req: WireFetch,
 ) -> ResponseFrame {
     if !access.cluster(Operation::ClusterAction) {
-        let answer = FetchAnswer {
-            error_code: ResponseError::ClusterAuthorizationFailed.code(),
-            ..FetchAnswer::default()
-        };
-        return fetch_response::encode(&answer, correlation_id, version);
+        return fetch_response::refusal(
+            ResponseError::ClusterAuthorizationFailed,
+            correlation_id,
+            version,
+        );
     }
     let mut topics = Vec::with_capacity(req.topics.len());
     let mut targets = Vec::new();

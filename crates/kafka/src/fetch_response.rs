@@ -63,6 +63,20 @@ fn put_array_len(buf: &mut BytesMut, flexible: bool, n: usize) {
     }
 }
 
+/// A Fetch v`version` response frame refusing the whole request with
+/// `error`.
+pub fn refusal(
+    error: kafka_protocol::error::ResponseError,
+    correlation_id: i32,
+    version: i16,
+) -> ResponseFrame {
+    let answer = FetchAnswer {
+        error_code: error.code(),
+        ..FetchAnswer::default()
+    };
+    encode(&answer, correlation_id, version)
+}
+
 /// Encodes `answer` as a Fetch v`version` response frame (size prefix and
 /// response header included).
 pub fn encode(answer: &FetchAnswer, correlation_id: i32, version: i16) -> ResponseFrame {

@@ -10,14 +10,13 @@ mod common;
 use std::time::Duration;
 
 use common::cluster::{create_spread, metadata, Cluster};
+use common::replication::elect_preferred;
 use common::RawConn;
 use kafka_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
 };
-use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::{
-    AlterPartitionReassignmentsRequest, ApiKey, BrokerId, ElectLeadersRequest, ResponseKind,
-    TopicName,
+    AlterPartitionReassignmentsRequest, ApiKey, BrokerId, ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -29,26 +28,6 @@ const SETTINGS: &[&str] = &[
 
 fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_string()))
-}
-
-/// ElectLeaders (preferred, v2) for `partitions` of `topic`: each code.
-async fn elect(addr: &str, topic: &str, partitions: &[i32]) -> Vec<i16> {
-    let mut conn = RawConn::connect(addr.parse().unwrap()).await;
-    let req = ElectLeadersRequest::default()
-        .with_election_type(0)
-        .with_timeout_ms(5000)
-        .with_topic_partitions(Some(vec![TopicPartitions::default()
-            .with_topic(name(topic))
-            .with_partitions(partitions.to_vec())]));
-    let ResponseKind::ElectLeaders(r) = conn.call(ApiKey::ElectLeaders, 2, req).await else {
-        panic!("ElectLeaders")
-    };
-    assert_eq!(r.error_code, 0);
-    r.replica_election_results[0]
-        .partition_result
-        .iter()
-        .map(|p| p.error_code)
-        .collect()
 }
 
 /// AlterPartitionReassignments of one partition: its code and message.
@@ -87,7 +66,7 @@ async fn elections_and_reassignments_answer_for_the_partitions_brokers() {
     // Every partition's one replica leads it, whichever broker is asked.
     for node in 1..=3 {
         assert_eq!(
-            elect(&c.addr(node), "moves", &[0, 1, 2]).await,
+            elect_preferred(&c.addr(node), "moves", &[0, 1, 2]).await,
             [84, 84, 84],
             "ELECTION_NOT_NEEDED from node {node}"
         );
@@ -146,7 +125,7 @@ async fn elections_and_reassignments_answer_for_the_partitions_brokers() {
         (part.leader_id.0 == -1).then_some(())
     })
     .await;
-    let codes = elect(&c.addr(1), "moves", &[0, 1, 2]).await;
+    let codes = elect_preferred(&c.addr(1), "moves", &[0, 1, 2]).await;
     for (partition, code) in codes.iter().enumerate() {
         let expect = if partition as i32 == offline { 83 } else { 84 };
         assert_eq!(*code, expect, "partition {partition}: {codes:?}");

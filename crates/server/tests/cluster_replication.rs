@@ -15,7 +15,8 @@ use std::time::Duration;
 use common::client_config;
 use common::cluster::{create, metadata, wait_brokers, Cluster};
 use common::replication::{
-    check_exactly_once, partitions, produce_all, producer, read_all, settings, wait_isr, DEADLINE,
+    check_exactly_once, elect_preferred, partitions, produce_all, producer, read_all, settings,
+    wait_isr, DEADLINE,
 };
 use rdkafka::admin::{NewTopic, TopicReplication};
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -349,29 +350,6 @@ async fn leadership_returns_to_preferred_replicas_by_itself() {
     let produced: Vec<String> = first.iter().chain(&second).cloned().collect();
     let read = read_all(&c.bootstrap(), topic, 6, produced.len());
     check_exactly_once(&read, &produced);
-}
-
-/// ElectLeaders (preferred) of `partitions` of `topic` through `addr`: each
-/// partition's error code.
-async fn elect_preferred(addr: &str, topic: &str, partitions: &[i32]) -> Vec<i16> {
-    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
-    use kafka_protocol::messages::{ApiKey, ElectLeadersRequest, ResponseKind, TopicName};
-    let mut conn = common::RawConn::connect(addr.parse().unwrap()).await;
-    let req = ElectLeadersRequest::default()
-        .with_election_type(0)
-        .with_timeout_ms(5000)
-        .with_topic_partitions(Some(vec![TopicPartitions::default()
-            .with_topic(TopicName(topic.to_string().into()))
-            .with_partitions(partitions.to_vec())]));
-    let ResponseKind::ElectLeaders(r) = conn.call(ApiKey::ElectLeaders, 2, req).await else {
-        panic!("ElectLeaders")
-    };
-    assert_eq!(r.error_code, 0);
-    r.replica_election_results[0]
-        .partition_result
-        .iter()
-        .map(|p| p.error_code)
-        .collect()
 }
 
 fn run_python(args: &[&str]) {

@@ -148,3 +148,26 @@ pub fn check_exactly_once(read: &[Vec<String>], produced: &[String]) {
         assert!(idx.windows(2).all(|w| w[0] < w[1]), "out of order: {p:?}");
     }
 }
+
+/// ElectLeaders (preferred) of `partitions` of `topic` through `addr`: each
+/// partition's error code.
+pub async fn elect_preferred(addr: &str, topic: &str, partitions: &[i32]) -> Vec<i16> {
+    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+    use kafka_protocol::messages::{ApiKey, ElectLeadersRequest, ResponseKind, TopicName};
+    let mut conn = super::RawConn::connect(addr.parse().unwrap()).await;
+    let req = ElectLeadersRequest::default()
+        .with_election_type(0)
+        .with_timeout_ms(5000)
+        .with_topic_partitions(Some(vec![TopicPartitions::default()
+            .with_topic(TopicName(topic.to_string().into()))
+            .with_partitions(partitions.to_vec())]));
+    let ResponseKind::ElectLeaders(r) = conn.call(ApiKey::ElectLeaders, 2, req).await else {
+        panic!("ElectLeaders")
+    };
+    assert_eq!(r.error_code, 0);
+    r.replica_election_results[0]
+        .partition_result
+        .iter()
+        .map(|p| p.error_code)
+        .collect()
+}
