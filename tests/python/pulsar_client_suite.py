@@ -750,6 +750,44 @@ def durable_after(url, _bootstrap):
     c.close()
 
 
+def pipelined(url, _bootstrap):
+    """Many sends in flight at once on one connection (send_async, no
+    batching) to topic argv[4]: every one is acknowledged, receipts come in
+    the order of the sends (message ids rise with them), and a consumer
+    reads each message once, in order."""
+    topic, n = sys.argv[4], int(sys.argv[5])
+    c = client(url)
+    p = c.create_producer(
+        topic, batching_enabled=False, max_pending_messages=n, block_if_queue_full=True
+    )
+    results = [None] * n
+    done = threading.Semaphore(0)
+
+    def sent(i):
+        def callback(res, msg_id):
+            results[i] = (res, msg_id)
+            done.release()
+
+        return callback
+
+    for i in range(n):
+        p.send_async(("p-%06d" % i).encode(), sent(i))
+    for _ in range(n):
+        check(done.acquire(timeout=60), "receipts did not all come")
+    bad = [(i, r) for i, (r, _) in enumerate(results) if r != pulsar.Result.Ok]
+    check(not bad, "failed sends: %r" % bad[:5])
+    ids = [(m.ledger_id(), m.entry_id()) for _, m in results]
+    check(ids == sorted(ids) and len(set(ids)) == n, "receipts out of send order")
+    p.close()
+    cons = c.subscribe(
+        topic, "pipelined-check", initial_position=pulsar.InitialPosition.Earliest
+    )
+    got = [m.data().decode() for m in drain(cons, n)]
+    check(got == ["p-%06d" % i for i in range(n)], "read back out of order")
+    nothing_more(cons)
+    c.close()
+
+
 CHECKS = {
     "over-http": over_http,
     "resume": resume,
@@ -763,6 +801,7 @@ CHECKS = {
     "key-shared-churn": key_shared_churn,
     "durable-before": durable_before,
     "durable-after": durable_after,
+    "pipelined": pipelined,
 }
 
 if __name__ == "__main__":

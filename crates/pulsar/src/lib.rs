@@ -18,6 +18,7 @@ pub mod consumer;
 pub mod dispatch;
 mod metrics;
 pub mod producer;
+mod receipts;
 pub mod schema;
 pub mod server;
 pub mod session;

@@ -212,6 +212,12 @@ async fn connection(
                     Err(why) => break Some(why),
                 }
             }
+            receipt = session.next_receipt() => {
+                match session.deliver(receipt).await {
+                    Ok(()) => continue,
+                    Err(why) => break Some(why),
+                }
+            }
             f = read_frame(&mut read, limits, &budget, idle) => f,
         };
         let (body, _permit) = match frame {

@@ -27,6 +27,7 @@ use crate::consumer::{self, Consumer};
 use crate::dispatch::ConsumerOutlet;
 use crate::error::PulsarError;
 use crate::producer::{self, Producer};
+use crate::receipts::{self, Receipt, Receipts};
 use crate::shared::Shared;
 use crate::{lookup, schema, topics};
 use broker::security::acl::Operation;
@@ -70,6 +71,8 @@ pub struct Session {
     auth_deadline: Option<tokio::time::Instant>,
     /// Whether an AuthChallenge awaits its AuthResponse.
     challenged: bool,
+    /// Answers to sends waiting for their partitions' in-sync replicas.
+    receipts: Receipts,
 }
 
 impl Session {
@@ -94,6 +97,7 @@ impl Session {
             supports_refresh: false,
             auth_deadline: None,
             challenged: false,
+            receipts: Receipts::default(),
             conn,
             shared,
             out,
@@ -363,39 +367,40 @@ impl Session {
                         }
                         // On a replicated partition the message is
                         // persisted once the in-sync replicas have it, as
-                        // Pulsar acknowledges after its write quorum.
-                        if let Some((next, epoch)) = sent.next {
-                            let deadline = tokio::time::Instant::now() + COMMIT_TIMEOUT;
-                            let partition = &p.target.partition;
-                            if let Err(e) = partition.wait_committed(next, epoch, deadline).await {
-                                if !partition.leads() {
-                                    return self.close_moved_producer(c.producer_id).await;
-                                }
-                                let e = PulsarError::from(e);
-                                return self
-                                    .reply(CommandSendError {
-                                        producer_id: c.producer_id,
-                                        sequence_id: c.sequence_id,
-                                        error: e.code as i32,
-                                        message: e.message,
-                                    })
-                                    .await;
-                            }
+                        // Pulsar acknowledges after its write quorum; the
+                        // connection reads on meanwhile.
+                        let Some(appended) = sent.next else {
+                            return self.answer_send(Receipt::Reply(sent.receipt.into())).await;
+                        };
+                        if self.receipts.len() >= Receipts::MAX {
+                            let oldest = self.receipts.next().await;
+                            self.deliver(oldest).await?;
                         }
-                        self.reply(sent.receipt).await
+                        self.receipts.push(receipts::committed(
+                            p.target.partition.clone(),
+                            c.producer_id,
+                            c.sequence_id,
+                            appended,
+                            tokio::time::Instant::now() + COMMIT_TIMEOUT,
+                            sent.receipt.into(),
+                        ));
+                        Ok(())
                     }
                     // Refused because another broker leads the partition
                     // now: the client is sent there.
                     Err(_) if !p.target.partition.leads() => {
-                        self.close_moved_producer(c.producer_id).await
+                        self.answer_send(Receipt::Moved(c.producer_id)).await
                     }
                     Err(e) => {
-                        self.reply(CommandSendError {
-                            producer_id: c.producer_id,
-                            sequence_id: c.sequence_id,
-                            error: e.code as i32,
-                            message: e.message,
-                        })
+                        self.answer_send(Receipt::Reply(
+                            CommandSendError {
+                                producer_id: c.producer_id,
+                                sequence_id: c.sequence_id,
+                                error: e.code as i32,
+                                message: e.message,
+                            }
+                            .into(),
+                        ))
                         .await
                     }
                 }
@@ -632,6 +637,30 @@ impl Session {
                 .detach(&cons.key, cons.id)
                 .unwrap_or_default();
             self.tell(effects).await;
+        }
+    }
+
+    /// Answers a send now, or behind the answers still waiting (in order).
+    async fn answer_send(&mut self, receipt: Receipt) -> Result<(), Close> {
+        if self.receipts.is_empty() {
+            self.deliver(receipt).await
+        } else {
+            self.receipts.push_ready(receipt);
+            Ok(())
+        }
+    }
+
+    /// The oldest waiting answer to a send once it is ready (never, while
+    /// none waits); cancel-safe. Give it to [`Session::deliver`].
+    pub(crate) async fn next_receipt(&mut self) -> Receipt {
+        self.receipts.next().await
+    }
+
+    /// Sends a send's answer to the client.
+    pub(crate) async fn deliver(&self, receipt: Receipt) -> Result<(), Close> {
+        match receipt {
+            Receipt::Reply(cmd) => self.reply(cmd).await,
+            Receipt::Moved(producer_id) => self.close_moved_producer(producer_id).await,
         }
     }
 

@@ -393,3 +393,33 @@ async fn pulsar_clients_follow_their_partition_across_leader_moves() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The Python Pulsar client keeps 3,000 sends in flight on one connection
+/// to a replication-factor-3 partition: each waits for the in-sync
+/// replicas without holding the connection's next sends, and the receipts
+/// still come in the order of the sends (the client matches them in
+/// order); a consumer reads every message once, in order.
+#[tokio::test(flavor = "multi_thread")]
+async fn pipelined_pulsar_sends_to_a_replicated_partition_are_answered_in_order() {
+    let mut s = SETTINGS.to_vec();
+    s.extend(["min.insync.replicas=2", "replica.fetch.wait.max.ms=200"]);
+    let mut c = Cluster::start(3, &s);
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    let topic = "pipelined";
+    create(
+        &c.addr(1),
+        NewTopic::new(topic, 1, TopicReplication::Fixed(3)),
+    )
+    .await;
+    let leader = leaders(&c.addr(1), topic, 1).await[&0] as usize;
+    let url = c.node(leader).pulsar_url();
+    tokio::task::spawn_blocking(move || {
+        pulsar_check(
+            "pipelined",
+            &url,
+            &[&format!("persistent://public/default/{topic}"), "3000"],
+        )
+    })
+    .await
+    .unwrap();
+}
