@@ -405,12 +405,18 @@ impl Session {
                     }
                 }
             }
+            // Answered after the receipts of the sends before it, as
+            // upstream closes a producer once its pending writes are
+            // acknowledged.
             Command::CloseProducer(c) => {
                 self.producers.remove(&c.producer_id);
-                self.reply(CommandSuccess {
-                    request_id: c.request_id,
-                    schema: None,
-                })
+                self.answer_send(Receipt::Reply(
+                    CommandSuccess {
+                        request_id: c.request_id,
+                        schema: None,
+                    }
+                    .into(),
+                ))
                 .await
             }
             Command::Subscribe(c) => self.subscribe(c).await,
