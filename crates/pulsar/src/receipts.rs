@@ -11,10 +11,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use broker::replica::CommitWait;
 use broker::Partition;
 use magnetar_pulsar_wire::proto::CommandSendError;
 use magnetar_pulsar_wire::Command;
-use model::{LeaderEpoch, Offset};
 use parking_lot::Mutex;
 
 use crate::error::PulsarError;
@@ -80,19 +80,21 @@ impl Receipts {
     }
 }
 
-/// The answer to a send of `producer_id` whose records end before `next`,
-/// appended on `partition` in leader epoch `epoch`: `receipt` once the
-/// in-sync replicas have them (by `deadline`), an error otherwise, or the
-/// producer's closing if the partition is led elsewhere now.
+/// The answer to a send of `producer_id` whose commit `wait` (registered
+/// when the send was stored, so a later change of leader epoch cannot
+/// fail a send already committed) awaits on `partition`: `receipt` once
+/// the in-sync replicas have its records (by `deadline`), an error
+/// otherwise, or the producer's closing if the partition is led elsewhere
+/// now.
 pub(crate) async fn committed(
     partition: Arc<Partition>,
     producer_id: u64,
     sequence_id: u64,
-    (next, epoch): (Offset, LeaderEpoch),
+    wait: CommitWait,
     deadline: tokio::time::Instant,
     receipt: Command,
 ) -> Receipt {
-    match partition.wait_committed(next, epoch, deadline).await {
+    match partition.committed(wait, deadline).await {
         Ok(()) => Receipt::Reply(receipt),
         Err(_) if !partition.leads() => Receipt::Moved(producer_id),
         Err(e) => {

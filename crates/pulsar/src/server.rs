@@ -26,7 +26,7 @@ use tracing::debug;
 
 use crate::authz::PulsarSecurity;
 use crate::lookup::ServiceUrls;
-use crate::session::{self, Session};
+use crate::session::Session;
 
 static BAD_CONNECTION_LOG: RateLimiter = RateLimiter::new(10, Duration::from_secs(1));
 
@@ -185,7 +185,7 @@ async fn connection(
 ) {
     let conn = shared.next_connection.fetch_add(1, Ordering::Relaxed);
     let budget = shared.budget.for_peer(peer.ip());
-    let mut read = BufReader::with_capacity(64 * 1024, read);
+    let read = BufReader::with_capacity(64 * 1024, read);
     let (out, rx) = mpsc::channel::<Bytes>(OUT_QUEUE);
     let writer = tokio::spawn(write_loop(write, rx, shared.keep_alive));
     let mut session = Session::new(conn, shared.clone(), out.clone(), peer, certificate);
@@ -197,6 +197,11 @@ async fn connection(
         max_size_key: "the Pulsar frame limit before CONNECT (64 KiB)",
         read_timeout: shared.frame_limits.read_timeout,
     };
+    // A frame being read survives the loop's other events (a receipt
+    // ready, the authentication deadline): reading is not cancel-safe, and
+    // a frame half read and dropped would leave the stream mid-frame.
+    let mut reader = Some(read);
+    let mut reading = std::pin::pin!(None);
     let reason = loop {
         let deadline = session.auth_deadline();
         let limits = if session.is_connected() {
@@ -204,6 +209,9 @@ async fn connection(
         } else {
             &before_connect
         };
+        if let Some(r) = reader.take() {
+            reading.set(Some(next_frame(r, limits, &budget, idle)));
+        }
         let frame = tokio::select! {
             _ = shutdown.changed() => break None,
             _ = sleep_until(deadline) => {
@@ -218,7 +226,11 @@ async fn connection(
                     Err(why) => break Some(why),
                 }
             }
-            f = read_frame(&mut read, limits, &budget, idle) => f,
+            (r, f) = async { reading.as_mut().as_pin_mut().expect("a read is in progress").await } => {
+                reading.set(None);
+                reader = Some(r);
+                f
+            }
         };
         let (body, _permit) = match frame {
             Ok(Some(f)) => f,
@@ -242,8 +254,11 @@ async fn connection(
                 if let Some(send) =
                     checksum_failed_send(&decoded).filter(|_| session.is_connected())
                 {
-                    let _ = session::send(&out, command(send)).await;
-                    continue;
+                    // Behind the answers to the sends before it.
+                    match session.answer_in_order(send.into()).await {
+                        Ok(()) => continue,
+                        Err(why) => break Some(why),
+                    }
                 }
                 break Some("checksum mismatch".into());
             }
@@ -265,6 +280,20 @@ async fn connection(
     drop(session);
     drop(out);
     let _ = writer.await;
+}
+
+/// Reads the next frame from `read` and gives `read` back with it.
+async fn next_frame<R: AsyncRead + Unpin>(
+    mut read: R,
+    limits: &FrameLimits,
+    budget: &broker::limits::PeerBudget,
+    idle: Option<Duration>,
+) -> (
+    R,
+    Result<Option<(Bytes, broker::limits::BudgetPermit)>, ReadError>,
+) {
+    let frame = read_frame(&mut read, limits, budget, idle).await;
+    (read, frame)
 }
 
 /// Sleeps until `deadline`; never wakes without one.

@@ -369,18 +369,19 @@ impl Session {
                         // persisted once the in-sync replicas have it, as
                         // Pulsar acknowledges after its write quorum; the
                         // connection reads on meanwhile.
-                        let Some(appended) = sent.next else {
+                        let Some((next, epoch)) = sent.next else {
                             return self.answer_send(Receipt::Reply(sent.receipt.into())).await;
                         };
                         if self.receipts.len() >= Receipts::MAX {
                             let oldest = self.receipts.next().await;
                             self.deliver(oldest).await?;
                         }
+                        let wait = p.target.partition.commit_wait(next, epoch);
                         self.receipts.push(receipts::committed(
                             p.target.partition.clone(),
                             c.producer_id,
                             c.sequence_id,
-                            appended,
+                            wait,
                             tokio::time::Instant::now() + COMMIT_TIMEOUT,
                             sent.receipt.into(),
                         ));
@@ -654,6 +655,11 @@ impl Session {
             self.receipts.push_ready(receipt);
             Ok(())
         }
+    }
+
+    /// Answers `cmd` (a send's answer) behind the answers still waiting.
+    pub(crate) async fn answer_in_order(&mut self, cmd: Command) -> Result<(), Close> {
+        self.answer_send(Receipt::Reply(cmd)).await
     }
 
     /// The oldest waiting answer to a send once it is ready (never, while

@@ -20,6 +20,21 @@ use super::slot::{AlterJob, Replicated, Waiter};
 use crate::topic::Partition;
 use crate::Error;
 
+/// A registered wait for records to be committed
+/// ([`Partition::commit_wait`]).
+#[derive(Debug)]
+pub enum CommitWait {
+    /// Known when registered.
+    Done(Result<(), Error>),
+    /// Waiting in the purgatory for the records before `next`.
+    Waiting {
+        /// The offset the high watermark must reach.
+        next: Offset,
+        /// Completed by the purgatory.
+        rx: oneshot::Receiver<Result<(), ReplicationError>>,
+    },
+}
+
 impl Partition {
     /// The replica of a partition with more than one replica (`None` for
     /// one with a single replica, which needs none).
@@ -173,13 +188,34 @@ impl Partition {
         epoch: LeaderEpoch,
         deadline: tokio::time::Instant,
     ) -> Result<(), Error> {
+        let wait = self.commit_wait(next, epoch);
+        self.committed(wait, deadline).await
+    }
+
+    /// [`Partition::wait_committed`] in two steps: the wait registered now
+    /// (so its epoch is checked now, not when it is awaited), then awaited
+    /// with [`Partition::committed`].
+    pub fn commit_wait(&self, next: Offset, epoch: LeaderEpoch) -> CommitWait {
         let (tx, rx) = oneshot::channel();
         let waiter: Waiter = Box::new(move |r| {
             let _ = tx.send(r);
         });
-        if let Some(now) = self.register_commit(next, epoch, waiter) {
-            return now;
+        match self.register_commit(next, epoch, waiter) {
+            Some(now) => CommitWait::Done(now),
+            None => CommitWait::Waiting { next, rx },
         }
+    }
+
+    /// The outcome of `wait`, at most at `deadline` (REQUEST_TIMED_OUT).
+    pub async fn committed(
+        &self,
+        wait: CommitWait,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), Error> {
+        let (next, rx) = match wait {
+            CommitWait::Done(r) => return r,
+            CommitWait::Waiting { next, rx } => (next, rx),
+        };
         match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(Ok(()))) => Ok(()),
             Ok(Ok(Err(e))) => Err(self.replication_error(e)),

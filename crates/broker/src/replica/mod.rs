@@ -24,6 +24,7 @@ mod tests;
 mod throttle;
 mod throttling;
 
+pub use hosted::CommitWait;
 pub use hub::{Fetched, FetchedPartition, LeaderLink, PartitionFetch, ReplicaFetch};
 pub(crate) use machine::clock_ms;
 pub use machine::{replica_state, Replica, ReplicaEffects, ReplicaError, ServedFetch};
