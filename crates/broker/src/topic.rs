@@ -276,6 +276,12 @@ impl Partition {
         LeaderEpoch(self.state.read().leader_epoch)
     }
 
+    /// Whether broker `node` is in the partition's ISR as the metadata
+    /// has it.
+    pub fn in_sync(&self, node: i32) -> bool {
+        self.state.read().isr.contains(&node)
+    }
+
     /// The replicas in sync with the leader, the leader included: this
     /// node alone for a partition with one replica.
     pub fn in_sync_replicas(&self) -> usize {

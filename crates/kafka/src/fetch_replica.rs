@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use broker::replica::{FetchRequest, ServedFetch};
+use broker::replica::{FetchRequest, ServedFetch, ThrottleSide};
 use broker::security::acl::Operation;
 use broker::{Broker, Partition};
 use kafka_protocol::error::ResponseError;
@@ -120,11 +120,25 @@ pub(crate) async fn handle(
             return fetch_response::encode(&answer, correlation_id, version);
         }
         // Nothing new: wait for a record past any follower's fetch offset.
+        // A partition with records past it that got none was held back by
+        // the leader's throttle: its wait is the throttle's (waiting on
+        // its log end would end at once, and the request would spin).
+        let held_back = (Instant::now()
+            + broker
+                .replication_throttle_delay(ThrottleSide::Leader)
+                .max(Duration::from_millis(1)))
+        .min(deadline);
         let waits = targets.iter().filter_map(|t| {
             let p = t.hosted.as_ref().ok()?;
-            Some(Box::pin(
-                p.wait_for_log_end(t.request.fetch_offset, deadline),
-            ))
+            let wait: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+                if p.log().log_end_offset() > t.request.fetch_offset {
+                    Box::pin(tokio::time::sleep_until(held_back))
+                } else {
+                    Box::pin(async move {
+                        p.wait_for_log_end(t.request.fetch_offset, deadline).await;
+                    })
+                };
+            Some(wait)
         });
         futures::future::select_all(waits).await;
     }

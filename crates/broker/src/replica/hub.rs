@@ -285,8 +285,12 @@ impl Broker {
             );
         };
         // A throttled replica over the leader rate gets no records this
-        // time; its progress still counts.
-        let throttled = self.replication_throttled(partition, ThrottleSide::Leader);
+        // time; its progress still counts. As Kafka's, the throttle holds
+        // back only replicas out of the ISR (the ones catching up, as a
+        // reassignment's new replicas): in-sync followers never fall out
+        // of it for a throttle.
+        let throttled = self.replication_throttled(partition, ThrottleSide::Leader)
+            && !partition.in_sync(request.replica.0);
         let max_bytes = if throttled
             && !self
                 .replication_throttle_delay(ThrottleSide::Leader)
@@ -338,7 +342,8 @@ async fn run_fetcher(
         let mut throttled = HashSet::new();
         for p in partitions {
             let Some(r) = p.replica() else { continue };
-            if b.replication_throttled(&p, ThrottleSide::Follower) {
+            // As Kafka's, only a replica out of the ISR is held back.
+            if b.replication_throttled(&p, ThrottleSide::Follower) && !p.in_sync(b.node_id()) {
                 if !throttle_wait.is_zero() {
                     held_back = true;
                     continue;
