@@ -169,10 +169,12 @@ pub fn change(
             revert(current, &original, live).map(Some)
         }
         Some(target) if !current.is_reassigning() && current.replicas == target => Ok(None),
-        // From every replica it has now, as Kafka's controller does: a
-        // replica still being added that the new target drops is removed
-        // with the others, so the ISR keeps all its members until then.
-        Some(target) => Ok(Some(moving(current, &current.replicas, target, live))),
+        // The same move again (a retry): nothing changes.
+        Some(target) if target_replicas(current) == target => Ok(None),
+        // From every replica it has now: a replica still being added that
+        // the new target drops is removed with the others at completion,
+        // so the ISR keeps all its members until then.
+        Some(target) => Ok(Some(moving(current, &original, target, live))),
     }
 }
 
@@ -197,26 +199,31 @@ fn check_target(m: &Metadata, target: &[NodeId]) -> Result<(), ReassignError> {
 }
 
 /// The transitional state toward `target` from the partition's `current`
-/// replicas (a reassignment already under way is replaced): the target
-/// first, then the replicas it removes; completed at once when the
-/// target is in sync already (a shrink).
+/// replicas (a reassignment already under way is replaced), whose
+/// replicas before any move were `original`: the target first, then every
+/// other current replica, all removed at completion; completed at once
+/// when the target is in sync already (a shrink). Adding: every replica
+/// not an original one (one still being added that the new target drops
+/// is both adding and removing), so the original replicas stay known for
+/// a cancellation.
 fn moving(
     current: &PartitionState,
-    from: &[NodeId],
+    original: &[NodeId],
     target: &[NodeId],
     live: &BTreeSet<NodeId>,
 ) -> PartitionState {
-    let removing: Vec<NodeId> = from
+    let removing: Vec<NodeId> = current
+        .replicas
         .iter()
         .copied()
         .filter(|r| !target.contains(r))
         .collect();
-    let adding: Vec<NodeId> = target
+    let replicas: Vec<NodeId> = target.iter().chain(removing.iter()).copied().collect();
+    let adding: Vec<NodeId> = replicas
         .iter()
         .copied()
-        .filter(|r| !from.contains(r))
+        .filter(|r| !original.contains(r))
         .collect();
-    let replicas: Vec<NodeId> = target.iter().chain(removing.iter()).copied().collect();
     let mut next = with_replicas(current, replicas, live);
     next.adding_replicas = adding;
     next.removing_replicas = removing;

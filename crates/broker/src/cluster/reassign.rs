@@ -26,9 +26,17 @@ impl Broker {
         self.change(|b| {
             let store = b.store.lock();
             let mut records = Vec::new();
+            let mut seen = std::collections::HashSet::new();
             let outcomes = partitions
                 .iter()
                 .map(|(topic, p, target)| {
+                    // Two changes of one partition in one commit would
+                    // conflict: the first one named stands.
+                    if !seen.insert((topic.as_str(), *p)) {
+                        return Err(ReassignError::InvalidAssignment(format!(
+                            "partition {p} of {topic} is named twice in the request"
+                        )));
+                    }
                     reassignment::reassign(
                         &store.data,
                         topic,

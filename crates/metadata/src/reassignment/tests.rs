@@ -119,11 +119,23 @@ fn a_new_target_replaces_the_move_under_way_and_a_cancellation_reverts_it() {
     );
     let s = state(&m);
     assert_eq!(s.replicas, vec![4, 2, 3, 1]);
+    // 2 and 3, still being added, leave at completion; 1 is still the
+    // original replica.
     assert_eq!(
         (s.adding_replicas.clone(), s.removing_replicas.clone()),
-        (vec![4], vec![2, 3, 1])
+        (vec![4, 2, 3], vec![2, 3, 1])
     );
     assert_eq!((s.leader, s.isr.clone()), (1, vec![1]));
+    assert_eq!(original_replicas(&s), vec![1]);
+    assert_eq!(target_replicas(&s), vec![4]);
+    // The same target again (a retry) changes nothing.
+    assert_eq!(reassign(&m, "t", 0, Some(&[4]), true), Ok(None));
+    // Cancelled from there: back to the replicas before either move.
+    let back = apply(&m, reassign(&m, "t", 0, None, true).unwrap());
+    assert_eq!(
+        (state(&back).replicas, state(&back).isr, state(&back).leader),
+        (vec![1], vec![1], 1)
+    );
     let m = alter_isr(&m, id, &[1, 4]);
     let s = state(&m);
     assert_eq!(
@@ -211,4 +223,24 @@ fn bad_targets_are_refused() {
         Ok(None),
         "the current assignment completes at once"
     );
+}
+
+#[test]
+fn a_retried_move_changes_nothing_and_keeps_its_original_replicas() {
+    let (m, _) = cluster(vec![1]);
+    let m = apply(&m, reassign(&m, "t", 0, Some(&[1, 2]), true).unwrap());
+    let s = state(&m);
+    assert!(s.is_reassigning());
+    assert_eq!(reassign(&m, "t", 0, Some(&[1, 2]), true), Ok(None));
+    assert_eq!(original_replicas(&state(&m)), vec![1]);
+    // A different replica count than the original one still needs the
+    // flag, counted from the original replicas.
+    assert!(matches!(
+        reassign(&m, "t", 0, Some(&[3]), false),
+        Ok(Some(_))
+    ));
+    assert!(matches!(
+        reassign(&m, "t", 0, Some(&[2, 3]), false),
+        Err(ReassignError::ReplicationFactorChange { .. })
+    ));
 }
