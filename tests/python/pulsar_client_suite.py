@@ -754,8 +754,10 @@ def pipelined(url, _bootstrap):
     """Many sends in flight at once on one connection (send_async, no
     batching) to topic argv[4]: every one is acknowledged, receipts come in
     the order of the sends (message ids rise with them), and a consumer
-    reads each message once, in order."""
+    reads each message once, in order. argv[6]: bytes of padding per
+    message (large ones span several reads of the connection)."""
     topic, n = sys.argv[4], int(sys.argv[5])
+    pad = b"x" * (int(sys.argv[6]) if len(sys.argv) > 6 else 0)
     c = client(url)
     p = c.create_producer(
         topic, batching_enabled=False, max_pending_messages=n, block_if_queue_full=True
@@ -771,7 +773,7 @@ def pipelined(url, _bootstrap):
         return callback
 
     for i in range(n):
-        p.send_async(("p-%06d" % i).encode(), sent(i))
+        p.send_async(("p-%06d" % i).encode() + pad, sent(i))
     for _ in range(n):
         check(done.acquire(timeout=60), "receipts did not all come")
     bad = [(i, r) for i, (r, _) in enumerate(results) if r != pulsar.Result.Ok]
@@ -782,8 +784,10 @@ def pipelined(url, _bootstrap):
     cons = c.subscribe(
         topic, "pipelined-check", initial_position=pulsar.InitialPosition.Earliest
     )
-    got = [m.data().decode() for m in drain(cons, n)]
+    msgs = drain(cons, n)
+    got = [m.data()[:8].decode() for m in msgs]
     check(got == ["p-%06d" % i for i in range(n)], "read back out of order")
+    check(all(len(m.data()) == 8 + len(pad) for m in msgs), "a message changed size")
     nothing_more(cons)
     c.close()
 

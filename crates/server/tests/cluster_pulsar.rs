@@ -398,7 +398,9 @@ async fn pulsar_clients_follow_their_partition_across_leader_moves() {
 /// to a replication-factor-3 partition: each waits for the in-sync
 /// replicas without holding the connection's next sends, and the receipts
 /// still come in the order of the sends (the client matches them in
-/// order); a consumer reads every message once, in order.
+/// order); a consumer reads every message once, in order. Then 300 sends
+/// of 200 KiB, whose frames span several reads while receipts become
+/// ready: no frame is cut.
 #[tokio::test(flavor = "multi_thread")]
 async fn pipelined_pulsar_sends_to_a_replicated_partition_are_answered_in_order() {
     let mut s = SETTINGS.to_vec();
@@ -406,11 +408,13 @@ async fn pipelined_pulsar_sends_to_a_replicated_partition_are_answered_in_order(
     let mut c = Cluster::start(3, &s);
     wait_brokers(&c, &[1, 2, 3], 3).await;
     let topic = "pipelined";
-    create(
-        &c.addr(1),
-        NewTopic::new(topic, 1, TopicReplication::Fixed(3)),
-    )
-    .await;
+    for name in [topic, "pipelined-large"] {
+        create(
+            &c.addr(1),
+            NewTopic::new(name, 1, TopicReplication::Fixed(3)),
+        )
+        .await;
+    }
     let leader = leaders(&c.addr(1), topic, 1).await[&0] as usize;
     let url = c.node(leader).pulsar_url();
     tokio::task::spawn_blocking(move || {
@@ -418,6 +422,15 @@ async fn pipelined_pulsar_sends_to_a_replicated_partition_are_answered_in_order(
             "pipelined",
             &url,
             &[&format!("persistent://public/default/{topic}"), "3000"],
+        );
+        pulsar_check(
+            "pipelined",
+            &url,
+            &[
+                &format!("persistent://public/default/{topic}-large"),
+                "300",
+                "204800",
+            ],
         )
     })
     .await
