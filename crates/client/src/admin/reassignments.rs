@@ -45,7 +45,9 @@ impl Admin {
     ///
     /// ```no_run
     /// # async fn f(admin: magnetar_client::Admin) -> magnetar_client::Result<()> {
-    /// let results = admin.alter_partition_reassignments(&[("orders", 0, Some(vec![2, 3]))]).await?;
+    /// use magnetar_client::NodeId;
+    /// let target = vec![NodeId(2), NodeId(3)];
+    /// let results = admin.alter_partition_reassignments(&[("orders", 0, Some(target))]).await?;
     /// for ((topic, p), r) in results { r?; println!("{topic}-{p} is moving"); }
     /// # Ok(()) }
     /// ```
