@@ -57,7 +57,9 @@ pub struct Broker {
     pub(crate) tenants: RwLock<Arc<Tenants>>,
     pub(crate) producer_ids: Mutex<ProducerIds>,
     cluster_id: String,
-    pub(crate) groups: OnceLock<GroupCoordinator>,
+    pub(crate) groups: OnceLock<Arc<GroupCoordinator>>,
+    // The replicated group log's slots this broker leads.
+    pub(crate) group_slots: crate::group_slots::GroupSlots,
     metrics: crate::metrics::Metrics,
     // Its link to the controller quorum (a quorum of one on a standalone
     // node) and the brokers it knows of.
@@ -120,6 +122,7 @@ impl Broker {
             producer_ids: Mutex::new(ProducerIds { next: 0, limit: 0 }),
             cluster_id,
             groups: OnceLock::new(),
+            group_slots: Default::default(),
             metrics: crate::metrics::Metrics::new(),
             cluster,
             authorizer,
@@ -134,20 +137,32 @@ impl Broker {
     pub(crate) fn start_groups(&self, offsets: Arc<Partition>) -> Result<(), Error> {
         let coordinator_config = crate::group::coordinator_config(&self.config.read());
         let coordinator = GroupCoordinator::open(GroupLog::new(offsets), coordinator_config)?;
-        let _ = self.groups.set(coordinator);
-        self.forget_state_of_deleted_topics();
+        let _ = self.groups.set(Arc::new(coordinator));
+        self.forget_state_of_deleted_topics(self.groups());
         // From here on, topic creation and deletion share the CPU with
         // requests from other clients: requests go first.
         self.logs.set_background_bulk_work(true);
         Ok(())
     }
 
-    /// The group coordinator.
+    /// The broker's own group coordinator: Pulsar subscriptions, producer
+    /// sequences and schemas; on a standalone node (or a cluster with
+    /// placed coordinators) also every group and transaction it
+    /// coordinates. Groups of a replicated group log are reached with
+    /// [`Broker::coordinator`].
     pub fn groups(&self) -> &GroupCoordinator {
         // Set in `open_cluster` before the broker is handed out.
         self.groups
             .get()
             .expect("group coordinator initialized in Broker::open_cluster")
+    }
+
+    /// [`Broker::groups`], shared.
+    pub(crate) fn home_groups(&self) -> Arc<GroupCoordinator> {
+        self.groups
+            .get()
+            .expect("group coordinator initialized in Broker::open_cluster")
+            .clone()
     }
 
     /// `queued.max.request.bytes`: the request bytes every listener's

@@ -232,6 +232,14 @@ pub enum Error {
     /// unknown (or none is live to place coordinators on); retry.
     #[error("{0}")]
     CoordinatorUnavailable(String),
+    /// Another broker coordinates this group or transactional id now (it
+    /// leads the id's group-log slot); the client looks it up again.
+    #[error("{0}")]
+    NotCoordinator(String),
+    /// This broker leads the id's group-log slot and is still loading its
+    /// state; retry shortly.
+    #[error("{0}")]
+    CoordinatorLoadInProgress(String),
     /// The metadata file is unreadable.
     #[error("metadata file {path} is corrupt: {reason}")]
     MetadataCorrupt {
@@ -284,6 +292,8 @@ impl From<crate::coordinator_error::CoordError> for Error {
             C::InvalidRequest(m) => Error::InvalidRequest(m),
             C::Storage { partition, source } => Error::Storage { partition, source },
             C::MetadataCorrupt { path, reason } => Error::MetadataCorrupt { path, reason },
+            C::NotCoordinator(m) => Error::NotCoordinator(m),
+            C::NotCommitted(m) => Error::CoordinatorUnavailable(m),
             C::Transaction(t) => Error::Transaction(t),
             C::ConsumerBusy(m) => Error::ConsumerBusy(m),
             C::SubscriptionTypeMismatch {

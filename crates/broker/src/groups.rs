@@ -20,7 +20,7 @@ pub fn topic_infos(broker: &Broker) -> Vec<consumer::TopicInfo> {
         .collect()
 }
 
-/// Runs the coordinator's timers until the task is aborted.
+/// Runs the broker's own coordinator's timers until the task is aborted.
 pub fn spawn_timers(broker: Arc<Broker>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {

@@ -24,6 +24,7 @@ mod coordinator_tests;
 mod core;
 mod endpoint;
 mod error;
+pub mod group_slots;
 pub mod groups;
 mod lifecycle;
 pub mod limits;

@@ -210,8 +210,10 @@ impl Broker {
     /// created again) learns it here, from the metadata it starts with
     /// (KIP-516: nothing of the old topic is served for the new one). The
     /// topics' ids are then recorded as they are now.
-    pub(crate) fn forget_state_of_deleted_topics(&self) {
-        let groups = self.groups();
+    pub(crate) fn forget_state_of_deleted_topics(
+        &self,
+        groups: &crate::group::coordinator::GroupCoordinator,
+    ) {
         let recorded = groups.topic_ids();
         let mut named = groups.offset_topics();
         named.extend(groups.front_end().topics());
@@ -243,8 +245,11 @@ impl Broker {
     /// Records a topic created (or found created) here with its id, so
     /// what is kept about it is known to be about this topic of the name.
     pub(crate) fn note_topic_created(&self, name: &TopicName, id: TopicId) {
-        if let Some(groups) = self.groups.get() {
-            if let Err(e) = groups.note_topic_ids(&[(name.to_string(), id)]) {
+        if self.groups.get().is_none() {
+            return;
+        }
+        for c in self.coordinators_with_home() {
+            if let Err(e) = c.note_topic_ids(&[(name.to_string(), id)]) {
                 warn!(topic = %name, "could not record the topic's id in the group log: {e}");
             }
         }

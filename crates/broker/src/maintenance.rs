@@ -19,11 +19,13 @@ use crate::{now_ms, Broker};
 pub fn spawn(broker: Arc<Broker>) -> Maintenance {
     let (stop, mut stopped) = watch::channel(false);
     let timers = crate::groups::spawn_timers(broker.clone());
+    let slots = broker.spawn_group_slot_keeper();
     let cleaner = spawn_cleaner(broker.clone(), stop.subscribe());
     let recovery = spawn_transaction_recovery(broker.clone(), stop.subscribe());
     let task = tokio::spawn(async move {
         // Dropping a JoinHandle does not stop its task; this guard does.
         let _timers = AbortOnDrop(timers);
+        let _slots = AbortOnDrop(slots);
         let mut cleaner = AbortOnDrop(cleaner);
         let mut recovery = AbortOnDrop(recovery);
         let mut last_retention = tokio::time::Instant::now();
@@ -59,10 +61,12 @@ pub fn spawn(broker: Arc<Broker>) -> Maintenance {
                 last_offsets_expiry = tokio::time::Instant::now();
                 let b = broker.clone();
                 let _ = tokio::task::spawn_blocking(move || {
-                    match b.groups().expire_and_compact(now_ms().0) {
-                        Ok(0) => {}
-                        Ok(n) => tracing::info!(offsets = n, "expired committed offsets"),
-                        Err(e) => tracing::warn!("offset expiry failed: {e}"),
+                    for groups in b.coordinators_with_home() {
+                        match groups.expire_and_compact(now_ms().0) {
+                            Ok(0) => {}
+                            Ok(n) => tracing::info!(offsets = n, "expired committed offsets"),
+                            Err(e) => tracing::warn!("offset expiry failed: {e}"),
+                        }
                     }
                 })
                 .await;

@@ -337,7 +337,28 @@ impl Partition {
         batches: &[u8],
         now: Timestamp,
     ) -> Result<AppendOutcome, storage::Error> {
-        let out = self.log.append(batches, self.leader_epoch(), now)?;
+        self.append_storage_raw(batches, self.leader_epoch(), now)
+    }
+
+    /// [`Partition::append_storage`] in leader epoch `epoch`, inside
+    /// [`Partition::leader_write`] (a replicated group log's slot).
+    pub(crate) fn append_storage_in(
+        &self,
+        batches: &[u8],
+        epoch: model::LeaderEpoch,
+        now: Timestamp,
+    ) -> Result<AppendOutcome, Error> {
+        self.append_storage_raw(batches, epoch, now)
+            .map_err(|e| self.storage_error(e))
+    }
+
+    fn append_storage_raw(
+        &self,
+        batches: &[u8],
+        epoch: model::LeaderEpoch,
+        now: Timestamp,
+    ) -> Result<AppendOutcome, storage::Error> {
+        let out = self.log.append(batches, epoch, now)?;
         if let AppendOutcome::Appended(info) = &out {
             self.traffic
                 .record_in(info.record_count, batches.len() as u64);

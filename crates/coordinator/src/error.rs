@@ -24,6 +24,16 @@ pub enum CoordError {
         #[source]
         source: storage::Error,
     },
+    /// This broker no longer leads the group log partition the state
+    /// lives in (NOT_COORDINATOR: the client looks the coordinator up
+    /// again).
+    #[error("{0}")]
+    NotCoordinator(String),
+    /// A group-log write did not reach the in-sync replicas in time, or
+    /// too few are in sync (COORDINATOR_NOT_AVAILABLE, as Kafka answers a
+    /// commit it could not replicate); retried.
+    #[error("{0}")]
+    NotCommitted(String),
     /// The group log holds a batch that cannot be decoded.
     #[error("metadata file {path} is corrupt: {reason}")]
     MetadataCorrupt {

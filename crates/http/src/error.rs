@@ -140,7 +140,9 @@ impl From<broker::Error> for ApiError {
             }
             E::NotEnoughReplicas { .. }
             | E::ControllerUnavailable(_)
-            | E::CoordinatorUnavailable(_) => {
+            | E::CoordinatorUnavailable(_)
+            | E::NotCoordinator(_)
+            | E::CoordinatorLoadInProgress(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
             }
         }

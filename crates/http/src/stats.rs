@@ -301,7 +301,12 @@ fn partition_stats(
             },
         );
     }
-    for (group, committed) in broker.groups().committed_on(topic_name, n as i32) {
+    let committed_here = broker
+        .coordinators_here()
+        .iter()
+        .flat_map(|c| c.groups().committed_on(topic_name, n as i32))
+        .collect::<Vec<_>>();
+    for (group, committed) in committed_here {
         let at = Offset(committed.offset).max(start).min(end);
         slowest = Some(slowest.map_or(at, |o| o.min(at)));
         let backlog = (end.0 - at.0).max(0) as u64;
@@ -366,7 +371,12 @@ fn kafka_members(
         client_version: String::new(),
         metadata: BTreeMap::new(),
     };
-    match state.broker.groups().describe(group) {
+    let described = state
+        .broker
+        .coordinator(group)
+        .ok()
+        .and_then(|c| c.groups().describe(group));
+    match described {
         Some(GroupView::Consumer(g)) => g
             .members
             .iter()

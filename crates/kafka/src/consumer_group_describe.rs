@@ -12,6 +12,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::error::response_error;
 use super::Versions;
 use crate::authz::{Access, OPERATIONS_NOT_REQUESTED};
 use broker::group::consumer::Assignment;
@@ -49,7 +50,10 @@ pub(crate) fn handle(
                 } else {
                     OPERATIONS_NOT_REQUESTED
                 });
-            let view = broker.groups().describe(id.as_str());
+            let view = match broker.coordinator(id.as_str()) {
+                Ok(c) => c.groups().describe(id.as_str()),
+                Err(e) => return base.with_error_code(response_error(&e).code()),
+            };
             if let Some(GroupView::Consumer(g)) = &view {
                 let by_id = |a: &Assignment| {
                     a.keys()

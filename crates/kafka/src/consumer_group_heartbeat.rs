@@ -11,7 +11,7 @@ use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeart
 use kafka_protocol::protocol::StrBytes;
 use model::TopicId;
 
-use super::error::coordinator_error;
+use super::error::{coordinator_error, response_error};
 use super::{RequestContext, Versions};
 use broker::group::consumer::{Assignment, Heartbeat};
 use broker::groups::topic_infos;
@@ -59,10 +59,13 @@ pub fn handle(
     if req.group_id.is_empty() {
         return invalid("the group id is empty");
     }
-    if !broker.coordinates(req.group_id.as_str()) {
-        return ConsumerGroupHeartbeatResponse::default()
-            .with_error_code(ResponseError::NotCoordinator.code());
-    }
+    let coordinator = match broker.coordinator(req.group_id.as_str()) {
+        Ok(c) => c,
+        Err(e) => {
+            return ConsumerGroupHeartbeatResponse::default()
+                .with_error_code(response_error(&e).code())
+        }
+    };
     if ctx.api_version >= 1 && req.member_id.is_empty() {
         return invalid("the member id is empty (ConsumerGroupHeartbeat v1 clients choose it)");
     }
@@ -95,10 +98,16 @@ pub fn handle(
     let mut topics = topic_infos(broker);
     topics.retain(|t| access.topic(broker::security::acl::Operation::Describe, &t.name));
     tracing::trace!(?req, "consumer group heartbeat");
-    match broker
+    let beat = coordinator
         .groups()
-        .consumer_heartbeat(req.group_id.as_str(), hb, &topics)
-    {
+        .consumer_heartbeat(req.group_id.as_str(), hb, &topics);
+    if beat.is_ok() {
+        if let Err(e) = coordinator.committed_blocking() {
+            return ConsumerGroupHeartbeatResponse::default()
+                .with_error_code(response_error(&e).code());
+        }
+    }
+    match beat {
         Ok(r) => ConsumerGroupHeartbeatResponse::default()
             .with_member_id(Some(StrBytes::from_string(r.member_id)))
             .with_member_epoch(r.member_epoch)

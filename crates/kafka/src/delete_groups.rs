@@ -6,7 +6,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
 
-use super::error::coordinator_error;
+use super::error::{coordinator_error, response_error};
 use super::Versions;
 use broker::Broker;
 
@@ -30,11 +30,16 @@ pub(crate) fn handle(
             } else if g.is_empty() {
                 ResponseError::InvalidGroupId.code()
             } else {
-                broker
-                    .groups()
-                    .delete_group(g.as_str())
-                    .err()
-                    .map_or(0, |e| coordinator_error(&e).code())
+                match broker.coordinator(g.as_str()) {
+                    Err(e) => response_error(&e).code(),
+                    Ok(c) => match c.groups().delete_group(g.as_str()) {
+                        Err(e) => coordinator_error(&e).code(),
+                        Ok(()) => c
+                            .committed_blocking()
+                            .err()
+                            .map_or(0, |e| response_error(&e).code()),
+                    },
+                }
             };
             DeletableGroupResult::default()
                 .with_group_id(g)

@@ -12,6 +12,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use model::TopicId;
 
+use super::error::response_error;
 use super::Versions;
 use crate::authz::{Access, OPERATIONS_NOT_REQUESTED};
 use broker::group::consumer::Assignment;
@@ -50,7 +51,11 @@ pub(crate) fn handle(
             let base = DescribedGroup::default()
                 .with_group_id(id.clone())
                 .with_authorized_operations(ops(id.as_str()));
-            let described = broker.groups().describe(id.as_str()).map(|g| match g {
+            let coordinator = match broker.coordinator(id.as_str()) {
+                Ok(c) => c,
+                Err(e) => return base.with_error_code(response_error(&e).code()),
+            };
+            let described = coordinator.groups().describe(id.as_str()).map(|g| match g {
                 GroupView::Classic(d) => base
                     .clone()
                     .with_group_state(StrBytes::from_string(d.state.to_string()))
@@ -103,7 +108,7 @@ pub(crate) fn handle(
             match described {
                 Some(d) => d,
                 // Known only by its committed offsets: an Empty group, as in Kafka.
-                None if broker.groups().has_offsets(id.as_str()) => {
+                None if coordinator.groups().has_offsets(id.as_str()) => {
                     base.with_group_state(StrBytes::from_static_str("Empty"))
                 }
                 None if version >= 6 => base

@@ -43,6 +43,8 @@ pub fn response_error(e: &Error) -> ResponseError {
         | Error::TopicBusy(_) => R::InvalidRequest,
         Error::ControllerUnavailable(_) => R::RequestTimedOut,
         Error::CoordinatorUnavailable(_) => R::CoordinatorNotAvailable,
+        Error::NotCoordinator(_) => R::NotCoordinator,
+        Error::CoordinatorLoadInProgress(_) => R::CoordinatorLoadInProgress,
         Error::UnacceptableCredential(_) => R::UnacceptableCredential,
         Error::UnsupportedSaslMechanism(_) => R::UnsupportedSaslMechanism,
         Error::DuplicateResource(_) => R::DuplicateResource,
@@ -304,5 +306,7 @@ pub fn coord_state_error(e: &broker::coordinator_error::CoordError) -> ResponseE
         C::Storage { source, .. } => storage_error(source),
         C::Transaction(t) => txn_error(t),
         C::MetadataCorrupt { .. } => R::KafkaStorageError,
+        C::NotCoordinator(_) => R::NotCoordinator,
+        C::NotCommitted(_) => R::CoordinatorNotAvailable,
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
-use super::error::coordinator_error;
+use super::error::{coordinator_error, response_error};
 use super::Versions;
 use crate::authz::Access;
 use broker::security::acl::Operation;
@@ -28,10 +28,11 @@ pub(crate) fn handle(
     if req.group_id.is_empty() {
         return HeartbeatResponse::default().with_error_code(ResponseError::InvalidGroupId.code());
     }
-    if !broker.coordinates(req.group_id.as_str()) {
-        return HeartbeatResponse::default().with_error_code(ResponseError::NotCoordinator.code());
-    }
-    let result = broker.groups().heartbeat(
+    let coordinator = match broker.coordinator(req.group_id.as_str()) {
+        Ok(c) => c,
+        Err(e) => return HeartbeatResponse::default().with_error_code(response_error(&e).code()),
+    };
+    let result = coordinator.groups().heartbeat(
         req.group_id.as_str(),
         req.member_id.as_str(),
         req.group_instance_id.as_ref().map(|s| s.as_str()),

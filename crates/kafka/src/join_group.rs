@@ -7,7 +7,7 @@ use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::error::coordinator_error;
+use super::error::{coordinator_error, response_error};
 use super::{RequestContext, Versions};
 use broker::group::classic::{GroupError, JoinRequest, Protocol};
 use broker::group::coordinator::CoordinatorError;
@@ -36,9 +36,10 @@ pub async fn handle(
     if req.group_id.is_empty() {
         return fail(ResponseError::InvalidGroupId, req.member_id);
     }
-    if !broker.coordinates(req.group_id.as_str()) {
-        return fail(ResponseError::NotCoordinator, req.member_id);
-    }
+    let coordinator = match broker.coordinator(req.group_id.as_str()) {
+        Ok(c) => c,
+        Err(e) => return fail(response_error(&e), req.member_id),
+    };
     let join = JoinRequest {
         request: 0,
         member_id: req.member_id.to_string(),
@@ -64,7 +65,15 @@ pub async fn handle(
         supports_skip_assignment: version >= 9,
         reason: req.reason.as_ref().map(|s| s.to_string()),
     };
-    match broker.groups().join(req.group_id.as_str(), join).await {
+    let joined = coordinator.groups().join(req.group_id.as_str(), join).await;
+    // The group's new state is answered once it is on the group log's
+    // in-sync replicas.
+    if joined.is_ok() {
+        if let Err(e) = coordinator.committed().await {
+            return fail(response_error(&e), req.member_id);
+        }
+    }
+    match joined {
         Ok(r) => JoinGroupResponse::default()
             .with_generation_id(r.generation_id)
             .with_protocol_type(if version >= 7 {

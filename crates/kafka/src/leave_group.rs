@@ -7,7 +7,7 @@ use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::error::{classic_error, coordinator_error};
+use super::error::{classic_error, coordinator_error, response_error};
 use super::Versions;
 use crate::authz::Access;
 use broker::security::acl::Operation;
@@ -30,9 +30,10 @@ pub(crate) fn handle(
     if req.group_id.is_empty() {
         return LeaveGroupResponse::default().with_error_code(ResponseError::InvalidGroupId.code());
     }
-    if !broker.coordinates(req.group_id.as_str()) {
-        return LeaveGroupResponse::default().with_error_code(ResponseError::NotCoordinator.code());
-    }
+    let coordinator = match broker.coordinator(req.group_id.as_str()) {
+        Ok(c) => c,
+        Err(e) => return LeaveGroupResponse::default().with_error_code(response_error(&e).code()),
+    };
     let members: Vec<(String, Option<String>)> = if version >= 3 {
         req.members
             .iter()
@@ -46,7 +47,13 @@ pub(crate) fn handle(
     } else {
         vec![(req.member_id.to_string(), None)]
     };
-    match broker.groups().leave(req.group_id.as_str(), &members) {
+    let left = coordinator.groups().leave(req.group_id.as_str(), &members);
+    if left.is_ok() {
+        if let Err(e) = coordinator.committed_blocking() {
+            return LeaveGroupResponse::default().with_error_code(response_error(&e).code());
+        }
+    }
+    match left {
         Ok(results) if version >= 3 => LeaveGroupResponse::default().with_members(
             members
                 .iter()

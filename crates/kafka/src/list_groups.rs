@@ -24,9 +24,9 @@ pub(crate) fn handle(
 ) -> ListGroupsResponse {
     let everything = access.cluster(Operation::Describe);
     let groups = broker
-        .groups()
-        .list()
-        .into_iter()
+        .coordinators_here()
+        .iter()
+        .flat_map(|c| c.groups().list())
         .filter(|g| everything || access.group(Operation::Describe, &g.group_id))
         .filter(|g| {
             version < 4

@@ -10,7 +10,7 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use model::PartitionId;
 
-use super::error::coordinator_error;
+use super::error::{coordinator_error, response_error};
 use super::Versions;
 use crate::authz::Access;
 use broker::group::coordinator::CoordinatorError;
@@ -36,7 +36,8 @@ pub(crate) fn handle(
     let now = now_ms().0;
     // Per partition: Ok(offset to store) or the error for it.
     let mut checked: Vec<(usize, i32, Result<CommittedOffset, ResponseError>)> = Vec::new();
-    let coordinated = broker.coordinates(req.group_id.as_str());
+    let coordinator = broker.coordinator(req.group_id.as_str());
+    let not_coordinator = coordinator.as_ref().err().map(response_error);
     let group_ok = access.group(Operation::Read, req.group_id.as_str());
     for (ti, t) in req.topics.iter().enumerate() {
         let topic = super::find_topic(broker, t.name.as_str());
@@ -46,7 +47,9 @@ pub(crate) fn handle(
                 _ if !group_ok => Err(ResponseError::GroupAuthorizationFailed),
                 _ if !topic_ok => Err(ResponseError::TopicAuthorizationFailed),
                 _ if req.group_id.is_empty() => Err(ResponseError::InvalidGroupId),
-                _ if !coordinated => Err(ResponseError::NotCoordinator),
+                _ if not_coordinator.is_some() => {
+                    Err(not_coordinator.unwrap_or(ResponseError::NotCoordinator))
+                }
                 Err(_) => Err(ResponseError::UnknownTopicOrPartition),
                 Ok(topic) if !topic.has_partition(PartitionId(p.partition_index)) => {
                     Err(ResponseError::UnknownTopicOrPartition)
@@ -80,10 +83,10 @@ pub(crate) fn handle(
                 .map(|o| (req.topics[*ti].name.to_string(), *p, o.clone()))
         })
         .collect();
-    let commit_error = if to_commit.is_empty() {
-        None
-    } else {
-        broker
+    let commit_error = match &coordinator {
+        _ if to_commit.is_empty() => None,
+        Err(e) => Some(response_error(e)),
+        Ok(coordinator) => coordinator
             .groups()
             .commit_offsets(
                 req.group_id.as_str(),
@@ -101,6 +104,14 @@ pub(crate) fn handle(
                 }
                 e => coordinator_error(&e),
             })
+            // Answered once the group log's in-sync replicas have it: a
+            // new coordinator loads every acknowledged commit.
+            .or_else(|| {
+                coordinator
+                    .committed_blocking()
+                    .err()
+                    .map(|e| response_error(&e))
+            }),
     };
     let mut topics: Vec<OffsetCommitResponseTopic> = req
         .topics

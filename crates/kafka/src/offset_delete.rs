@@ -12,7 +12,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::Decodable;
 
-use super::error::coordinator_error;
+use super::error::{coordinator_error, response_error};
 use super::Versions;
 use broker::group::coordinator::SubscriptionsView;
 use broker::Broker;
@@ -70,7 +70,13 @@ pub(crate) fn handle(
         return OffsetDeleteResponse::default()
             .with_error_code(ResponseError::InvalidGroupId.code());
     }
-    let subscribed = broker
+    let coordinator = match broker.coordinator(req.group_id.as_str()) {
+        Ok(c) => c,
+        Err(e) => {
+            return OffsetDeleteResponse::default().with_error_code(response_error(&e).code())
+        }
+    };
+    let subscribed = coordinator
         .groups()
         .group_subscriptions(req.group_id.as_str())
         .map(subscribed_topics)
@@ -85,10 +91,15 @@ pub(crate) fn handle(
                 .map(move |p| (t.name.to_string(), p.partition_index))
         })
         .collect();
-    match broker
+    let deleted = coordinator
         .groups()
-        .delete_offsets(req.group_id.as_str(), &wanted, &subscribed)
-    {
+        .delete_offsets(req.group_id.as_str(), &wanted, &subscribed);
+    if deleted.is_ok() {
+        if let Err(e) = coordinator.committed_blocking() {
+            return OffsetDeleteResponse::default().with_error_code(response_error(&e).code());
+        }
+    }
+    match deleted {
         Ok(results) => {
             let mut results = results.into_iter();
             let topics = req

@@ -11,7 +11,7 @@ use kafka_protocol::messages::offset_fetch_response::{
 use kafka_protocol::messages::{GroupId, OffsetFetchRequest, OffsetFetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::error::coordinator_error;
+use super::error::{coordinator_error, response_error};
 use super::Versions;
 use crate::authz::Access;
 use broker::group::store::CommittedOffset;
@@ -47,29 +47,30 @@ pub(crate) fn handle(
                         })
                         .collect()
                 });
-                let validated = broker.groups().validate_fetch_member(
-                    g.group_id.as_str(),
-                    g.member_id.as_ref().map(|m| m.as_str()),
-                    g.member_epoch,
-                );
-                match (g.group_id.is_empty(), validated) {
+                let coordinator = broker.coordinator(g.group_id.as_str());
+                match (g.group_id.is_empty(), &coordinator) {
                     _ if group_denied(g.group_id.as_str()) => OffsetFetchResponseGroup::default()
                         .with_group_id(g.group_id)
                         .with_error_code(ResponseError::GroupAuthorizationFailed.code()),
                     (true, _) => OffsetFetchResponseGroup::default()
                         .with_group_id(g.group_id)
                         .with_error_code(ResponseError::InvalidGroupId.code()),
-                    (false, _) if !broker.coordinates(g.group_id.as_str()) => {
-                        OffsetFetchResponseGroup::default()
-                            .with_group_id(g.group_id)
-                            .with_error_code(ResponseError::NotCoordinator.code())
-                    }
                     (false, Err(e)) => OffsetFetchResponseGroup::default()
                         .with_group_id(g.group_id)
-                        .with_error_code(coordinator_error(&e).code()),
-                    (false, Ok(())) => {
+                        .with_error_code(response_error(e).code()),
+                    (false, Ok(coordinator)) => {
+                        if let Err(e) = coordinator.groups().validate_fetch_member(
+                            g.group_id.as_str(),
+                            g.member_id.as_ref().map(|m| m.as_str()),
+                            g.member_epoch,
+                        ) {
+                            return OffsetFetchResponseGroup::default()
+                                .with_group_id(g.group_id)
+                                .with_error_code(coordinator_error(&e).code());
+                        }
                         let rows = fetch(
                             broker,
+                            coordinator,
                             access,
                             &g.group_id,
                             wanted.as_deref(),
@@ -113,10 +114,10 @@ pub(crate) fn handle(
         return OffsetFetchResponse::default()
             .with_error_code(ResponseError::InvalidGroupId.code());
     }
-    if !broker.coordinates(req.group_id.as_str()) {
-        return OffsetFetchResponse::default()
-            .with_error_code(ResponseError::NotCoordinator.code());
-    }
+    let coordinator = match broker.coordinator(req.group_id.as_str()) {
+        Ok(c) => c,
+        Err(e) => return request_error(response_error(&e)),
+    };
     let wanted: Wanted = req.topics.map(|ts| {
         ts.iter()
             .flat_map(|t| {
@@ -128,6 +129,7 @@ pub(crate) fn handle(
     });
     let rows = fetch(
         broker,
+        &coordinator,
         access,
         &req.group_id,
         wanted.as_deref(),
@@ -165,6 +167,7 @@ type Row = (String, i32, Result<Option<CommittedOffset>, ResponseError>);
 /// start from an offset that transaction may still change.
 fn fetch(
     broker: &Broker,
+    coordinator: &broker::group_slots::Coordinator,
     access: &Access,
     group: &GroupId,
     wanted: Option<&[(String, i32)]>,
@@ -176,7 +179,7 @@ fn fetch(
     } else {
         Default::default()
     };
-    broker
+    coordinator
         .groups()
         .fetch_offsets(group.as_str(), wanted)
         .into_iter()

@@ -6,7 +6,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::error::coordinator_error;
+use super::error::{coordinator_error, response_error};
 use super::{RequestContext, Versions};
 use broker::group::classic::SyncRequest;
 use broker::security::acl::Operation;
@@ -28,9 +28,10 @@ pub async fn handle(
     if req.group_id.is_empty() {
         return SyncGroupResponse::default().with_error_code(ResponseError::InvalidGroupId.code());
     }
-    if !broker.coordinates(req.group_id.as_str()) {
-        return SyncGroupResponse::default().with_error_code(ResponseError::NotCoordinator.code());
-    }
+    let coordinator = match broker.coordinator(req.group_id.as_str()) {
+        Ok(c) => c,
+        Err(e) => return SyncGroupResponse::default().with_error_code(response_error(&e).code()),
+    };
     let sync = SyncRequest {
         request: 0,
         member_id: req.member_id.to_string(),
@@ -44,7 +45,13 @@ pub async fn handle(
             .map(|a| (a.member_id.to_string(), a.assignment.clone()))
             .collect(),
     };
-    match broker.groups().sync(req.group_id.as_str(), sync).await {
+    let synced = coordinator.groups().sync(req.group_id.as_str(), sync).await;
+    if synced.is_ok() {
+        if let Err(e) = coordinator.committed().await {
+            return SyncGroupResponse::default().with_error_code(response_error(&e).code());
+        }
+    }
+    match synced {
         Ok(r) => {
             let v5 = ctx.api_version >= 5;
             SyncGroupResponse::default()

@@ -62,10 +62,11 @@ pub(crate) fn handle(
             })
         })
         .collect();
+    let coordinator = broker.coordinator(req.group_id.as_str());
     let code = if let Some(e) = request_denied {
         e.code()
-    } else if !broker.coordinates(req.group_id.as_str()) {
-        ResponseError::NotCoordinator.code()
+    } else if let Err(e) = &coordinator {
+        response_error(e).code()
     } else if offsets.is_empty() {
         0
     } else if let Err(e) = broker.check_txn_producer(
@@ -76,12 +77,14 @@ pub(crate) fn handle(
     ) {
         // The producer first, as Kafka: a fenced zombie is told so.
         fenced_as_epoch(response_error(&e), version < 3).code()
-    } else if let Err(e) = broker.groups().validate_txn_offset_commit(
-        req.group_id.as_str(),
-        req.member_id.as_str(),
-        req.group_instance_id.as_ref().map(|i| i.as_str()),
-        req.generation_id,
-    ) {
+    } else if let Err(e) = coordinator.as_ref().map_or(Ok(()), |c| {
+        c.groups().validate_txn_offset_commit(
+            req.group_id.as_str(),
+            req.member_id.as_str(),
+            req.group_instance_id.as_ref().map(|i| i.as_str()),
+            req.generation_id,
+        )
+    }) {
         txn_group_error(coordinator_error(&e)).code()
     } else {
         broker

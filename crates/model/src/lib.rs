@@ -16,7 +16,9 @@ pub use epochs::{EpochEntry, EpochHistory};
 pub use error::Error;
 pub use principal::Principal;
 pub use pulsar_name::{Namespace, PulsarTopic};
-pub use topic_name::{is_internal_topic, TopicName, INTERNAL_TOPICS, OFFSETS_TOPIC};
+pub use topic_name::{
+    is_internal_topic, TopicName, INTERNAL_TOPICS, NODE_STATE_LOG, OFFSETS_TOPIC,
+};
 
 macro_rules! newtype {
     ($(#[$meta:meta])* $name:ident($inner:ty)) => {

@@ -8,12 +8,20 @@ use crate::Error;
 /// The consumer groups' offsets and state: Kafka's internal topic.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
-/// The broker's internal topics, as in Kafka (`Topic.INTERNAL_TOPICS`).
-/// Other names starting with `__` are ordinary topics.
+/// A cluster broker's own state log (Pulsar subscriptions, producer
+/// sequences and schemas of what it leads) beside the replicated
+/// `__consumer_offsets`: never a topic of the cluster, but its directory
+/// sits with the partitions', so no topic may take the name.
+pub const NODE_STATE_LOG: &str = "__magnetar_node_state";
+
+/// The broker's internal topics, as in Kafka (`Topic.INTERNAL_TOPICS`),
+/// and [`NODE_STATE_LOG`]. Other names starting with `__` are ordinary
+/// topics.
 pub const INTERNAL_TOPICS: &[&str] = &[
     "__consumer_offsets",
     "__transaction_state",
     "__share_group_state",
+    NODE_STATE_LOG,
 ];
 
 /// Whether `name` is one of [`INTERNAL_TOPICS`].

@@ -61,7 +61,9 @@ impl From<broker::Error> for PulsarError {
             | E::Replication { .. }
             | E::ReplicationTimeout(_)
             | E::ControllerUnavailable(_)
-            | E::CoordinatorUnavailable(_) => {
+            | E::CoordinatorUnavailable(_)
+            | E::NotCoordinator(_)
+            | E::CoordinatorLoadInProgress(_) => {
                 ServerError::ServiceNotReady
             }
             E::InternalTopic(_) => ServerError::NotAllowedError,

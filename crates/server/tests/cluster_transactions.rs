@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use common::cluster::{coordinated_by, create_spread, Cluster};
+use common::txn::{send_each, transactional};
 use common::{client_config, isolated_consumer as consumer, polled, RawConn};
 use kafka_protocol::messages::describe_transactions_response::TransactionState;
 use kafka_protocol::messages::{
@@ -37,31 +38,6 @@ async fn describe(addr: &str, id: &str) -> TransactionState {
         ResponseKind::DescribeTransactions(mut r) => r.transaction_states.remove(0),
         other => panic!("{other:?}"),
     }
-}
-
-fn transactional(bootstrap: &str, id: &str) -> BaseProducer {
-    let p: BaseProducer = client_config(bootstrap)
-        .set("transactional.id", id)
-        .set("transaction.timeout.ms", "60000")
-        .create()
-        .unwrap();
-    p.init_transactions(TIMEOUT).unwrap();
-    p
-}
-
-/// Sends `tag`-i to each partition of `topic` (3 of them) and waits.
-fn send_each(p: &BaseProducer, topic: &str, tag: &str) {
-    for partition in 0..3 {
-        let v = format!("{tag}-{partition}");
-        p.send(
-            BaseRecord::to(topic)
-                .partition(partition)
-                .key(v.as_bytes())
-                .payload(v.as_bytes()),
-        )
-        .unwrap();
-    }
-    p.flush(TIMEOUT).unwrap();
 }
 
 /// Every value of `topic`'s three partitions a consumer reads, once `n`
@@ -120,10 +96,10 @@ async fn transactions_span_brokers_with_their_markers_and_offsets() {
     // records of every partition and none of the aborted ones; a
     // read_uncommitted one sees all, so the aborted records were written
     // and the abort markers reached the other brokers.
-    let p = transactional(&b, &txn_id);
+    let p = transactional(&b, &txn_id, TIMEOUT);
     for (tag, commit) in [("c1", true), ("a1", false), ("c2", true)] {
         p.begin_transaction().unwrap();
-        send_each(&p, "ctx-out", tag);
+        send_each(&p, "ctx-out", tag, TIMEOUT);
         if commit {
             p.commit_transaction(TIMEOUT).unwrap();
         } else {
@@ -133,7 +109,7 @@ async fn transactions_span_brokers_with_their_markers_and_offsets() {
     // An open transaction holds read_committed consumers back on every
     // partition it wrote to, whichever broker leads it.
     p.begin_transaction().unwrap();
-    send_each(&p, "ctx-out", "open");
+    send_each(&p, "ctx-out", "open", TIMEOUT);
     // Its coordinator describes it, with partitions of all three brokers;
     // another broker sends the client to the coordinator.
     let d = describe(&c.addr(1), &txn_id).await;
@@ -255,8 +231,8 @@ async fn transactions_span_brokers_with_their_markers_and_offsets() {
     // Zombie fencing: a second producer with the same transactional id
     // aborts the first one's transaction on every broker and fences it.
     p.begin_transaction().unwrap();
-    send_each(&p, "ctx-out", "zombie");
-    let fresh = transactional(&b, &txn_id);
+    send_each(&p, "ctx-out", "zombie", TIMEOUT);
+    let fresh = transactional(&b, &txn_id, TIMEOUT);
     // The zombie's later batches are refused everywhere: the leaders of the
     // other brokers check them with the coordinator, which fenced it.
     for partition in 0..3 {
@@ -270,7 +246,7 @@ async fn transactions_span_brokers_with_their_markers_and_offsets() {
     }
     let _ = p.flush(TIMEOUT);
     fresh.begin_transaction().unwrap();
-    send_each(&fresh, "ctx-out", "fresh");
+    send_each(&fresh, "ctx-out", "fresh", TIMEOUT);
     fresh.commit_transaction(TIMEOUT).unwrap();
     let text = p.commit_transaction(TIMEOUT).unwrap_err().to_string();
     assert!(
@@ -298,10 +274,10 @@ async fn a_commit_completes_when_a_killed_partition_leader_returns() {
     create_spread(&b, "ctx-crash", 3).await;
     let leaders = create_spread(&b, "ctx-crash-2", 3).await;
     let txn_id = coordinated_by(&b, 1, "ctx-crash", 1).await;
-    let p = transactional(&b, &txn_id);
+    let p = transactional(&b, &txn_id, TIMEOUT);
     p.begin_transaction().unwrap();
-    send_each(&p, "ctx-crash", "before");
-    send_each(&p, "ctx-crash-2", "before");
+    send_each(&p, "ctx-crash", "before", TIMEOUT);
+    send_each(&p, "ctx-crash-2", "before", TIMEOUT);
     let (down, _) = leaders.iter().find(|(_, l)| **l == 3).unwrap();
     c.node(3).kill();
 
@@ -345,7 +321,7 @@ async fn a_commit_completes_when_a_killed_partition_leader_returns() {
     );
     // The producer goes on with its next transaction.
     p.begin_transaction().unwrap();
-    send_each(&p, "ctx-crash", "after");
+    send_each(&p, "ctx-crash", "after", TIMEOUT);
     p.commit_transaction(TIMEOUT).unwrap();
     let rc = consumer(&b, "ctx-crash-rc3", "read_committed");
     assert_eq!(read_all(&rc, "ctx-crash", 6), values(&["before", "after"]));

@@ -48,14 +48,24 @@ impl Broker {
         let node = config.node_id();
         let static_config = config.clone();
         config = metadata.dynamic_config(&static_config, node);
-        // A quorum of one publishes the group log as a topic (see
-        // `BrokerService::in_process`); elsewhere it is this node's own.
-        let published_offsets = metadata.topics.keys().any(|t| t.as_str() == OFFSETS_TOPIC);
-        let node_local: &[&str] = if published_offsets {
-            &[]
+        // A quorum of one publishes its group log as a topic (see
+        // `BrokerService::in_process`), with the coordinators placed on
+        // it; a cluster that placed coordinators on brokers keeps each
+        // one's group log as `__consumer_offsets` of its own; any other
+        // cluster replicates `__consumer_offsets` (see
+        // `crate::group_slots`) and keeps each broker's own state apart.
+        let has_offsets_topic = metadata.topics.keys().any(|t| t.as_str() == OFFSETS_TOPIC);
+        let replicated_groups = metadata.coordinators.is_empty();
+        let published_offsets = has_offsets_topic && !replicated_groups;
+        let home_log = if replicated_groups {
+            if !has_offsets_topic {
+                adopt_node_state(logs.data_dir());
+            }
+            model::NODE_STATE_LOG
         } else {
-            &[OFFSETS_TOPIC]
+            OFFSETS_TOPIC
         };
+        let node_local: &[&str] = if published_offsets { &[] } else { &[home_log] };
         reconcile_disk(&logs, &metadata, node, node_local)?;
         let table = open_hosted(&logs, &metadata, &config, node)?;
         info!(
@@ -84,7 +94,7 @@ impl Broker {
         let offsets = if published_offsets {
             broker.offsets_partition()?
         } else {
-            broker.local_offsets_log()?
+            broker.local_offsets_log(home_log)?
         };
         broker.start_groups(offsets)?;
         broker.apply_hosted_replica_states();
@@ -94,15 +104,16 @@ impl Broker {
     /// The node-local log the group coordinator writes (offsets, groups,
     /// subscriptions, producer sequences, schemas of what this broker
     /// coordinates or leads), with the topic id it was first created with.
-    fn local_offsets_log(&self) -> Result<Arc<Partition>, Error> {
-        let tp = TopicPartition::new(TopicName::new(OFFSETS_TOPIC)?, PartitionId(0));
+    fn local_offsets_log(&self, name: &str) -> Result<Arc<Partition>, Error> {
+        let tp = TopicPartition::new(TopicName::new(name)?, PartitionId(0));
         let on_disk = self.logs.scan().map_err(Error::DataDir)?;
         let id = on_disk
             .iter()
             .find(|(t, _)| *t == tp)
             .and_then(|(_, id)| *id)
             .unwrap_or_else(TopicId::random);
-        let rec = crate::group::store::offsets_topic_record(self.node_id(), id);
+        let mut rec = crate::group::store::offsets_topic_record(self.node_id(), id);
+        rec.name = tp.topic.clone();
         let broker_config = self.config();
         let specs = partition_specs(&rec, &self.tenants.read(), &broker_config, 0..1);
         let mut opened =
@@ -275,12 +286,14 @@ impl Broker {
             t.by_id.remove(&rec.id);
         }
         self.forget_replicas(rec.id);
-        if let Some(groups) = self.groups.get() {
-            if let Err(e) = groups.forget_topic(rec.name.as_str()) {
-                warn!(topic = %rec.name, "could not remove committed offsets of the deleted topic: {e}");
-            }
-            if let Err(e) = groups.front_end().forget_topic(rec.name.as_str()) {
-                warn!(topic = %rec.name, "could not remove subscriptions of the deleted topic: {e}");
+        if self.groups.get().is_some() {
+            for groups in self.coordinators_with_home() {
+                if let Err(e) = groups.forget_topic(rec.name.as_str()) {
+                    warn!(topic = %rec.name, "could not remove committed offsets of the deleted topic: {e}");
+                }
+                if let Err(e) = groups.front_end().forget_topic(rec.name.as_str()) {
+                    warn!(topic = %rec.name, "could not remove subscriptions of the deleted topic: {e}");
+                }
             }
         }
         info!(topic = %rec.name, id = %rec.id, "topic deleted");
@@ -363,6 +376,25 @@ impl Broker {
         let topics: Vec<Arc<Topic>> = self.topics.read().by_name.values().cloned().collect();
         for t in topics {
             self.apply_topic_replica_states(&t);
+        }
+    }
+}
+
+/// A broker that kept its own state as `__consumer_offsets` before the
+/// cluster replicated that topic keeps it as [`model::NODE_STATE_LOG`]
+/// now (Pulsar subscriptions, producer sequences and schemas are in it):
+/// the directory is renamed once, before the replicated topic exists.
+fn adopt_node_state(data_dir: &std::path::Path) {
+    let old = data_dir.join(format!("{OFFSETS_TOPIC}-0"));
+    let new = data_dir.join(format!("{}-0", model::NODE_STATE_LOG));
+    if old.is_dir() && !new.exists() {
+        match std::fs::rename(&old, &new) {
+            Ok(()) => {
+                info!(from = %old.display(), to = %new.display(), "kept this broker's own state log under its new name")
+            }
+            Err(e) => {
+                warn!(from = %old.display(), "could not rename this broker's own state log: {e}")
+            }
         }
     }
 }

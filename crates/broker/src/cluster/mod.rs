@@ -150,13 +150,17 @@ impl crate::Broker {
     /// a stale coordinator looks it up again instead of making a second
     /// copy of the group here.
     pub fn coordinates(&self, key: &str) -> bool {
+        if self.replicated_groups() {
+            return self.coordinator(key).is_ok();
+        }
         let v = self.cluster_view();
         !v.coordinators.is_empty()
             && v.coordinators[coordinator_slot(key, v.coordinators.len())] == self.node_id()
     }
 
     /// The coordinator of a group or transactional id and its endpoint on
-    /// `listener`: the broker of the id's slot (placed on first use).
+    /// `listener`: the leader of the id's slot of the replicated group log
+    /// (created on first use), or the broker the slot was placed on.
     /// [`crate::Error::CoordinatorUnavailable`] while that broker is fenced
     /// or unknown.
     pub fn coordinator_of(
@@ -164,8 +168,17 @@ impl crate::Broker {
         key: &str,
         listener: &str,
     ) -> Result<(NodeId, Endpoint), crate::Error> {
-        let slots = self.coordinator_slots()?;
-        let node = slots[coordinator_slot(key, slots.len())];
+        let node = if self.replicated_groups() {
+            self.ensure_group_log()?;
+            self.coordinator_node(key).ok_or_else(|| {
+                crate::Error::CoordinatorUnavailable(format!(
+                    "the group log slot of {key:?} has no leader"
+                ))
+            })?
+        } else {
+            let slots = self.coordinator_slots()?;
+            slots[coordinator_slot(key, slots.len())]
+        };
         let view = self.cluster_view();
         match view.brokers.get(&node) {
             Some(b) if !b.fenced => b.endpoint(listener).map(|e| (node, e)).ok_or_else(|| {

@@ -338,6 +338,54 @@ impl Broker {
         }
     }
 
+    /// Creates the replicated group log, `__consumer_offsets`, unless it
+    /// exists (the first FindCoordinator of a cluster, as Kafka creates
+    /// it): `offsets.topic.num.partitions` partitions of
+    /// `offsets.topic.replication.factor` replicas each, or as many as
+    /// there are usable brokers if fewer (logged, as Kafka does).
+    pub(crate) fn ensure_group_log(&self) -> Result<(), Error> {
+        use crate::group::store::{offsets_topic_record, OFFSETS_TOPIC};
+        if self.topic(OFFSETS_TOPIC).is_some() {
+            return Ok(());
+        }
+        let config = self.config();
+        let slots = config.int_value("offsets.topic.num.partitions").max(1) as i32;
+        let wanted = config.int_value("offsets.topic.replication.factor").max(1) as usize;
+        self.change(|b| {
+            let exists = b
+                .store
+                .lock()
+                .data
+                .topics
+                .keys()
+                .any(|t| t.as_str() == OFFSETS_TOPIC);
+            if exists {
+                return Ok((Vec::new(), ()));
+            }
+            let brokers = b.usable_brokers();
+            if brokers.is_empty() {
+                return Err(Error::CoordinatorUnavailable(
+                    "no unfenced broker to keep the group log".into(),
+                ));
+            }
+            let rf = wanted.min(brokers.len());
+            if rf < wanted {
+                tracing::warn!(
+                    wanted,
+                    brokers = brokers.len(),
+                    "creating {OFFSETS_TOPIC} with replication factor {rf}: \
+                     offsets.topic.replication.factor is more than the live brokers"
+                );
+            }
+            let seed = uuid::Uuid::new_v4().as_u64_pair().0;
+            let mut rec = offsets_topic_record(brokers[0], TopicId::random());
+            rec.partitions = slots;
+            rec.placements = crate::placement::place(&brokers, 0, slots, rf, seed)
+                .map_err(|e| Error::InvalidReplicationFactor(e.to_string()))?;
+            Ok((vec![MetadataRecord::TopicCreated { topic: rec }], ()))
+        })
+    }
+
     /// Places the coordinator slots over the usable brokers if no one has
     /// yet (the first FindCoordinator of a cluster, as Kafka creates
     /// `__consumer_offsets` then); the slots.

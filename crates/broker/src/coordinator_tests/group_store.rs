@@ -53,20 +53,26 @@ fn old_format(records: &[(RecordKey, Option<Vec<u8>>)], compression: KCompressio
     buf
 }
 
-#[test]
-fn records_written_before_the_builder_still_replay() {
-    let dir = tempfile::tempdir().unwrap();
-    let broker = crate::testing::TestNode::start(BrokerConfig::new(
-        dir.path(),
-        "127.0.0.1:9092".parse().unwrap(),
-    ))
-    .unwrap();
+/// A standalone node in `dir` and its `__consumer_offsets` partition.
+fn offsets_partition(
+    dir: &std::path::Path,
+) -> (crate::testing::TestNode, std::sync::Arc<crate::Partition>) {
+    let broker =
+        crate::testing::TestNode::start(BrokerConfig::new(dir, "127.0.0.1:9092".parse().unwrap()))
+            .unwrap();
     let partition = broker
         .topic(OFFSETS_TOPIC)
         .unwrap()
         .partition(PartitionId(0))
         .cloned()
         .unwrap();
+    (broker, partition)
+}
+
+#[test]
+fn records_written_before_the_builder_still_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, partition) = offsets_partition(dir.path());
     let log = GroupLog::new(partition.clone());
     let before = log.replay().unwrap().len();
 
@@ -94,4 +100,31 @@ fn records_written_before_the_builder_still_replay() {
     expected.extend(new);
     assert_eq!(got, expected);
     broker.shutdown().unwrap();
+}
+
+/// A new leader of a replicated group log learns the high watermark one
+/// fetch late: replay reads to the log end, so a commit its predecessor
+/// acknowledged (committed there, above the high watermark here) is
+/// loaded.
+#[test]
+fn replay_reads_past_the_high_watermark() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, partition) = offsets_partition(dir.path());
+    let log = GroupLog::new(partition.clone());
+    let start = partition.log().log_end_offset();
+    log.append(&[(key("a"), Some(b"{\"offset\":1}".to_vec()))])
+        .unwrap();
+    log.append(&[(key("b"), Some(b"{\"offset\":2}".to_vec()))])
+        .unwrap();
+    // The high watermark as a follower had it: below the second record.
+    partition
+        .log()
+        .set_high_watermark(Some(model::Offset(start.0 + 1)))
+        .unwrap();
+    let replayed = log.replay().unwrap();
+    let keys: Vec<&RecordKey> = replayed.iter().map(|r| &r.key).collect();
+    assert!(
+        keys.contains(&&key("a")) && keys.contains(&&key("b")),
+        "{keys:?}"
+    );
 }

@@ -127,20 +127,22 @@ impl StateSample {
                 consumers: s.consumers.len() as u64,
             });
         }
-        let groups = broker.groups();
-        for listing in groups.list() {
-            for (topic, partition, committed) in groups.fetch_offsets(&listing.group_id, None) {
-                let Some(committed) = committed else { continue };
-                let end = ends.get(topic.as_str()).and_then(|e| e.get(&partition));
-                // Offsets of a partition that no longer exists are not lag.
-                let Some(&end) = end else { continue };
-                sample.group_offsets.push(GroupOffsetSample {
-                    group: listing.group_id.clone(),
-                    topic,
-                    partition,
-                    committed_offset: committed.offset,
-                    lag: lag(committed.offset, end),
-                });
+        for coordinator in broker.coordinators_here() {
+            let groups = coordinator.groups();
+            for listing in groups.list() {
+                for (topic, partition, committed) in groups.fetch_offsets(&listing.group_id, None) {
+                    let Some(committed) = committed else { continue };
+                    let end = ends.get(topic.as_str()).and_then(|e| e.get(&partition));
+                    // Offsets of a partition that no longer exists are not lag.
+                    let Some(&end) = end else { continue };
+                    sample.group_offsets.push(GroupOffsetSample {
+                        group: listing.group_id.clone(),
+                        topic,
+                        partition,
+                        committed_offset: committed.offset,
+                        lag: lag(committed.offset, end),
+                    });
+                }
             }
         }
         sample

@@ -234,6 +234,20 @@ impl Partition {
         let Some(epoch) = replica.leading_epoch() else {
             return Err(self.replication_error(ReplicationError::NotLeader));
         };
+        self.wait_committed_in_blocking(epoch, timeout)
+    }
+
+    /// [`Partition::wait_all_committed_blocking`] for records appended in
+    /// leader epoch `epoch` (NOT_LEADER_OR_FOLLOWER if this broker no
+    /// longer leads in it: they may have been cut back).
+    pub fn wait_committed_in_blocking(
+        &self,
+        epoch: LeaderEpoch,
+        timeout: std::time::Duration,
+    ) -> Result<(), Error> {
+        if self.replica().is_none() {
+            return Ok(());
+        }
         let next = self.log().log_end_offset();
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let waiter: Waiter = Box::new(move |r| {

@@ -12,8 +12,8 @@ use storage::txn::{ControlType, TxnMarker};
 use super::peers::GROUP_OFFSETS_TOPIC;
 use super::requests::{MarkerRequest, TxnPartitionResult};
 use super::state::{EndPlan, TxnError, TxnMetadata, TxnState};
-use super::Transactions;
 use crate::group::store::CommittedOffset;
+use crate::group_slots::Coordinator;
 use crate::metadata_records::NodeId;
 
 /// How long a transaction marker on a replicated partition waits for its
@@ -36,17 +36,13 @@ pub struct TransactionListing {
 }
 
 impl Broker {
-    fn transactions(&self) -> Result<&Transactions, Error> {
-        Ok(&self.groups().front_end().transactions)
-    }
-
-    /// The transactions of `id`, which this broker must coordinate (in a
-    /// cluster, the broker of its slot; NOT_COORDINATOR elsewhere).
-    fn coordinator_for(&self, id: &str) -> Result<&Transactions, Error> {
-        if !self.coordinates(id) {
-            return Err(TxnError::NotCoordinator(id.to_string()).into());
-        }
-        self.transactions()
+    /// The coordinator of `id`'s transactions, which must be this broker
+    /// (in a cluster, the leader of its slot; NOT_COORDINATOR elsewhere).
+    fn coordinator_for(&self, id: &str) -> Result<Coordinator, Error> {
+        self.coordinator(id).map_err(|e| match e {
+            Error::NotCoordinator(_) => TxnError::NotCoordinator(id.to_string()).into(),
+            other => other,
+        })
     }
 
     /// InitProducerId with a transactional id: a new id gets a producer id
@@ -61,7 +57,22 @@ impl Broker {
         timeout_ms: i32,
         current: Option<(i64, i16)>,
     ) -> Result<(ProducerId, ProducerEpoch), Error> {
-        let txns = self.coordinator_for(id)?;
+        let coordinator = self.coordinator_for(id)?;
+        let answer = self.init_transactional_producer_in(&coordinator, id, timeout_ms, current)?;
+        // Answered once the slot's in-sync replicas have it: a new
+        // coordinator fences with the epoch this producer was given.
+        coordinator.committed_blocking()?;
+        Ok(answer)
+    }
+
+    fn init_transactional_producer_in(
+        &self,
+        coordinator: &Coordinator,
+        id: &str,
+        timeout_ms: i32,
+        current: Option<(i64, i16)>,
+    ) -> Result<(ProducerId, ProducerEpoch), Error> {
+        let txns = coordinator.transactions();
         let max = self.config().transaction_max_timeout_ms();
         if timeout_ms <= 0 || i64::from(timeout_ms) > max {
             return Err(TxnError::InvalidTimeout(timeout_ms, max).into());
@@ -111,7 +122,7 @@ impl Broker {
             };
             drop(d);
             // Complete now: the next round bumps the epoch again.
-            self.finish(txns, id, &prepared, now)?;
+            self.finish(coordinator, id, &prepared, now)?;
         }
     }
 
@@ -121,13 +132,16 @@ impl Broker {
     /// offsets, and its log compaction waits on decisions under its own).
     fn finish(
         &self,
-        txns: &Transactions,
+        coordinator: &Coordinator,
         id: &str,
         prepared: &TxnMetadata,
         now: i64,
     ) -> Result<TxnMetadata, Error> {
-        let done = self.write_markers(prepared, now)?;
-        txns.decide().persist(id, done.clone())?;
+        let done = self.write_markers(prepared, coordinator.epoch(), now)?;
+        coordinator
+            .transactions()
+            .decide()
+            .persist(id, done.clone())?;
         Ok(done)
     }
 
@@ -149,7 +163,8 @@ impl Broker {
         epoch: i16,
         partitions: &[(String, i32)],
     ) -> Result<Vec<TxnPartitionResult>, Error> {
-        let txns = self.coordinator_for(id)?;
+        let coordinator = self.coordinator_for(id)?;
+        let txns = coordinator.transactions();
         let results: Vec<TxnPartitionResult> = partitions
             .iter()
             .map(|(t, p)| {
@@ -179,6 +194,8 @@ impl Broker {
         if next != m {
             d.persist(id, next)?;
         }
+        drop(d);
+        coordinator.committed_blocking()?;
         Ok(results)
     }
 
@@ -196,17 +213,18 @@ impl Broker {
         if id.is_empty() {
             return Err(Error::InvalidRequest("an empty transactional id".into()));
         }
-        let txns = self.coordinator_for(id)?;
+        let coordinator = self.coordinator_for(id)?;
+        let txns = coordinator.transactions();
         let m = txns.known(id)?;
-        let slots = self.cluster_view().coordinators.len();
-        let slot = |g: &str| (slots > 0).then(|| crate::cluster::coordinator_slot(g, slots) as i32);
+        let slot = |g: &str| self.slot_of(g);
+        let has_slots = slot("").is_some();
         Ok(
             m.verify_partitions(id, producer_id, epoch, partitions, slot)?
                 .into_iter()
                 .map(|((t, p), r)| {
                     // A partition that does not exist is unknown, as Kafka
                     // checks the metadata first; a group slot is no topic's.
-                    let exists = if t == GROUP_OFFSETS_TOPIC && slots > 0 {
+                    let exists = if t == GROUP_OFFSETS_TOPIC && has_slots {
                         Ok(())
                     } else {
                         self.resolve_topic_name(&t)
@@ -235,7 +253,8 @@ impl Broker {
         if !self.coordinates(id) {
             return append_verified_elsewhere(partition, batches, now);
         }
-        let txns = self.transactions()?;
+        let coordinator = self.coordinator_for(id)?;
+        let txns = coordinator.transactions();
         let state = txns.read();
         let m = state
             .get(id)
@@ -275,14 +294,16 @@ impl Broker {
         epoch: i16,
         group: &str,
     ) -> Result<(), Error> {
-        let txns = self.coordinator_for(id)?;
+        let coordinator = self.coordinator_for(id)?;
+        let txns = coordinator.transactions();
         let mut d = txns.decide();
         let m = d.known(id)?;
         let next = m.add_group(id, producer_id, epoch, group, now_ms().0)?;
         if next != m {
             d.persist(id, next)?;
         }
-        Ok(())
+        drop(d);
+        coordinator.committed_blocking()
     }
 
     /// Whether `producer_id` at `epoch` is `id`'s current producer (what
@@ -300,7 +321,7 @@ impl Broker {
         if !self.coordinates(id) {
             return self.check_remote_group(id, group, producer_id, epoch);
         }
-        let m = self.transactions()?.known(id)?;
+        let m = self.coordinator_for(id)?.transactions().known(id)?;
         Ok(m.check_producer(id, producer_id, epoch)?)
     }
 
@@ -319,11 +340,13 @@ impl Broker {
             // slot commits or drops them.
             return self.stage_txn_offsets(id, group, producer_id, epoch, offsets);
         }
-        let txns = self.transactions()?;
-        let mut d = txns.decide();
+        let coordinator = self.coordinator_for(id)?;
+        let mut d = coordinator.transactions().decide();
         let m = d.known(id)?;
         let next = m.stage_offsets(id, producer_id, epoch, group, offsets, now_ms().0)?;
-        Ok(d.persist(id, next)?)
+        d.persist(id, next)?;
+        drop(d);
+        coordinator.committed_blocking()
     }
 
     /// EndTxn: commits or aborts the open transaction: the prepared state
@@ -336,7 +359,8 @@ impl Broker {
         epoch: i16,
         commit: bool,
     ) -> Result<(), Error> {
-        let txns = self.coordinator_for(id)?;
+        let coordinator = self.coordinator_for(id)?;
+        let txns = coordinator.transactions();
         let now = now_ms().0;
         let _ending = txns.ending(id);
         let prepared = {
@@ -349,13 +373,22 @@ impl Broker {
             d.persist(id, prepared.clone())?;
             prepared
         };
-        self.finish(txns, id, &prepared, now).map(|_| ())
+        // Prepared on the slot's in-sync replicas before any marker: a new
+        // coordinator finishes what this one started.
+        coordinator.committed_blocking()?;
+        self.finish(&coordinator, id, &prepared, now)?;
+        coordinator.committed_blocking()
     }
 
     /// Writes the markers of a prepared transaction to its partitions (and
     /// commits its staged offsets if it commits); the completed state.
     /// A partition deleted meanwhile needs no marker.
-    fn write_markers(&self, prepared: &TxnMetadata, now: i64) -> Result<TxnMetadata, Error> {
+    fn write_markers(
+        &self,
+        prepared: &TxnMetadata,
+        coordinator_epoch: i32,
+        now: i64,
+    ) -> Result<TxnMetadata, Error> {
         let control = match prepared.state {
             TxnState::PrepareCommit => ControlType::Commit,
             TxnState::PrepareAbort => ControlType::Abort,
@@ -365,8 +398,11 @@ impl Broker {
             producer_id: ProducerId(prepared.producer_id),
             producer_epoch: ProducerEpoch(prepared.producer_epoch),
             control,
-            // One coordinator per node, which never moves: epoch 0.
-            coordinator_epoch: 0,
+            // The leader epoch of the id's group-log slot (0 where
+            // coordinators never move): a coordinator that lost the slot
+            // cannot end the transaction after its successor did
+            // (TRANSACTION_COORDINATOR_FENCED).
+            coordinator_epoch,
         };
         let mut work = Vec::new();
         let (hosted, mut remote) = self.split_by_leader(&prepared.partitions);
@@ -415,7 +451,7 @@ impl Broker {
             producer_id: prepared.producer_id,
             producer_epoch: prepared.remote_marker_epoch(),
             commit: control == ControlType::Commit,
-            coordinator_epoch: 0,
+            coordinator_epoch,
             partitions: Vec::new(),
         };
         self.write_remote_markers(remote, &remote_marker)?;
@@ -430,7 +466,9 @@ impl Broker {
                     .map(|((t, p), o)| (t.clone(), *p, o.clone()))
                     .collect();
                 if !offsets.is_empty() {
-                    self.groups().commit_transactional_offsets(group, offsets)?;
+                    let c = self.coordinator(group)?;
+                    c.groups().commit_transactional_offsets(group, offsets)?;
+                    c.committed_blocking()?;
                 }
             }
         }
@@ -468,9 +506,10 @@ impl Broker {
         // What this broker's own coordinator knows of the producer: its
         // live transaction is its to end, and its markers must stay valid.
         let known = self
-            .transactions()
-            .ok()
-            .and_then(|txns| txns.of_producer(producer_id));
+            .coordinators_here()
+            .iter()
+            .find_map(|c| c.transactions().of_producer(producer_id));
+        let max_coordinator_epoch = self.max_coordinator_epoch();
         partitions
             .iter()
             .map(|(t, p)| {
@@ -483,7 +522,14 @@ impl Broker {
                 let r = self.resolve_topic_name(t).and_then(|topic| {
                     let partition = topic.partition(PartitionId(*p))?;
                     let check = |epoch| {
-                        check_foreign_marker(&marker, Some(epoch), known.as_ref(), t, *p)
+                        check_foreign_marker(
+                            &marker,
+                            Some(epoch),
+                            known.as_ref(),
+                            max_coordinator_epoch,
+                            t,
+                            *p,
+                        )
                     };
                     let Some(w) = partition.write_marker_if_open(&marker, now, check)? else {
                         return Ok(());
@@ -563,9 +609,16 @@ impl Broker {
     /// transaction once `go_on` says no (each may wait for another broker,
     /// so a shutdown does not wait for them all).
     pub fn complete_prepared_transactions_while(&self, go_on: impl Fn() -> bool) -> usize {
-        let Ok(txns) = self.transactions() else {
-            return 0;
-        };
+        self.coordinators_here()
+            .iter()
+            .map(|c| self.complete_prepared_in(c, &go_on))
+            .sum()
+    }
+
+    /// [`Broker::complete_prepared_transactions_while`] for the
+    /// transactions of one coordinator.
+    fn complete_prepared_in(&self, coordinator: &Coordinator, go_on: &impl Fn() -> bool) -> usize {
+        let txns = coordinator.transactions();
         let now = now_ms().0;
         let due: Vec<(String, TxnMetadata)> = txns
             .all()
@@ -596,8 +649,12 @@ impl Broker {
                     _ => continue,
                 }
             };
-            match self.finish(txns, &id, &prepared, now) {
-                Ok(_) => ended += 1,
+            let finished = coordinator
+                .committed_blocking()
+                .and_then(|()| self.finish(coordinator, &id, &prepared, now))
+                .and_then(|_| coordinator.committed_blocking());
+            match finished {
+                Ok(()) => ended += 1,
                 Err(e) => {
                     tracing::warn!(transactional_id = %id, "cannot complete the transaction yet: {e}")
                 }
@@ -610,25 +667,30 @@ impl Broker {
     /// has not ended (KIP-447: OffsetFetch with `require_stable` answers
     /// UNSTABLE_OFFSET_COMMIT for them, and the consumer retries).
     pub fn pending_txn_offsets(&self, group: &str) -> BTreeSet<(String, i32)> {
-        let Ok(txns) = self.transactions() else {
-            return BTreeSet::new();
-        };
         let mut staged = self.staged_offsets_of(group);
-        let state = txns.read();
-        staged.extend(
-            state
-                .values()
-                .filter(|m| m.state == TxnState::Ongoing || m.state.is_prepared())
-                .filter_map(|m| m.groups.get(group))
-                .flat_map(|offsets| offsets.keys().cloned()),
-        );
+        for c in self.coordinators_here() {
+            let state = c.transactions().read();
+            staged.extend(
+                state
+                    .values()
+                    .filter(|m| m.state == TxnState::Ongoing || m.state.is_prepared())
+                    .filter_map(|m| m.groups.get(group))
+                    .flat_map(|offsets| offsets.keys().cloned()),
+            );
+        }
         staged
     }
 
     /// DescribeTransactions: the state of each id (`None`: unknown).
     pub fn describe_transactions(&self, ids: &[String]) -> Result<Vec<Option<TxnMetadata>>, Error> {
-        let txns = self.transactions()?;
-        Ok(ids.iter().map(|id| txns.get(id)).collect())
+        Ok(ids
+            .iter()
+            .map(|id| {
+                self.coordinator(id)
+                    .ok()
+                    .and_then(|c| c.transactions().get(id))
+            })
+            .collect())
     }
 
     /// ListTransactions: the ids in one of `states` (all if empty) whose
@@ -638,10 +700,10 @@ impl Broker {
         states: &[String],
         producers: &[i64],
     ) -> Result<Vec<TransactionListing>, Error> {
-        let txns = self.transactions()?;
-        Ok(txns
-            .all()
-            .into_iter()
+        Ok(self
+            .coordinators_here()
+            .iter()
+            .flat_map(|c| c.transactions().all())
             .filter(|(_, m)| states.is_empty() || states.iter().any(|s| s == m.state.name()))
             .filter(|(_, m)| producers.is_empty() || producers.contains(&m.producer_id))
             .map(|(id, m)| TransactionListing {
@@ -658,18 +720,20 @@ impl Broker {
 /// coordinator still has open or is ending on this partition is its own to
 /// end (ending it here would split it); and the marker may not carry a
 /// newer producer epoch than the coordinator or the log knows, nor a
-/// coordinator epoch above this broker's (0), either of which would fence
-/// the coordinator's own markers for good.
+/// coordinator epoch above any coordinator's (the highest leader epoch of
+/// a group-log slot; 0 where coordinators never move), either of which
+/// would fence the coordinator's own markers for good.
 fn check_foreign_marker(
     marker: &TxnMarker,
     log_epoch: Option<ProducerEpoch>,
     known: Option<&(String, TxnMetadata)>,
+    max_coordinator_epoch: i32,
     topic: &str,
     partition: i32,
 ) -> Result<(), Error> {
-    if marker.coordinator_epoch > 0 {
+    if marker.coordinator_epoch > max_coordinator_epoch {
         return Err(Error::InvalidRequest(format!(
-            "coordinator epoch {} is above this broker's transaction coordinator epoch 0",
+            "coordinator epoch {} is above any transaction coordinator's epoch ({max_coordinator_epoch})",
             marker.coordinator_epoch
         )));
     }

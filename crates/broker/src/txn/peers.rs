@@ -182,13 +182,10 @@ impl Broker {
     }
 
     /// The broker coordinating the group or transactional id `key`, from
-    /// the placed slots only (nothing is placed here).
+    /// the slots as they are (nothing is placed or created here).
     pub(crate) fn placed_coordinator(&self, key: &str) -> Result<NodeId, Error> {
-        let view = self.cluster_view();
-        if view.coordinators.is_empty() {
-            return Err(unavailable(format!("no coordinator is placed for {key:?}")));
-        }
-        Ok(view.coordinators[crate::cluster::coordinator_slot(key, view.coordinators.len())])
+        self.coordinator_node(key)
+            .ok_or_else(|| unavailable(format!("no coordinator is placed for {key:?}")))
     }
 
     /// The request asking `id`'s coordinator (another broker) whether
@@ -331,13 +328,8 @@ impl Broker {
 
     /// The coordinator slot of `group` (its `__consumer_offsets` partition).
     pub(crate) fn group_slot(&self, group: &str) -> Result<i32, Error> {
-        let view = self.cluster_view();
-        if view.coordinators.is_empty() {
-            return Err(unavailable(format!(
-                "no coordinator is placed for {group:?}"
-            )));
-        }
-        Ok(crate::cluster::coordinator_slot(group, view.coordinators.len()) as i32)
+        self.slot_of(group)
+            .ok_or_else(|| unavailable(format!("no coordinator is placed for {group:?}")))
     }
 }
 

@@ -14,6 +14,7 @@ use crate::{Broker, Error};
 pub use super::staged_store::{Staged, StagedOffsets};
 
 impl Broker {
+    #[cfg(test)]
     fn staged(&self) -> &StagedOffsets {
         &self.groups().front_end().staged_offsets
     }
@@ -29,9 +30,9 @@ impl Broker {
         epoch: i16,
         offsets: Vec<(String, i32, CommittedOffset)>,
     ) -> Result<(), Error> {
-        Ok(self
-            .staged()
-            .stage(id, group, producer_id, epoch, offsets)?)
+        let c = self.coordinator(group)?;
+        c.staged().stage(id, group, producer_id, epoch, offsets)?;
+        c.committed_blocking()
     }
 
     /// Before offsets of `group` are staged here for `id`'s transaction,
@@ -46,7 +47,8 @@ impl Broker {
         producer_id: i64,
         producer_epoch: i16,
     ) -> Result<(), Error> {
-        let staged = self.staged();
+        let c = self.coordinator(group)?;
+        let staged = c.staged();
         let token = super::peers::next_guard_token();
         staged.begin_check(group, producer_id, producer_epoch, token);
         let answer = self.verify_remote_group(id, group, producer_id, producer_epoch);
@@ -63,7 +65,9 @@ impl Broker {
     /// The partitions of `group` with offsets staged here by a transaction
     /// another broker coordinates.
     pub(crate) fn staged_offsets_of(&self, group: &str) -> BTreeSet<(String, i32)> {
-        self.staged().partitions_of(group)
+        self.coordinator(group)
+            .map(|c| c.staged().partitions_of(group))
+            .unwrap_or_default()
     }
 
     /// The marker for slot `slot` from a transaction's coordinator: the
@@ -77,7 +81,8 @@ impl Broker {
         commit: bool,
         slot: i32,
     ) -> Result<(), Error> {
-        let staged = self.staged();
+        let c = self.slot_coordinator(slot)?;
+        let staged = c.staged();
         let of_slot = |g: &str| self.group_slot(g).is_ok_and(|s| s == slot);
         let ending = staged.ending(producer_id, epoch, of_slot);
         for (k, s) in ending {
@@ -86,14 +91,15 @@ impl Broker {
             // Offsets of an older epoch are a transaction whose marker
             // never came here: never committed by a later one's.
             if commit && s.producer_epoch == epoch && !s.offsets.is_empty() {
-                self.groups()
+                c.groups()
                     .commit_transactional_offsets(&k.0, s.offsets.clone())?;
             }
             staged.remove_ended(&k, &s)?;
         }
         // On disk before it is answered, as a partition's marker: the
         // coordinator then records the transaction complete.
-        Ok(staged.flush()?)
+        staged.flush()?;
+        c.committed_blocking()
     }
 }
 

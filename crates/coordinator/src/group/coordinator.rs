@@ -764,6 +764,15 @@ impl GroupCoordinator {
         next
     }
 
+    /// Stops serving: another broker coordinates these groups now. Waiting
+    /// JoinGroup and SyncGroup requests are answered
+    /// COORDINATOR_NOT_AVAILABLE (the client looks the coordinator up
+    /// again).
+    pub fn unload(&self) {
+        self.inner.lock().pending.clear();
+        self.wake.notify_one();
+    }
+
     /// Waits until a tick is due or something changed.
     pub async fn wait_for_work(&self, next_deadline: Option<i64>) {
         let sleep_ms = next_deadline

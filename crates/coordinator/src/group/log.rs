@@ -6,15 +6,22 @@
 use model::Timestamp;
 use storage::{AppendOutcome, Log};
 
+use crate::error::CoordError;
+
 /// The log under the group log.
 pub trait StateLog: std::fmt::Debug + Send + Sync {
     /// Appends encoded record batches (offsets assigned by the log) and
-    /// wakes whoever waits for new data.
-    fn append_batches(
-        &self,
-        batches: &[u8],
-        now: Timestamp,
-    ) -> Result<AppendOutcome, storage::Error>;
+    /// wakes whoever waits for new data. A replicated log refuses once
+    /// this broker no longer leads it in the epoch its state was loaded in
+    /// ([`CoordError::NotCoordinator`]).
+    fn append_batches(&self, batches: &[u8], now: Timestamp) -> Result<AppendOutcome, CoordError>;
+
+    /// Waits until everything appended so far is committed (on the
+    /// in-sync replicas of a replicated log; at once on a log of one
+    /// replica). Blocking.
+    fn wait_committed(&self) -> Result<(), CoordError> {
+        Ok(())
+    }
 
     /// The storage log (reads, flushes, offsets, the log start).
     fn storage(&self) -> &Log;

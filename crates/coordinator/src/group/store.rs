@@ -198,8 +198,7 @@ impl GroupLog {
         let buf = batch
             .build()
             .map_err(|e| CoordError::InvalidRequest(format!("cannot encode group records: {e}")))?;
-        let appended = self.partition.append_batches(&buf, now_ms());
-        match appended.map_err(|e| self.storage_error(e))? {
+        match self.partition.append_batches(&buf, now_ms())? {
             AppendOutcome::Appended(_) | AppendOutcome::Duplicate(_) => Ok(()),
         }
     }
@@ -212,18 +211,27 @@ impl GroupLog {
             .map_err(|e| self.storage_error(e))
     }
 
-    /// Every record from the log start, in order.
+    /// Every record from the log start to the log end, in order (a
+    /// replicated log's new leader serves everything it has: records past
+    /// its high watermark become committed as its followers catch up).
     pub fn replay(&self) -> Result<Vec<StoredRecord>, CoordError> {
         let log = self.partition.storage();
         let start = log.log_start_offset();
         let mut next = start;
-        let end = log.high_watermark();
+        let end = log.log_end_offset();
         let mut out = Vec::new();
         while next < end {
-            let chunk = log
-                .read(next, REPLAY_CHUNK, true)
+            // To the log end: a new leader's high watermark may still be
+            // behind records its predecessor had committed (it learns the
+            // high watermark one fetch late).
+            let region = log
+                .read_region_to_end(next, REPLAY_CHUNK, true)
                 .map_err(|e| self.storage_error(e))?;
-            if chunk.records.is_empty() {
+            let records = match &region.region {
+                Some(r) => r.read_all().map_err(|e| self.storage_error(e))?,
+                None => Bytes::new(),
+            };
+            if records.is_empty() {
                 break;
             }
             let corrupt = |e: storage::BatchError| CoordError::MetadataCorrupt {
@@ -231,7 +239,7 @@ impl GroupLog {
                 reason: format!("undecodable group record batch: {e}"),
             };
             let limit = log.config().max_decompressed_bytes();
-            let mut rest = chunk.records;
+            let mut rest = records;
             while !rest.is_empty() {
                 let size = BatchHeader::parse(&rest).map_err(corrupt)?.total_size();
                 let batch = rest.split_to(size.min(rest.len()));
@@ -272,6 +280,10 @@ impl GroupLog {
         for chunk in live.chunks(1000) {
             self.append(chunk)?;
         }
+        // The older records go only once the snapshot is on the in-sync
+        // replicas: a new leader must never find the history gone and
+        // the snapshot missing.
+        self.partition.wait_committed()?;
         self.partition
             .storage()
             .delete_records_before(start)

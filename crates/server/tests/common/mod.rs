@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod healthy;
 pub mod pki;
 pub mod replication;
+pub mod txn;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
