@@ -14,11 +14,6 @@ use crate::coordinator_error::CoordError;
 use crate::group::log::StateLog;
 use crate::Partition;
 
-/// How long a group-log write waits for its in-sync replicas before the
-/// request that made it fails (Kafka's `offsets.commit.timeout.ms`
-/// default); the client retries.
-pub const SLOT_COMMIT_TIMEOUT: Duration = Duration::from_secs(5);
-
 impl StateLog for Partition {
     fn append_batches(&self, batches: &[u8], now: Timestamp) -> Result<AppendOutcome, CoordError> {
         self.append_storage(batches, now)
@@ -43,12 +38,19 @@ impl StateLog for Partition {
 pub struct SlotLog {
     partition: Arc<Partition>,
     epoch: LeaderEpoch,
+    // How long a write waits for the in-sync replicas
+    // (`offsets.commit.timeout.ms`).
+    timeout: Duration,
 }
 
 impl SlotLog {
     /// The slot partition `partition`, led here in `epoch`.
-    pub fn new(partition: Arc<Partition>, epoch: LeaderEpoch) -> SlotLog {
-        SlotLog { partition, epoch }
+    pub fn new(partition: Arc<Partition>, epoch: LeaderEpoch, timeout: Duration) -> SlotLog {
+        SlotLog {
+            partition,
+            epoch,
+            timeout,
+        }
     }
 
     fn not_coordinator(&self) -> CoordError {
@@ -82,14 +84,13 @@ impl StateLog for SlotLog {
 
     fn wait_committed(&self) -> Result<(), CoordError> {
         self.partition
-            .wait_committed_in_blocking(self.epoch, SLOT_COMMIT_TIMEOUT)
-            .map_err(|e| match e {
-                crate::Error::Replication {
-                    source: magnetar_replication::ReplicationError::NotLeader,
-                    ..
-                } => self.not_coordinator(),
-                other => CoordError::NotCommitted(other.to_string()),
-            })
+            .wait_committed_in_blocking(self.epoch, self.timeout)
+            .map_err(
+                |e| match crate::group_slots::slot_write_error(&self.partition, e) {
+                    crate::Error::NotCoordinator(_) => self.not_coordinator(),
+                    other => CoordError::NotCommitted(other.to_string()),
+                },
+            )
     }
 
     fn storage(&self) -> &storage::Log {

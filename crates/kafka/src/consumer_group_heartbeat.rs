@@ -98,11 +98,12 @@ pub fn handle(
     let mut topics = topic_infos(broker);
     topics.retain(|t| access.topic(broker::security::acl::Operation::Describe, &t.name));
     tracing::trace!(?req, "consumer group heartbeat");
+    let before = coordinator.log_end();
     let beat = coordinator
         .groups()
         .consumer_heartbeat(req.group_id.as_str(), hb, &topics);
     if beat.is_ok() {
-        if let Err(e) = coordinator.committed_blocking() {
+        if let Err(e) = coordinator.committed_blocking_since(before) {
             return ConsumerGroupHeartbeatResponse::default()
                 .with_error_code(response_error(&e).code());
         }

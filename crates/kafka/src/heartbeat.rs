@@ -30,6 +30,9 @@ pub(crate) fn handle(
     }
     let coordinator = match broker.coordinator(req.group_id.as_str()) {
         Ok(c) => c,
+        // As Kafka: a member of a group still loading is answered as if
+        // its heartbeat were fine (older clients do not expect the error).
+        Err(broker::Error::CoordinatorLoadInProgress(_)) => return HeartbeatResponse::default(),
         Err(e) => return HeartbeatResponse::default().with_error_code(response_error(&e).code()),
     };
     let result = coordinator.groups().heartbeat(

@@ -30,6 +30,12 @@ pub async fn handle(
     }
     let coordinator = match broker.coordinator(req.group_id.as_str()) {
         Ok(c) => c,
+        // As Kafka: clients do not expect COORDINATOR_LOAD_IN_PROGRESS
+        // here; a rebalance in progress sends them to rejoin.
+        Err(broker::Error::CoordinatorLoadInProgress(_)) => {
+            return SyncGroupResponse::default()
+                .with_error_code(ResponseError::RebalanceInProgress.code())
+        }
         Err(e) => return SyncGroupResponse::default().with_error_code(response_error(&e).code()),
     };
     let sync = SyncRequest {

@@ -467,10 +467,7 @@ async fn a_broker_down_while_its_topic_is_recreated_cleans_up_on_return() {
     let produce_args: Vec<String> = ["produce", "A", "--timeout", "2"]
         .map(String::from)
         .to_vec();
-    for (args, stdin, says) in [
-        (produce_args, Some("late\n"), ""),
-        (consume, None, ""),
-    ] {
+    for (args, stdin, says) in [(produce_args, Some("late\n"), ""), (consume, None, "")] {
         let bootstrap = via.clone();
         let started = std::time::Instant::now();
         let shown = args.clone();

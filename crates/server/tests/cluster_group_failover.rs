@@ -293,3 +293,107 @@ async fn an_open_transaction_is_ended_by_the_next_coordinator() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// The group-log slot of a key, of `slots` (as Kafka hashes it).
+fn slot_of(key: &str, slots: i32) -> i32 {
+    broker::cluster::coordinator_slot(key, slots as usize) as i32
+}
+
+/// Transactional offsets are kept by the group's coordinator, wherever the
+/// transaction's is: a transactional id and a group coordinated by one
+/// broker (in different slots), the group's slot moved to other brokers
+/// before the transaction commits, and the offsets are the group's after
+/// the commit (the marker for the group's slot reaches its new leader).
+#[tokio::test(flavor = "multi_thread")]
+async fn transactional_offsets_follow_their_group_when_its_slot_moves() {
+    let mut c = Cluster::start(3, &group_settings());
+    wait_brokers(&c, &[1, 2, 3], 3).await;
+    let topic = "gf-eos";
+    create(
+        &c.bootstrap(),
+        NewTopic::new(topic, 3, TopicReplication::Fixed(3)),
+    )
+    .await;
+    wait_isr(&c.addr(1), topic, 3, &[1, 2, 3]).await;
+    let id = common::cluster::coordinated_by(&c.addr(1), TRANSACTIONAL_ID, "gf-eos-tx", 1).await;
+    let mut group = String::new();
+    for prefix in ["gf-eos-a", "gf-eos-b", "gf-eos-c", "gf-eos-d"] {
+        group = common::cluster::coordinated_by(&c.addr(1), GROUP, prefix, 1).await;
+        if slot_of(&group, 6) != slot_of(&id, 6) {
+            break;
+        }
+    }
+    let slot = slot_of(&group, 6);
+    assert_ne!(slot, slot_of(&id, 6), "no group in another slot of node 1");
+
+    let bootstrap = c.bootstrap();
+    let (tx_id, g) = (id.clone(), group.clone());
+    let p = tokio::task::spawn_blocking(move || {
+        let p = transactional(&bootstrap, &tx_id, DEADLINE);
+        p.begin_transaction().unwrap();
+        send_each(&p, topic, "eos", DEADLINE);
+        let member: BaseConsumer = client_config(&bootstrap)
+            .set("group.id", &g)
+            .create()
+            .unwrap();
+        let mut offsets = TopicPartitionList::new();
+        offsets
+            .add_partition_offset(topic, 0, Offset::Offset(1))
+            .unwrap();
+        p.send_offsets_to_transaction(&offsets, &member.group_metadata().unwrap(), DEADLINE)
+            .unwrap();
+        p
+    })
+    .await
+    .unwrap();
+
+    // The group's slot moves to brokers 2 and 3; the transaction's stays.
+    let bootstrap = c.bootstrap();
+    let slot_arg = slot.to_string();
+    let moved = tokio::task::spawn_blocking(move || {
+        common::cli::magnetar(
+            &bootstrap,
+            &[
+                "topic",
+                "reassign",
+                "__consumer_offsets",
+                "--partition",
+                &slot_arg,
+                "--replicas",
+                "2,3",
+                "--wait",
+            ],
+            None,
+        )
+    })
+    .await
+    .unwrap();
+    common::cli::ok(&moved);
+    let via = c.addr(1);
+    let g = group.clone();
+    common::eventually(DEADLINE, "the group's new coordinator", || {
+        let (via, g) = (via.clone(), g.clone());
+        async move { coordinator_of(&via, GROUP, &g).await.filter(|n| *n != 1) }
+    })
+    .await;
+    assert_eq!(
+        coordinator_of(&c.addr(1), TRANSACTIONAL_ID, &id).await,
+        Some(1)
+    );
+
+    let bootstrap = c.bootstrap();
+    let committed = tokio::task::spawn_blocking(move || {
+        p.commit_transaction(DEADLINE).unwrap();
+        let reader: BaseConsumer = client_config(&bootstrap)
+            .set("group.id", &group)
+            .create()
+            .unwrap();
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition(topic, 0);
+        let got = reader.committed_offsets(tpl, DEADLINE).unwrap();
+        got.find_partition(topic, 0).unwrap().offset()
+    })
+    .await
+    .unwrap();
+    assert_eq!(committed, Offset::Offset(1));
+}

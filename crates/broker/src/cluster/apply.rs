@@ -58,9 +58,12 @@ impl Broker {
         let replicated_groups = metadata.coordinators.is_empty();
         let published_offsets = has_offsets_topic && !replicated_groups;
         let home_log = if replicated_groups {
-            if !has_offsets_topic {
-                adopt_node_state(logs.data_dir());
-            }
+            let replicated = metadata
+                .topics
+                .values()
+                .find(|t| t.name.as_str() == OFFSETS_TOPIC)
+                .map(|t| t.id);
+            adopt_node_state(&logs, replicated)?;
             model::NODE_STATE_LOG
         } else {
             OFFSETS_TOPIC
@@ -383,18 +386,33 @@ impl Broker {
 /// A broker that kept its own state as `__consumer_offsets` before the
 /// cluster replicated that topic keeps it as [`model::NODE_STATE_LOG`]
 /// now (Pulsar subscriptions, producer sequences and schemas are in it):
-/// the directory is renamed once, before the replicated topic exists.
-fn adopt_node_state(data_dir: &std::path::Path) {
-    let old = data_dir.join(format!("{OFFSETS_TOPIC}-0"));
-    let new = data_dir.join(format!("{}-0", model::NODE_STATE_LOG));
-    if old.is_dir() && !new.exists() {
-        match std::fs::rename(&old, &new) {
-            Ok(()) => {
-                info!(from = %old.display(), to = %new.display(), "kept this broker's own state log under its new name")
-            }
-            Err(e) => {
-                warn!(from = %old.display(), "could not rename this broker's own state log: {e}")
-            }
-        }
+/// its `__consumer_offsets-0` directory is renamed once, unless it is the
+/// replicated topic's (of id `replicated`).
+fn adopt_node_state(logs: &storage::LogManager, replicated: Option<TopicId>) -> Result<(), Error> {
+    let on_disk = logs.scan().map_err(Error::DataDir)?;
+    let found = |topic: &str| {
+        on_disk
+            .iter()
+            .find(|(tp, _)| tp.topic.as_str() == topic && tp.partition.0 == 0)
+    };
+    let Some((_, id)) = found(OFFSETS_TOPIC) else {
+        return Ok(());
+    };
+    let ours = match (replicated, id) {
+        (None, _) => true,
+        (Some(r), Some(id)) => *id != r,
+        (Some(_), None) => false,
+    };
+    if !ours || found(model::NODE_STATE_LOG).is_some() {
+        return Ok(());
     }
+    let old = logs.data_dir().join(format!("{OFFSETS_TOPIC}-0"));
+    let new = logs.data_dir().join(format!("{}-0", model::NODE_STATE_LOG));
+    match std::fs::rename(&old, &new) {
+        Ok(()) => {
+            info!(from = %old.display(), to = %new.display(), "kept this broker's own state log under its new name")
+        }
+        Err(e) => warn!(from = %old.display(), "could not rename this broker's own state log: {e}"),
+    }
+    Ok(())
 }

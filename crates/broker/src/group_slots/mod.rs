@@ -27,6 +27,7 @@ use crate::group::store::{GroupLog, OFFSETS_TOPIC};
 use crate::metadata_records::NodeId;
 use crate::state_log::SlotLog;
 use crate::{Broker, Error, Partition};
+pub(crate) use slots::slot_write_error;
 pub use slots::Coordinator;
 pub(crate) use slots::GroupSlots;
 use slots::{Loaded, Slot};
@@ -95,10 +96,7 @@ impl Broker {
                     "this broker does not coordinate {key:?}"
                 )));
             }
-            return Ok(Coordinator {
-                groups: self.home_groups(),
-                log: None,
-            });
+            return Ok(Coordinator::home(self.home_groups()));
         }
         let Some(slot) = self.slot_of(key) else {
             return Err(Error::NotCoordinator(format!(
@@ -112,15 +110,13 @@ impl Broker {
     /// [`Broker::coordinator`] for the ids of that slot).
     pub(crate) fn slot_coordinator(&self, slot: i32) -> Result<Coordinator, Error> {
         if !self.replicated_groups() {
-            return Ok(Coordinator {
-                groups: self.home_groups(),
-                log: None,
-            });
+            return Ok(Coordinator::home(self.home_groups()));
         }
         match self.group_slots.slots.read().get(&slot) {
-            Some(Slot::Loaded(l)) => Ok(Coordinator {
-                groups: l.groups.clone(),
-                log: Some((l.partition.clone(), l.epoch)),
+            Some(Slot::Loaded(l)) => l.coordinator().ok_or_else(|| {
+                Error::NotCoordinator(format!(
+                    "this broker no longer leads {OFFSETS_TOPIC}-{slot}"
+                ))
             }),
             Some(Slot::Loading(_)) => Err(Error::CoordinatorLoadInProgress(format!(
                 "the state of {OFFSETS_TOPIC}-{slot} is loading"
@@ -135,20 +131,14 @@ impl Broker {
     /// own group log.
     pub fn coordinators_here(&self) -> Vec<Coordinator> {
         if !self.replicated_groups() {
-            return vec![Coordinator {
-                groups: self.home_groups(),
-                log: None,
-            }];
+            return vec![Coordinator::home(self.home_groups())];
         }
         self.group_slots
             .slots
             .read()
             .values()
             .filter_map(|s| match s {
-                Slot::Loaded(l) => Some(Coordinator {
-                    groups: l.groups.clone(),
-                    log: Some((l.partition.clone(), l.epoch)),
-                }),
+                Slot::Loaded(l) => l.coordinator(),
                 Slot::Loading(_) => None,
             })
             .collect()
@@ -244,7 +234,14 @@ fn load_slot(broker: Weak<Broker>, slot: i32, partition: Arc<Partition>, epoch: 
     };
     let started = std::time::Instant::now();
     let config = crate::group::coordinator_config(&b.config());
-    let log = GroupLog::new(Arc::new(SlotLog::new(partition.clone(), epoch)));
+    let commit_timeout = std::time::Duration::from_millis(
+        b.config().int_value("offsets.commit.timeout.ms").max(1) as u64,
+    );
+    let log = GroupLog::new(Arc::new(SlotLog::new(
+        partition.clone(),
+        epoch,
+        commit_timeout,
+    )));
     let opened = GroupCoordinator::open(log, config).inspect(|g| {
         // Offsets of topics deleted while another broker led the slot.
         b.forget_state_of_deleted_topics(g);
@@ -270,6 +267,7 @@ fn load_slot(broker: Weak<Broker>, slot: i32, partition: Arc<Partition>, epoch: 
                     epoch,
                     groups,
                     timers,
+                    commit_timeout,
                 })),
             );
         }

@@ -121,7 +121,10 @@ impl Broker {
                 }
             };
             drop(d);
-            // Complete now: the next round bumps the epoch again.
+            // Prepared on the slot's in-sync replicas before any marker
+            // (as EndTxn), then completed: the next round bumps the epoch
+            // again.
+            coordinator.committed_blocking()?;
             self.finish(coordinator, id, &prepared, now)?;
         }
     }
@@ -321,6 +324,8 @@ impl Broker {
         if !self.coordinates(id) {
             return self.check_remote_group(id, group, producer_id, epoch);
         }
+        // Here: the producer now, the transaction's state when the offsets
+        // are staged (after the group's membership is checked, as before).
         let m = self.coordinator_for(id)?.transactions().known(id)?;
         Ok(m.check_producer(id, producer_id, epoch)?)
     }
@@ -335,18 +340,15 @@ impl Broker {
         epoch: i16,
         offsets: Vec<(String, i32, CommittedOffset)>,
     ) -> Result<(), Error> {
-        if !self.coordinates(id) {
-            // Kept here until the coordinator's marker for the group's
-            // slot commits or drops them.
-            return self.stage_txn_offsets(id, group, producer_id, epoch, offsets);
+        // Kept by the group's coordinator until the transaction's marker
+        // for the group's slot commits or drops them, wherever the
+        // transaction's coordinator is: both may move independently. The
+        // group's slot must be in the open transaction: checked here when
+        // this broker coordinates it (by `check_txn_producer` otherwise).
+        if self.coordinates(id) {
+            self.check_remote_group(id, group, producer_id, epoch)?;
         }
-        let coordinator = self.coordinator_for(id)?;
-        let mut d = coordinator.transactions().decide();
-        let m = d.known(id)?;
-        let next = m.stage_offsets(id, producer_id, epoch, group, offsets, now_ms().0)?;
-        d.persist(id, next)?;
-        drop(d);
-        coordinator.committed_blocking()
+        self.stage_txn_offsets(id, group, producer_id, epoch, offsets)
     }
 
     /// EndTxn: commits or aborts the open transaction: the prepared state
@@ -428,15 +430,16 @@ impl Broker {
         // coordinator never remembers an ending whose marker is gone, which
         // would leave the partition's transaction open forever.
         self.flush_partitions(prepared)?;
-        // Groups another broker coordinates staged their offsets there:
-        // the marker for each group's slot ends them.
-        let mut local_groups = Vec::new();
+        // Each group's coordinator keeps the offsets staged for it: the
+        // marker for the group's slot ends them, written here when this
+        // broker leads the slot, sent to its leader otherwise.
+        let mut local_slots = BTreeSet::new();
         for group in prepared.groups.keys() {
-            if self.coordinates(group) {
-                local_groups.push(group);
+            let slot = self.group_slot(group)?;
+            if self.slot_coordinator(slot).is_ok() {
+                local_slots.insert(slot);
                 continue;
             }
-            let slot = self.group_slot(group)?;
             // Placed, live or not: one whose broker is down fails on its
             // own below, and the others still get their markers.
             let node = self.placed_coordinator(group)?;
@@ -455,12 +458,18 @@ impl Broker {
             partitions: Vec::new(),
         };
         self.write_remote_markers(remote, &remote_marker)?;
+        for slot in local_slots {
+            self.end_staged_offsets(
+                remote_marker.producer_id,
+                remote_marker.producer_epoch,
+                remote_marker.commit,
+                slot,
+            )?;
+        }
         if control == ControlType::Commit {
-            for (group, offsets) in prepared
-                .groups
-                .iter()
-                .filter(|(g, _)| local_groups.contains(g))
-            {
+            // Offsets an earlier version kept in the transaction itself
+            // (its group's coordinator was this broker then).
+            for (group, offsets) in &prepared.groups {
                 let offsets: Vec<(String, i32, CommittedOffset)> = offsets
                     .iter()
                     .map(|((t, p), o)| (t.clone(), *p, o.clone()))

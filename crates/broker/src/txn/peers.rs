@@ -305,8 +305,8 @@ impl Broker {
             .collect()
     }
 
-    /// Asks `id`'s coordinator (another broker) whether `group`'s slot is
-    /// in the producer's open transaction; the guarded form is
+    /// Asks `id`'s coordinator (this broker or another) whether `group`'s
+    /// slot is in the producer's open transaction; the guarded form is
     /// [`Broker::check_remote_group`]. Blocking.
     pub(crate) fn verify_remote_group(
         &self,
@@ -317,6 +317,15 @@ impl Broker {
     ) -> Result<(), Error> {
         let slot = self.group_slot(group)?;
         let partitions = vec![(GROUP_OFFSETS_TOPIC.to_string(), slot)];
+        if self.coordinates(id) {
+            // This broker coordinates the transaction too: asked here.
+            let answer =
+                self.verify_txn_partitions(id, producer_id, producer_epoch, &partitions)?;
+            return match answer.into_iter().next() {
+                Some((_, r)) => r,
+                None => Err(unavailable("the coordinator answered nothing".into())),
+            };
+        }
         let call = self.verify_call(id, producer_id, producer_epoch, partitions)?;
         let answer = self.call_peers(vec![call])?.pop();
         let answer = answer.unwrap_or_else(|| Err(unavailable("no answer".into())))?;

@@ -58,6 +58,8 @@ struct Inner {
     persisted: HashMap<String, Vec<u8>>,
     // The topic id the records about each topic name are about.
     topic_ids: HashMap<String, model::TopicId>,
+    // Another broker coordinates these groups now: nothing waits here.
+    unloaded: bool,
 }
 
 /// The coordinator of every group on this broker.
@@ -198,6 +200,9 @@ impl GroupCoordinator {
     ) -> Result<JoinResult, CoordinatorError> {
         let rx = {
             let mut inner = self.inner.lock();
+            if inner.unloaded {
+                return Err(GroupError::CoordinatorNotAvailable.into());
+            }
             let id = inner.next_id();
             req.request = id;
             let (tx, rx) = oneshot::channel();
@@ -227,6 +232,9 @@ impl GroupCoordinator {
     ) -> Result<SyncResult, CoordinatorError> {
         let rx = {
             let mut inner = self.inner.lock();
+            if inner.unloaded {
+                return Err(GroupError::CoordinatorNotAvailable.into());
+            }
             let id = inner.next_id();
             req.request = id;
             let (tx, rx) = oneshot::channel();
@@ -769,7 +777,10 @@ impl GroupCoordinator {
     /// COORDINATOR_NOT_AVAILABLE (the client looks the coordinator up
     /// again).
     pub fn unload(&self) {
-        self.inner.lock().pending.clear();
+        let mut inner = self.inner.lock();
+        inner.unloaded = true;
+        inner.pending.clear();
+        drop(inner);
         self.wake.notify_one();
     }
 
@@ -856,6 +867,7 @@ impl GroupCoordinator {
         let mut live = self.live_records(&inner);
         // Front-end writes wait while the snapshot is taken, so none of them
         // lands before an older copy of itself.
+        let mut snapshot_at = None;
         self.front_end.with_persisted(|records| {
             live.extend(records);
             let live_bytes: usize = live
@@ -863,11 +875,15 @@ impl GroupCoordinator {
                 .map(|(_, v)| v.as_ref().map_or(0, Vec::len) + 64)
                 .sum();
             if self.log.size_bytes() as usize > (16 << 20).max(live_bytes * 4) {
-                self.log.snapshot(&live)?;
+                snapshot_at = Some(self.log.append_snapshot(&live)?);
                 tracing::info!(records = live.len(), "compacted the group log");
             }
             Ok::<_, CoordError>(())
         })?;
+        drop(inner);
+        if let Some(start) = snapshot_at {
+            self.log.finish_snapshot(start)?;
+        }
         Ok(expired)
     }
 

@@ -273,16 +273,26 @@ impl GroupLog {
         self.partition.storage().size_bytes()
     }
 
-    /// Replaces the log's history with `live`: appends it, then moves the log
-    /// start to where it begins, so older segments can be deleted.
-    pub fn snapshot(&self, live: &[(RecordKey, Option<Vec<u8>>)]) -> Result<(), CoordError> {
+    /// Replaces the log's history with `live`, in two steps: appends it
+    /// and returns where it begins ([`GroupLog::finish_snapshot`] then
+    /// moves the log start there, outside the callers' locks).
+    pub fn append_snapshot(
+        &self,
+        live: &[(RecordKey, Option<Vec<u8>>)],
+    ) -> Result<model::Offset, CoordError> {
         let start = self.partition.storage().log_end_offset();
         for chunk in live.chunks(1000) {
             self.append(chunk)?;
         }
-        // The older records go only once the snapshot is on the in-sync
-        // replicas: a new leader must never find the history gone and
-        // the snapshot missing.
+        Ok(start)
+    }
+
+    /// Moves the log start to `start` (from [`GroupLog::append_snapshot`])
+    /// once the snapshot is committed, so older segments can be deleted:
+    /// a new leader must never find the history gone and the snapshot
+    /// missing. Blocking; call it holding no lock the group log's writers
+    /// take.
+    pub fn finish_snapshot(&self, start: model::Offset) -> Result<(), CoordError> {
         self.partition.wait_committed()?;
         self.partition
             .storage()
